@@ -1,0 +1,95 @@
+import crypto from 'node:crypto';
+import Koa from 'koa';
+import Router from '@koa/router';
+import { OrlojError, type Clock, type Logger, type ResolvedConfig, type Store } from '@orloj/common';
+import type { ApiDeps } from './deps.js';
+import { errorMiddleware, sendProblem, withHeaders } from './http/problem.js';
+import { corsMiddleware } from './http/cors.js';
+import { ClientAddressResolver } from './http/client-address.js';
+import { RateLimiter } from './http/rate-limit.js';
+import { SessionManager } from './http/session.js';
+import { IdempotencyGuard } from './http/idempotency.js';
+import { authRoutes } from './routes/auth.routes.js';
+import { usersRoutes } from './routes/users.routes.js';
+import { workflowsRoutes } from './routes/workflows.routes.js';
+import { openApiDocument } from './openapi.js';
+
+export interface AppOptions {
+  store: Store;
+  config: ResolvedConfig;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** The production ingress serves every route below this prefix; orloj serves both forms. */
+export const API_PREFIX = '/api';
+
+const AUTH_RATE_LIMITED = new Set(['/auth/login', '/auth/register']);
+
+/**
+ * Builds the Koa application without listening, so tests drive it in-process.
+ * Routes answer both at `/` and at `/api`.
+ */
+export function createApp(options: AppOptions): Koa {
+  const { config, clock, logger } = options;
+  const deps: ApiDeps = {
+    ...options,
+    sessions: new SessionManager(options.store, config, clock),
+    idempotency: new IdempotencyGuard(options.store, clock),
+  };
+  const app = new Koa();
+  app.silent = true;
+
+  const clientAddress = new ClientAddressResolver(config.trustedProxies);
+  const limits = config.rateLimit;
+  const authLimiter = new RateLimiter(limits.authPerMinute / 60, limits.authBurst, () => clock.now());
+  const apiLimiter = new RateLimiter(limits.apiPerSecond, limits.apiBurst, () => clock.now());
+
+  app.use(async (ctx, next) => {
+    ctx.state.reqId = crypto.randomUUID();
+    ctx.state.clientAddress = clientAddress.resolve(ctx.req.socket.remoteAddress, ctx.get('X-Forwarded-For') || undefined);
+    await next();
+  });
+  app.use(errorMiddleware(logger));
+  app.use(async (ctx, next) => {
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Cache-Control', 'no-store');
+    if (ctx.path === API_PREFIX || ctx.path.startsWith(`${API_PREFIX}/`)) ctx.path = ctx.path.slice(API_PREFIX.length) || '/';
+    await next();
+  });
+  app.use(corsMiddleware(config.allowedOrigins));
+  if (limits.enabled) {
+    app.use(async (ctx, next) => {
+      const limiter = AUTH_RATE_LIMITED.has(ctx.path) ? authLimiter : apiLimiter;
+      const decision = limiter.take(ctx.state.clientAddress as string);
+      if (!decision.allowed) {
+        throw withHeaders(new OrlojError('rate_limited', 'Too many requests from this address; slow down.'), {
+          'Retry-After': String(decision.retryAfterSeconds),
+        });
+      }
+      await next();
+    });
+  }
+
+  const router = new Router();
+  router.get('/openapi.json', (ctx) => {
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.body = openApiDocument;
+  });
+  for (const r of [authRoutes(deps), usersRoutes(deps), workflowsRoutes(deps)]) router.use(r.routes());
+  app.use(router.routes());
+  const allowed = router.allowedMethods();
+  app.use(async (ctx, next) => {
+    await allowed(ctx as Parameters<typeof allowed>[0], next);
+    if (ctx.status === 405 || ctx.status === 501) {
+      sendProblem(ctx, new OrlojError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`));
+      ctx.status = 405;
+    }
+  });
+  app.use((ctx) => {
+    if (ctx.body === undefined && ctx.status === 404) {
+      sendProblem(ctx, new OrlojError('route_not_found', `There is no route ${ctx.method} ${ctx.path}.`));
+    }
+  });
+  return app;
+}

@@ -1,0 +1,36 @@
+import getRawBody from 'raw-body';
+import type { Context } from 'koa';
+import { OrlojError } from '@orloj/common';
+
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Reads a JSON request body. Bodies over 4 MiB are refused before any parsing:
+ * from Content-Length up front, or while streaming when it is absent.
+ * Returns undefined for an empty body.
+ */
+export async function readJsonBody(ctx: Context): Promise<unknown> {
+  const declared = ctx.request.length;
+  const tooLarge = () => {
+    // The rest of the body is never read; closing the connection stops the client sending it.
+    ctx.set('Connection', 'close');
+    return new OrlojError('body_too_large', 'The request body exceeds the 4 MiB limit.');
+  };
+  if (declared !== undefined && declared > MAX_BODY_BYTES) throw tooLarge();
+  let text: string;
+  try {
+    text = await getRawBody(ctx.req, { length: declared, limit: MAX_BODY_BYTES, encoding: 'utf8' });
+  } catch (err) {
+    if ((err as { type?: string }).type === 'entity.too.large') throw tooLarge();
+    throw new OrlojError('malformed_json', 'The request body could not be read.');
+  }
+  if (text.trim() === '') return undefined;
+  if (!ctx.is('application/json', '+json')) {
+    throw new OrlojError('unsupported_media_type', 'The request body must be JSON sent with Content-Type: application/json.');
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new OrlojError('malformed_json', 'The request body is not valid JSON.');
+  }
+}

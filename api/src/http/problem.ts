@@ -1,0 +1,110 @@
+import type { Context, Middleware } from 'koa';
+import { isOrlojError, OrlojError, type ErrorCode, type FieldError, type Logger } from '@orloj/common';
+
+/** The HTTP status of every error code: the one place errors meet HTTP. */
+const STATUS: Record<ErrorCode, number> = {
+  validation_failed: 400,
+  malformed_json: 400,
+  unsupported_media_type: 400,
+  idempotency_key_missing: 400,
+  idempotency_key_invalid: 400,
+  unauthenticated: 401,
+  invalid_credentials: 401,
+  csrf_failed: 403,
+  forbidden_origin: 403,
+  not_found: 404,
+  route_not_found: 404,
+  method_not_allowed: 405,
+  email_taken: 409,
+  idempotency_key_reused: 409,
+  workflow_terminated: 412,
+  workflow_active: 412,
+  workflow_has_running_jobs: 412,
+  body_too_large: 413,
+  rate_limited: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+};
+
+const TITLE: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  412: 'Precondition Failed',
+  413: 'Content Too Large',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  errors?: FieldError[];
+}
+
+export function problemOf(error: OrlojError): ProblemDocument {
+  const status = STATUS[error.code];
+  return {
+    type: `urn:orloj:problem:${error.code}`,
+    title: TITLE[status] ?? 'Error',
+    status,
+    detail: error.message,
+    code: error.code,
+    ...(error.fields?.length ? { errors: [...error.fields] } : {}),
+  };
+}
+
+export function sendProblem(ctx: Context, error: OrlojError): void {
+  const problem = problemOf(error);
+  ctx.status = problem.status;
+  ctx.type = 'application/problem+json';
+  ctx.body = JSON.stringify(problem);
+}
+
+/** Headers an error may carry to the client (e.g. Retry-After, Allow). */
+export class HttpHeaders {
+  static readonly key = Symbol('orloj.headers');
+}
+
+export function withHeaders(error: OrlojError, headers: Record<string, string>): OrlojError {
+  (error as unknown as Record<symbol, unknown>)[HttpHeaders.key] = headers;
+  return error;
+}
+
+/**
+ * Mounted first: turns every thrown error into a problem document. Unknown
+ * errors become a bare 500 with no detail (logged with the request id).
+ */
+export function errorMiddleware(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      let error: OrlojError;
+      if (isOrlojError(err)) {
+        error = err;
+      } else if (isHttpError(err) && err.status === 413) {
+        error = new OrlojError('body_too_large', 'The request body exceeds the 4 MiB limit.');
+      } else if (isHttpError(err) && err.status === 400 && err.expose) {
+        error = new OrlojError('validation_failed', 'The request could not be read.');
+      } else {
+        logger.error({ err, reqId: ctx.state.reqId as string | undefined, path: ctx.path }, 'unhandled error');
+        error = new OrlojError('internal_error', 'Something went wrong on our side.', { kind: 'unexpected' });
+      }
+      const headers = (error as unknown as Record<symbol, Record<string, string> | undefined>)[HttpHeaders.key];
+      if (headers) ctx.set(headers);
+      sendProblem(ctx, error);
+    }
+  };
+}
+
+function isHttpError(e: unknown): e is { status: number; expose: boolean } {
+  return typeof e === 'object' && e !== null && typeof (e as { status?: unknown }).status === 'number';
+}

@@ -1,0 +1,146 @@
+import crypto from 'node:crypto';
+import { sealData, unsealData } from 'iron-session';
+import { serialize } from 'cookie';
+import type { Context, Middleware } from 'koa';
+import { newId, OrlojError, type Clock, type ResolvedConfig, type Store } from '@orloj/common';
+
+export const SESSION_COOKIE = 'session';
+export const CSRF_COOKIE = 'csrf';
+
+export interface SessionState {
+  id: string;
+  userId: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+interface SealedSession {
+  sid: string;
+}
+
+/**
+ * Browser sessions: the `session` cookie is an iron-session seal of a session
+ * id whose row in the store lets logout and expiry revoke it; the `csrf`
+ * cookie is an HMAC over that session id and an issue time, so it is bound to
+ * one session and has its own expiry.
+ */
+export class SessionManager {
+  constructor(
+    private readonly store: Store,
+    private readonly config: ResolvedConfig,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Starts a session for the user and sets both cookies on the response. */
+  async begin(ctx: Context, userId: string, tx: Store = this.store): Promise<SessionState> {
+    const now = this.clock.now();
+    const session: SessionState = { id: newId(), userId, createdAt: now, expiresAt: now + this.config.sessionTtlMs };
+    await tx.sessions.insert(session);
+    const sealed = await sealData({ sid: session.id } satisfies SealedSession, {
+      password: this.config.sessionSecret,
+      ttl: Math.ceil(this.config.sessionTtlMs / 1000),
+    });
+    this.setCookie(ctx, SESSION_COOKIE, sealed, this.config.sessionTtlMs);
+    this.setCookie(ctx, CSRF_COOKIE, this.csrfToken(session.id, now), Math.min(this.config.csrfTtlMs, this.config.sessionTtlMs));
+    return session;
+  }
+
+  /** The active session named by the request's cookie, or undefined. */
+  async current(ctx: Context): Promise<SessionState | undefined> {
+    const cached = ctx.state.session as SessionState | undefined;
+    if (cached) return cached;
+    const sealed = ctx.cookies.get(SESSION_COOKIE);
+    if (!sealed || sealed.length > 4096) return undefined;
+    let data: Partial<SealedSession>;
+    try {
+      data = await unsealData<SealedSession>(sealed, {
+        password: this.config.sessionSecret,
+        ttl: Math.ceil(this.config.sessionTtlMs / 1000),
+      });
+    } catch {
+      return undefined;
+    }
+    if (typeof data.sid !== 'string') return undefined;
+    const row = await this.store.sessions.findActive(data.sid, this.clock.now()).catch(() => undefined);
+    if (!row) return undefined;
+    ctx.state.session = row;
+    return row;
+  }
+
+  async end(ctx: Context, session: SessionState): Promise<void> {
+    await this.store.sessions.revoke(session.id, this.clock.now());
+    this.clearCookies(ctx);
+  }
+
+  clearCookies(ctx: Context): void {
+    this.setCookie(ctx, SESSION_COOKIE, '', 0);
+    this.setCookie(ctx, CSRF_COOKIE, '', 0);
+  }
+
+  csrfToken(sessionId: string, issuedAt: number): string {
+    return `${issuedAt}.${this.csrfMac(sessionId, issuedAt)}`;
+  }
+
+  /** Whether a CSRF value was issued for this session and has not expired. */
+  csrfValid(value: string | undefined, session: SessionState): boolean {
+    if (!value) return false;
+    const match = /^(\d{1,15})\.([A-Za-z0-9_-]{43})$/.exec(value);
+    if (!match) return false;
+    const issuedAt = Number(match[1]);
+    const now = this.clock.now();
+    if (issuedAt < session.createdAt || issuedAt > now + 60_000 || now >= issuedAt + this.config.csrfTtlMs) return false;
+    const expected = Buffer.from(this.csrfMac(session.id, issuedAt));
+    const given = Buffer.from(match[2]!);
+    return expected.length === given.length && crypto.timingSafeEqual(expected, given);
+  }
+
+  private csrfMac(sessionId: string, issuedAt: number): string {
+    return crypto.createHmac('sha256', this.config.csrfSecret).update(`${sessionId}.${issuedAt}`).digest('base64url');
+  }
+
+  private setCookie(ctx: Context, name: string, value: string, maxAgeMs: number): void {
+    ctx.append(
+      'Set-Cookie',
+      serialize(name, value, {
+        path: '/',
+        httpOnly: true,
+        sameSite: this.config.sameSite.toLowerCase() as 'lax' | 'strict' | 'none',
+        secure: this.config.secureCookies,
+        maxAge: Math.floor(maxAgeMs / 1000),
+      }),
+    );
+  }
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Requires a valid session (401 otherwise) and, on mutating methods, a valid
+ * session-bound CSRF cookie plus an acceptable Origin (403 otherwise).
+ */
+export function requireSession(sessions: SessionManager, config: ResolvedConfig): Middleware {
+  const ownOrigins = new Set([config.serverHostUrl, ...config.allowedOrigins]);
+  return async (ctx, next) => {
+    const session = await sessions.current(ctx);
+    if (!session) {
+      // A stale cookie is cleared so the browser stops sending it.
+      if (ctx.cookies.get(SESSION_COOKIE)) sessions.clearCookies(ctx);
+      throw new OrlojError('unauthenticated', 'Sign in to continue: the session is missing, expired or revoked.');
+    }
+    if (!SAFE_METHODS.has(ctx.method)) {
+      const origin = ctx.get('Origin');
+      if (origin && origin !== 'null' && !ownOrigins.has(origin) && origin !== `${ctx.protocol}://${ctx.host}`) {
+        throw new OrlojError('forbidden_origin', 'Requests from this origin are not allowed.');
+      }
+      if ((origin === 'null' || !origin) && ctx.get('Sec-Fetch-Site') === 'cross-site') {
+        throw new OrlojError('forbidden_origin', 'Cross-site requests are not allowed.');
+      }
+      const csrf = ctx.cookies.get(CSRF_COOKIE);
+      const header = ctx.get('X-CSRF-Token');
+      if (!sessions.csrfValid(csrf, session) || (header !== '' && header !== csrf)) {
+        throw new OrlojError('csrf_failed', 'The CSRF token is missing, expired or does not belong to this session.');
+      }
+    }
+    await next();
+  };
+}

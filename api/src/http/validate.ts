@@ -1,0 +1,95 @@
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { ajvErrorsToFields, OrlojError, validationError, type FieldError } from '@orloj/common';
+
+const ajv = new Ajv({ allErrors: true, strict: true });
+(addFormats as unknown as (a: Ajv) => void)(ajv);
+
+/** Compiles a JSON schema into a function that returns the typed value or throws a 400 naming each field. */
+export function bodyValidator<T>(schema: object): (body: unknown) => T {
+  const validate: ValidateFunction = ajv.compile(schema);
+  return (body) => {
+    if (body === undefined) throw validationError([{ field: 'body', message: 'is required' }], 'A JSON body is required.');
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw validationError([{ field: 'body', message: 'must be a JSON object' }]);
+    }
+    if (!validate(body)) throw validationError(ajvErrorsToFields(validate.errors));
+    return body as T;
+  };
+}
+
+/**
+ * Query-string parsing with exact rules: every parameter at most once,
+ * booleans only `true`/`false`, integers only digits. Unknown parameters are
+ * ignored (cache busters are common); known ones are strict.
+ */
+export class QueryReader {
+  private readonly errors: FieldError[] = [];
+  constructor(private readonly query: Record<string, string | string[] | undefined>) {}
+
+  private one(name: string): string | undefined {
+    const v = this.query[name];
+    if (Array.isArray(v)) {
+      this.errors.push({ field: name, message: 'must be given at most once' });
+      return undefined;
+    }
+    return v;
+  }
+
+  string(name: string, maxLength = 1024): string | undefined {
+    const v = this.one(name);
+    if (v !== undefined && v.length > maxLength) {
+      this.errors.push({ field: name, message: `must be at most ${maxLength} characters` });
+      return undefined;
+    }
+    return v;
+  }
+
+  enumOf<T extends string>(name: string, allowed: readonly T[]): T | undefined {
+    const v = this.one(name);
+    if (v === undefined) return undefined;
+    if (!(allowed as readonly string[]).includes(v)) {
+      this.errors.push({ field: name, message: `must be one of ${allowed.join(', ')}` });
+      return undefined;
+    }
+    return v as T;
+  }
+
+  int(name: string, min: number, max: number): number | undefined {
+    const v = this.one(name);
+    if (v === undefined) return undefined;
+    if (!/^\d{1,10}$/.test(v) || Number(v) < min || Number(v) > max) {
+      this.errors.push({ field: name, message: `must be an integer from ${min} to ${max}` });
+      return undefined;
+    }
+    return Number(v);
+  }
+
+  bool(name: string): boolean | undefined {
+    const v = this.one(name);
+    if (v === undefined) return undefined;
+    if (v !== 'true' && v !== 'false') {
+      this.errors.push({ field: name, message: 'must be true or false' });
+      return undefined;
+    }
+    return v === 'true';
+  }
+
+  fail(field: string, message: string): void {
+    this.errors.push({ field, message });
+  }
+
+  /** Throws a 400 listing every bad parameter, if any. */
+  done(): void {
+    if (this.errors.length) throw validationError(this.errors, 'The query string is invalid.');
+  }
+}
+
+export function requireUuidParam(name: string, value: string | undefined, isUuid: (v: unknown) => boolean): string {
+  if (!isUuid(value)) {
+    throw new OrlojError('validation_failed', `The path parameter ${name} must be a UUID.`, {
+      fields: [{ field: name, message: 'must be a UUID' }],
+    });
+  }
+  return value as string;
+}

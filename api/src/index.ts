@@ -1,0 +1,3 @@
+export { createApp, API_PREFIX, type AppOptions } from './app.js';
+export { ApiServer } from './server.js';
+export { openApiDocument } from './openapi.js';

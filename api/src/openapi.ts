@@ -1,0 +1,320 @@
+import { BUILD_STATUSES, containerPayloadSchema, heartbeatPayloadSchema, WORKFLOW_KINDS } from '@orloj/common';
+import { createWorkflowBody, credentialsBody, updateUserBody, updateWorkflowBody } from './schemas.js';
+
+/**
+ * The OpenAPI 3.1 description of every implemented route, built from the same
+ * schemas the validators use. api/test/openapi.test.ts validates real
+ * responses against it, so it cannot drift from the code.
+ */
+const dateTime = { type: 'string', format: 'date-time' } as const;
+const uuid = { type: 'string', format: 'uuid' } as const;
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object) => ({ 'application/json': { schema } });
+const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ref('Problem') } } });
+
+const setCookies = {
+  'Set-Cookie': {
+    description: 'The `session` and `csrf` cookies (HttpOnly, Path=/).',
+    required: true,
+    schema: { type: 'string' },
+  },
+};
+const rateLimited = {
+  description: 'Rate limit exceeded (every route, checked before authentication).',
+  headers: {
+    'Retry-After': { description: 'Whole seconds until a request would be accepted.', required: true, schema: { type: 'integer', minimum: 1 } },
+  },
+  content: { 'application/problem+json': { schema: ref('Problem') } },
+};
+const replayed = {
+  'Idempotent-Replayed': {
+    description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.',
+    schema: { const: 'true' },
+  },
+};
+
+// Responses every session route can give (there is no 400 unless the route reads input).
+const common = {
+  '401': problem('Missing, expired or revoked session.'),
+  '429': rateLimited,
+};
+const mutating = { ...common, '403': problem('Missing or invalid CSRF cookie, or a cross-site origin.') };
+const invalid = { '400': problem('Invalid input; every offending field is listed in `errors`.') };
+const tooLarge = { '413': problem('Body over 4 MiB.') };
+
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: true,
+  description:
+    'Valid UTF-8, 1 to 255 bytes after trimming outer ASCII spaces, no control characters. A retry with the same key and request replays the original response; the same key with a different request is 409. Keys are kept 24 hours.',
+  schema: { type: 'string', minLength: 1 },
+};
+const workflowIdParam = { name: 'workflow_id', in: 'path', required: true, schema: uuid };
+const cursorParam = {
+  name: 'cursor',
+  in: 'query',
+  description: 'Opaque cursor from the previous page; empty or absent for the first page.',
+  schema: { type: 'string' },
+};
+
+export const openApiDocument = {
+  openapi: '3.1.0',
+  info: {
+    title: 'orloj',
+    version: '0.1.0',
+    description:
+      'Self-hosted workflow scheduling. Every route is also served below /api. Authentication is by the `session` cookie; mutating routes also need the `csrf` cookie.',
+  },
+  servers: [{ url: '/' }, { url: '/api' }],
+  components: {
+    securitySchemes: {
+      session: { type: 'apiKey', in: 'cookie', name: 'session' },
+      csrf: { type: 'apiKey', in: 'cookie', name: 'csrf' },
+    },
+    schemas: {
+      Problem: {
+        type: 'object',
+        required: ['type', 'title', 'status', 'detail', 'code'],
+        properties: {
+          type: { type: 'string' },
+          title: { type: 'string' },
+          status: { type: 'integer' },
+          detail: { type: 'string' },
+          code: { type: 'string' },
+          errors: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['field', 'message'],
+              properties: { field: { type: 'string' }, message: { type: 'string' } },
+              additionalProperties: false,
+            },
+          },
+        },
+        additionalProperties: false,
+      },
+      User: {
+        type: 'object',
+        required: ['email', 'notification_preference', 'created_at', 'updated_at'],
+        properties: {
+          email: { type: 'string', format: 'email' },
+          notification_preference: { enum: ['ALL', 'NONE'] },
+          created_at: dateTime,
+          updated_at: dateTime,
+        },
+        additionalProperties: false,
+      },
+      Workflow: {
+        type: 'object',
+        required: [
+          'id',
+          'name',
+          'payload',
+          'kind',
+          'build_status',
+          'interval',
+          'consecutive_job_failures_count',
+          'max_consecutive_job_failures_allowed',
+          'created_at',
+          'updated_at',
+          'log_retention',
+        ],
+        properties: {
+          id: uuid,
+          name: { type: 'string' },
+          payload: { type: 'string' },
+          kind: { enum: [...WORKFLOW_KINDS] },
+          build_status: { enum: [...BUILD_STATUSES] },
+          interval: { type: 'integer', minimum: 1, maximum: 10080 },
+          consecutive_job_failures_count: { type: 'integer', minimum: 0 },
+          max_consecutive_job_failures_allowed: { type: 'integer', minimum: 3, maximum: 100 },
+          created_at: dateTime,
+          updated_at: dateTime,
+          terminated_at: dateTime,
+          log_retention: { type: 'boolean' },
+          generation: { type: 'integer', minimum: 0, description: 'Only in the single-workflow read; +1 on every PUT.' },
+        },
+        additionalProperties: false,
+      },
+      WorkflowPage: {
+        type: 'object',
+        required: ['workflows', 'cursor'],
+        properties: {
+          workflows: { type: 'array', items: ref('Workflow') },
+          cursor: { type: 'string', description: 'Empty when there is no further page.' },
+        },
+        additionalProperties: false,
+      },
+      Created: { type: 'object', required: ['id'], properties: { id: uuid }, additionalProperties: false },
+      HeartbeatPayload: heartbeatPayloadSchema,
+      ContainerPayload: containerPayloadSchema,
+      // The validator's schema plus the rules checked after it (normalised email, 8 to 128 characters).
+      Credentials: {
+        ...credentialsBody,
+        properties: {
+          email: { type: 'string', format: 'email', maxLength: 254, description: 'Trimmed and lower-cased; at most 254 bytes.' },
+          password: { type: 'string', minLength: 8, maxLength: 128 },
+        },
+      },
+      CreateWorkflow: createWorkflowBody,
+      UpdateWorkflow: updateWorkflowBody,
+      UpdateUser: updateUserBody,
+    },
+  },
+  paths: {
+    '/auth/register': {
+      post: {
+        summary: 'Create an account and sign in',
+        requestBody: { required: true, content: json(ref('Credentials')) },
+        responses: {
+          '201': { description: 'Created; sets the session and csrf cookies.', headers: setCookies, content: json(ref('User')) },
+          ...invalid,
+          '409': problem('The email is already registered.'),
+          ...tooLarge,
+          '429': rateLimited,
+        },
+      },
+    },
+    '/auth/login': {
+      post: {
+        summary: 'Sign in',
+        requestBody: { required: true, content: json(ref('Credentials')) },
+        responses: {
+          '200': { description: 'Signed in; sets fresh cookies.', headers: setCookies, content: json(ref('User')) },
+          ...invalid,
+          '401': problem('Invalid credentials (identical for unknown email and wrong password).'),
+          ...tooLarge,
+          '429': rateLimited,
+        },
+      },
+    },
+    '/auth/validate': {
+      post: {
+        summary: 'Check the session and CSRF state',
+        security: [{ session: [], csrf: [] }],
+        responses: {
+          '200': {
+            description: 'Both are valid.',
+            content: json({ type: 'object', required: ['email'], properties: { email: { type: 'string' } }, additionalProperties: false }),
+          },
+          ...mutating,
+        },
+      },
+    },
+    '/auth/logout': {
+      post: {
+        summary: 'Sign out: revokes the session and removes both cookies',
+        security: [{ session: [], csrf: [] }],
+        responses: {
+          '204': { description: 'Signed out; both cookies are expired (Max-Age=0).', headers: setCookies },
+          ...mutating,
+        },
+      },
+    },
+    '/users': {
+      get: {
+        summary: 'The signed-in user',
+        security: [{ session: [] }],
+        responses: { '200': { description: 'The user.', content: json(ref('User')) }, ...common },
+      },
+      put: {
+        summary: 'Update the notification preference',
+        security: [{ session: [], csrf: [] }],
+        requestBody: { required: true, content: json(ref('UpdateUser')) },
+        responses: { '204': { description: 'Updated.' }, ...invalid, ...mutating, ...tooLarge },
+      },
+    },
+    '/workflows': {
+      post: {
+        summary: 'Create a workflow',
+        security: [{ session: [], csrf: [] }],
+        parameters: [idempotencyKey],
+        requestBody: { required: true, content: json(ref('CreateWorkflow')) },
+        responses: {
+          '201': { description: 'Created.', headers: replayed, content: json(ref('Created')) },
+          ...invalid,
+          ...mutating,
+          '409': problem('Idempotency-Key reused for a different request.'),
+          ...tooLarge,
+        },
+      },
+      get: {
+        summary: 'List workflows, newest first',
+        security: [{ session: [] }],
+        parameters: [
+          cursorParam,
+          { name: 'query', in: 'query', description: 'Case-insensitive literal substring of the name.', schema: { type: 'string' } },
+          { name: 'kind', in: 'query', schema: { enum: [...WORKFLOW_KINDS] } },
+          { name: 'build_status', in: 'query', schema: { enum: [...BUILD_STATUSES] } },
+          { name: 'terminated', in: 'query', schema: { type: 'boolean', default: false } },
+          { name: 'interval_min', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 2147483647 } },
+          { name: 'interval_max', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 2147483647 } },
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+        ],
+        responses: { '200': { description: 'A page.', content: json(ref('WorkflowPage')) }, ...invalid, ...common },
+      },
+    },
+    '/workflows/{workflow_id}': {
+      parameters: [workflowIdParam],
+      get: {
+        summary: 'Read a workflow',
+        security: [{ session: [] }],
+        responses: {
+          '200': { description: 'The workflow, with generation.', content: json(ref('Workflow')) },
+          ...invalid,
+          ...common,
+          '404': problem('No such workflow of yours.'),
+        },
+      },
+      put: {
+        summary: 'Update (and reactivate) a workflow',
+        security: [{ session: [], csrf: [] }],
+        parameters: [idempotencyKey],
+        requestBody: { required: true, content: json(ref('UpdateWorkflow')) },
+        responses: {
+          '204': { description: 'Updated.', headers: replayed },
+          ...invalid,
+          ...mutating,
+          '404': problem('No such workflow of yours.'),
+          '409': problem('Idempotency-Key reused for a different request.'),
+          ...tooLarge,
+        },
+      },
+      patch: {
+        summary: 'Terminate a workflow',
+        security: [{ session: [], csrf: [] }],
+        responses: {
+          '204': { description: 'Terminated.' },
+          ...invalid,
+          ...mutating,
+          '404': problem('No such workflow of yours.'),
+          '412': problem('Already terminated (code workflow_terminated).'),
+        },
+      },
+      delete: {
+        summary: 'Delete a terminated workflow',
+        security: [{ session: [], csrf: [] }],
+        responses: {
+          '204': { description: 'Deleted.' },
+          ...invalid,
+          ...mutating,
+          '404': problem('No such workflow of yours.'),
+          '412': problem('Still active (workflow_active) or has a running job (workflow_has_running_jobs).'),
+        },
+      },
+    },
+    '/openapi.json': {
+      get: {
+        summary: 'This document',
+        responses: {
+          '200': {
+            description: 'OpenAPI 3.1 document.',
+            content: json({ type: 'object', required: ['openapi', 'info', 'paths'], properties: { openapi: { const: '3.1.0' } } }),
+          },
+          '429': rateLimited,
+        },
+      },
+    },
+  },
+} as const;

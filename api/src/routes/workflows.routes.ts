@@ -1,0 +1,183 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import {
+  BUILD_STATUSES,
+  decodeCursor,
+  encodeCursor,
+  isUuid,
+  newId,
+  notFound,
+  OrlojError,
+  parsePayload,
+  validationError,
+  WORKFLOW_KINDS,
+  type FieldError,
+  type Store,
+  type Workflow,
+  type WorkflowKind,
+} from '@orloj/common';
+import type { ApiDeps } from '../deps.js';
+import { readJsonBody } from '../http/body.js';
+import { readIdempotencyKey } from '../http/idempotency.js';
+import { presentWorkflow } from '../http/present.js';
+import { requireSession } from '../http/session.js';
+import { bodyValidator, QueryReader, requireUuidParam } from '../http/validate.js';
+import { createWorkflowBody, updateWorkflowBody, type CreateWorkflowBody, type UpdateWorkflowBody } from '../schemas.js';
+
+const readCreate = bodyValidator<CreateWorkflowBody>(createWorkflowBody);
+const readUpdate = bodyValidator<UpdateWorkflowBody>(updateWorkflowBody);
+
+export const WORKFLOW_PAGE_SIZE = 20;
+const INT32_MAX = 2_147_483_647;
+
+/** Validates the payload for the kind and the log_retention rule; throws 400 naming each field. */
+function checkPayloadAndRetention(kind: WorkflowKind, payload: string, logRetention: boolean | undefined) {
+  const errors: FieldError[] = [];
+  const parsed = parsePayload(kind, payload);
+  if (!parsed.ok) errors.push(...parsed.errors);
+  if (kind === 'HEARTBEAT' && logRetention === true) {
+    errors.push({ field: 'log_retention', message: 'is not supported for HEARTBEAT workflows' });
+  }
+  if (errors.length) throw validationError(errors);
+  return parsed.ok ? parsed.value : undefined;
+}
+
+function imageOf(w: Workflow): string | undefined {
+  const parsed = parsePayload(w.kind, w.payload);
+  return parsed.ok && parsed.value.kind === 'CONTAINER' ? parsed.value.payload.image : undefined;
+}
+
+const workflowId = (ctx: Context) => requireUuidParam('workflow_id', ctx.params.workflow_id, isUuid);
+const userIdOf = (ctx: Context) => ctx.state.session.userId as string;
+
+export function workflowsRoutes(deps: ApiDeps): Router {
+  const { store, clock, idempotency } = deps;
+  const router = new Router();
+  const session = requireSession(deps.sessions, deps.config);
+
+  router.post('/workflows', session, async (ctx) => {
+    const key = readIdempotencyKey(ctx);
+    const body = readCreate(await readJsonBody(ctx));
+    checkPayloadAndRetention(body.kind, body.payload, body.log_retention);
+    const userId = userIdOf(ctx);
+    await idempotency.run(ctx, userId, key, { scope: 'POST /workflows', body }, async (tx) => {
+      const now = clock.now();
+      const workflow: Workflow = {
+        id: newId(),
+        userId,
+        name: body.name,
+        payload: body.payload,
+        kind: body.kind,
+        buildStatus: 'QUEUED',
+        intervalMinutes: body.interval,
+        consecutiveJobFailuresCount: 0,
+        maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
+        logRetention: body.kind === 'CONTAINER' ? (body.log_retention ?? true) : false,
+        generation: 0,
+        createdAt: now,
+        updatedAt: now,
+        terminatedAt: null,
+        buildCompletedAt: null,
+      };
+      await tx.workflows.insert(workflow);
+      return { status: 201, body: { id: workflow.id } };
+    });
+  });
+
+  router.get('/workflows', session, async (ctx) => {
+    const q = new QueryReader(ctx.query);
+    const cursor = q.string('cursor', 512);
+    const query = q.string('query', 200);
+    const kind = q.enumOf('kind', WORKFLOW_KINDS);
+    const buildStatus = q.enumOf('build_status', BUILD_STATUSES);
+    const terminated = q.bool('terminated') ?? false;
+    const intervalMin = q.int('interval_min', 0, INT32_MAX);
+    const intervalMax = q.int('interval_max', 0, INT32_MAX);
+    const limit = q.int('limit', 1, 100) ?? WORKFLOW_PAGE_SIZE;
+    if (intervalMin && intervalMax && intervalMax < intervalMin) {
+      q.fail('interval_max', 'must not be less than interval_min');
+    }
+    q.done();
+    const list = 'workflows';
+    const after = decodeCursor(list, cursor);
+    const rows = await store.workflows.list({
+      userId: userIdOf(ctx),
+      query: query || undefined,
+      kind,
+      buildStatus,
+      terminated,
+      intervalMin: intervalMin || undefined,
+      intervalMax: intervalMax || undefined,
+      after,
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    ctx.body = {
+      workflows: page.map((w) => presentWorkflow(w)),
+      cursor: rows.length > limit && last ? encodeCursor(list, { k: last.createdAt, id: last.id }) : '',
+    };
+  });
+
+  router.get('/workflows/:workflow_id', session, async (ctx) => {
+    const workflow = await store.workflows.findForUser(userIdOf(ctx), workflowId(ctx));
+    if (!workflow) throw notFound('The workflow');
+    ctx.body = presentWorkflow(workflow, { withGeneration: true });
+  });
+
+  router.put('/workflows/:workflow_id', session, async (ctx) => {
+    const id = workflowId(ctx);
+    const key = readIdempotencyKey(ctx);
+    const body = readUpdate(await readJsonBody(ctx));
+    const userId = userIdOf(ctx);
+    await idempotency.run(ctx, userId, key, { scope: `PUT /workflows/${id}`, body }, async (tx: Store) => {
+      const current = await tx.workflows.findForUser(userId, id, { lock: true });
+      if (!current) throw notFound('The workflow');
+      const parsed = checkPayloadAndRetention(current.kind, body.payload, body.log_retention);
+      const newImage = parsed?.kind === 'CONTAINER' ? parsed.payload.image : undefined;
+      const rebuild =
+        current.terminatedAt !== null ||
+        current.buildStatus === 'FAILED' ||
+        current.buildStatus === 'CANCELED' ||
+        (current.kind === 'CONTAINER' && newImage !== imageOf(current));
+      await tx.workflows.update(
+        userId,
+        id,
+        {
+          name: body.name,
+          payload: body.payload,
+          intervalMinutes: body.interval,
+          maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
+          logRetention: current.kind === 'CONTAINER' ? (body.log_retention ?? current.logRetention) : false,
+          rebuild,
+        },
+        clock.now(),
+      );
+      return { status: 204 };
+    });
+  });
+
+  router.patch('/workflows/:workflow_id', session, async (ctx) => {
+    const id = workflowId(ctx);
+    const userId = userIdOf(ctx);
+    await store.transaction(async (tx) => {
+      if (await tx.workflows.terminate(userId, id, clock.now())) return;
+      if (!(await tx.workflows.findForUser(userId, id))) throw notFound('The workflow');
+      throw new OrlojError('workflow_terminated', 'The workflow is already terminated.');
+    });
+    ctx.status = 204;
+  });
+
+  router.delete('/workflows/:workflow_id', session, async (ctx) => {
+    const id = workflowId(ctx);
+    const userId = userIdOf(ctx);
+    await store.transaction(async (tx) => {
+      if (await tx.workflows.deleteTerminated(userId, id)) return;
+      if (!(await tx.workflows.findForUser(userId, id))) throw notFound('The workflow');
+      throw new OrlojError('workflow_active', 'Only a terminated workflow can be deleted: terminate it first (PATCH).');
+    });
+    ctx.status = 204;
+  });
+
+  return router;
+}

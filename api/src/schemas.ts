@@ -1,0 +1,78 @@
+import {
+  BUILD_STATUSES,
+  FAILURE_LIMIT_MAX,
+  FAILURE_LIMIT_MIN,
+  INTERVAL_MAX,
+  INTERVAL_MIN,
+  NAME_MAX_LENGTH,
+  WORKFLOW_KINDS,
+} from '@orloj/common';
+
+/** Request body schemas: ajv validates with them and the OpenAPI document publishes them. */
+export const credentialsBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['email', 'password'],
+  properties: {
+    email: { type: 'string', minLength: 1, maxLength: 1024 },
+    password: { type: 'string', minLength: 8, maxLength: 512 },
+  },
+} as const;
+
+const name = { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, pattern: '\\S' } as const;
+const payload = { type: 'string', minLength: 2, maxLength: 1_048_576, description: 'A JSON object encoded as a string; fields depend on kind.' } as const;
+const interval = { type: 'integer', minimum: INTERVAL_MIN, maximum: INTERVAL_MAX, description: 'Minutes between runs.' } as const;
+const failureLimit = { type: 'integer', minimum: FAILURE_LIMIT_MIN, maximum: FAILURE_LIMIT_MAX } as const;
+
+export const createWorkflowBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'payload', 'kind', 'interval', 'max_consecutive_job_failures_allowed'],
+  properties: {
+    name,
+    payload,
+    kind: { enum: [...WORKFLOW_KINDS] },
+    interval,
+    max_consecutive_job_failures_allowed: failureLimit,
+    log_retention: { type: 'boolean' },
+  },
+} as const;
+
+export const updateWorkflowBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'payload', 'interval', 'max_consecutive_job_failures_allowed'],
+  properties: {
+    name,
+    payload,
+    interval,
+    max_consecutive_job_failures_allowed: failureLimit,
+    log_retention: { type: 'boolean', description: 'Optional; keeps the current setting when absent.' },
+  },
+} as const;
+
+export const updateUserBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['notification_preference'],
+  properties: { notification_preference: { enum: ['ALL', 'NONE'] } },
+} as const;
+
+export interface CredentialsBody {
+  email: string;
+  password: string;
+}
+export interface CreateWorkflowBody {
+  name: string;
+  payload: string;
+  kind: (typeof WORKFLOW_KINDS)[number];
+  interval: number;
+  max_consecutive_job_failures_allowed: number;
+  log_retention?: boolean;
+}
+export type UpdateWorkflowBody = Omit<CreateWorkflowBody, 'kind'>;
+export interface UpdateUserBody {
+  notification_preference: 'ALL' | 'NONE';
+}
+
+export { BUILD_STATUSES, WORKFLOW_KINDS };

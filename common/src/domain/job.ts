@@ -1,0 +1,76 @@
+export const JOB_STATUSES = ['PENDING', 'QUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELED'];
+
+export const JOB_TRIGGERS = ['AUTOMATIC', 'MANUAL'] as const;
+export type JobTrigger = (typeof JOB_TRIGGERS)[number];
+
+export const REASON_CODES = [
+  'TIME_LIMIT_EXCEEDED',
+  'NON_ZERO_EXIT',
+  'IMAGE_PULL_FAILED',
+  'UNEXPECTED_STATUS_CODE',
+  'EXECUTION_FAILED',
+  'SYSTEM_ERROR',
+  'FAILURE_REASON_UNAVAILABLE',
+  'WORKFLOW_TERMINATED',
+  'WORKFLOW_UPDATED',
+  'CANCELLATION_REASON_UNAVAILABLE',
+] as const;
+export type ReasonCode = (typeof REASON_CODES)[number];
+
+export interface JobReason {
+  code: ReasonCode;
+  /** A fixed, user-safe sentence plus the numbers that matter; never raw library error text. */
+  message: string;
+}
+
+/** The canonical reason messages. Runners and the scheduler build reasons only through these. */
+export const reasons = {
+  timeLimitExceeded: (timeoutMs: number): JobReason => ({
+    code: 'TIME_LIMIT_EXCEEDED',
+    message: `The job did not finish within its time limit of ${formatSeconds(timeoutMs)}.`,
+  }),
+  nonZeroExit: (exitCode: number): JobReason => ({
+    code: 'NON_ZERO_EXIT',
+    message: `The container exited with code ${exitCode}.`,
+  }),
+  imagePullFailed: (): JobReason => ({
+    code: 'IMAGE_PULL_FAILED',
+    message: 'The container image could not be found or pulled.',
+  }),
+  unexpectedStatusCode: (expected: number, received: number): JobReason => ({
+    code: 'UNEXPECTED_STATUS_CODE',
+    message: `The endpoint answered with status ${received}; expected ${expected}.`,
+  }),
+  bodyMismatch: (): JobReason => ({
+    code: 'UNEXPECTED_STATUS_CODE',
+    message: 'The endpoint answered with the expected status, but the response body did not contain the expected text.',
+  }),
+  connectionRefused: (): JobReason => ({ code: 'EXECUTION_FAILED', message: 'The connection to the endpoint was refused.' }),
+  dnsFailure: (): JobReason => ({ code: 'EXECUTION_FAILED', message: "The endpoint's host name could not be resolved." }),
+  tlsFailure: (): JobReason => ({ code: 'EXECUTION_FAILED', message: 'The TLS connection to the endpoint failed.' }),
+  addressNotAllowed: (): JobReason => ({
+    code: 'EXECUTION_FAILED',
+    message: 'The endpoint resolves to an address that runners are not allowed to contact.',
+  }),
+  requestFailed: (): JobReason => ({ code: 'EXECUTION_FAILED', message: 'The request to the endpoint failed.' }),
+  containerStartFailed: (): JobReason => ({ code: 'EXECUTION_FAILED', message: 'The container could not be started.' }),
+  runtimeUnavailable: (): JobReason => ({ code: 'SYSTEM_ERROR', message: 'The container runtime is not available.' }),
+  leaseLost: (attempts: number): JobReason => ({
+    code: 'SYSTEM_ERROR',
+    message: `The job's runner stopped responding; gave up after ${attempts} attempts.`,
+  }),
+  workflowTerminated: (): JobReason => ({ code: 'WORKFLOW_TERMINATED', message: 'The workflow was terminated.' }),
+  workflowUpdated: (): JobReason => ({
+    code: 'WORKFLOW_UPDATED',
+    message: 'The workflow was updated before this job ran.',
+  }),
+  failureUnavailable: (): JobReason => ({ code: 'FAILURE_REASON_UNAVAILABLE', message: 'The job failed.' }),
+  cancellationUnavailable: (): JobReason => ({ code: 'CANCELLATION_REASON_UNAVAILABLE', message: 'The job was canceled.' }),
+} as const;
+
+function formatSeconds(ms: number): string {
+  const s = ms / 1000;
+  return Number.isInteger(s) ? `${s}s` : `${s.toFixed(1)}s`;
+}

@@ -1,0 +1,182 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import type { FieldError } from '../errors.js';
+import { parseDuration } from './duration.js';
+import type { ContainerPayload, HeartbeatPayload, WorkflowKind } from './workflow.js';
+
+/**
+ * Validation of the kind-specific payload (a JSON object inside the `payload`
+ * string). Returns the parsed, defaulted payload or the list of failing fields,
+ * each prefixed with `payload.`.
+ */
+const HEARTBEAT_TIMEOUT_MAX_MS = 5 * 60_000;
+const CONTAINER_TIMEOUT_MAX_MS = 60 * 60_000;
+
+const headerName = '^[!#$%&\'*+.^_`|~0-9A-Za-z-]{1,256}$';
+// Reference grammar of the distribution spec: [registry[:port]/]path[:tag][@digest]
+const IMAGE_REFERENCE =
+  /^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?\/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
+
+export const heartbeatPayloadSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['endpoint'],
+  properties: {
+    endpoint: { type: 'string', minLength: 1 },
+    method: { enum: ['GET', 'HEAD', 'POST'] },
+    expected_status_code: { type: 'integer', minimum: 100, maximum: 599 },
+    headers: {
+      type: 'object',
+      propertyNames: { pattern: headerName },
+      additionalProperties: { type: 'string', maxLength: 8192 },
+      maxProperties: 64,
+    },
+    timeout: { type: 'string' },
+    body: { type: 'string', maxLength: 65536 },
+    body_contains: { type: 'string', minLength: 1, maxLength: 4096 },
+  },
+} as const;
+
+export const containerPayloadSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['image'],
+  properties: {
+    image: { type: 'string', minLength: 1, maxLength: 512 },
+    cmd: { type: 'array', items: { type: 'string', maxLength: 65536 }, maxItems: 256 },
+    env: {
+      type: 'object',
+      propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]{0,255}$' },
+      additionalProperties: { type: 'string', maxLength: 65536 },
+      maxProperties: 256,
+    },
+    timeout: { type: 'string' },
+    memory_mb: { type: 'integer', minimum: 6, maximum: 65536 },
+    cpus: { type: 'number', exclusiveMinimum: 0, maximum: 64 },
+    network: { enum: ['none', 'bridge'] },
+  },
+} as const;
+
+const ajv = new Ajv({ allErrors: true, strict: true });
+const validateHeartbeat = ajv.compile(heartbeatPayloadSchema);
+const validateContainer = ajv.compile(containerPayloadSchema);
+
+export type ParsedPayload =
+  | { kind: 'HEARTBEAT'; payload: HeartbeatPayload }
+  | { kind: 'CONTAINER'; payload: ContainerPayload };
+
+export type PayloadResult = { ok: true; value: ParsedPayload } | { ok: false; errors: FieldError[] };
+
+export function ajvErrorsToFields(errors: ErrorObject[] | null | undefined, prefix = ''): FieldError[] {
+  const out: FieldError[] = [];
+  for (const e of errors ?? []) {
+    // propertyNames reports the key's own failure too; the propertyNames error names the field once.
+    if ((e as { propertyName?: string }).propertyName !== undefined) continue;
+    let path = e.instancePath
+      .split('/')
+      .slice(1)
+      .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+      .join('.');
+    let message = e.message ?? 'is invalid';
+    if (e.keyword === 'required') {
+      const missing = (e.params as { missingProperty: string }).missingProperty;
+      path = path ? `${path}.${missing}` : missing;
+      message = 'is required';
+    } else if (e.keyword === 'additionalProperties') {
+      const extra = (e.params as { additionalProperty: string }).additionalProperty;
+      path = path ? `${path}.${extra}` : extra;
+      message = 'is not a known field';
+    } else if (e.keyword === 'enum') {
+      message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map(String).join(', ')}`;
+    } else if (e.keyword === 'propertyNames') {
+      message = 'has an invalid key';
+    }
+    const field = prefix + path || prefix.replace(/\.$/, '') || 'body';
+    if (!out.some((f) => f.field === field && f.message === message)) out.push({ field, message });
+  }
+  return out;
+}
+
+function durationField(value: unknown, field: string, fallbackMs: number, maxMs: number, errors: FieldError[]): number {
+  if (value === undefined) return fallbackMs;
+  const ms = parseDuration(value as string);
+  if (ms === undefined) {
+    errors.push({ field, message: 'must be a positive duration such as "10s" or "1m30s"' });
+    return fallbackMs;
+  }
+  if (ms > maxMs) errors.push({ field, message: `must be at most ${maxMs / 1000}s` });
+  return ms;
+}
+
+function checkEndpoint(endpoint: string, errors: FieldError[]): void {
+  if (Buffer.byteLength(endpoint, 'utf8') > 2048) {
+    errors.push({ field: 'payload.endpoint', message: 'must be at most 2048 bytes' });
+    return;
+  }
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    errors.push({ field: 'payload.endpoint', message: 'must be an absolute http or https URL' });
+    return;
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+    errors.push({ field: 'payload.endpoint', message: 'must be an absolute http or https URL' });
+  } else if (url.username || url.password) {
+    errors.push({ field: 'payload.endpoint', message: 'must not contain credentials; use headers instead' });
+  }
+}
+
+/** Parses and validates a payload string for the given kind. */
+export function parsePayload(kind: WorkflowKind, text: string): PayloadResult {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { ok: false, errors: [{ field: 'payload', message: 'must be a string holding a JSON object' }] };
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    return { ok: false, errors: [{ field: 'payload', message: 'must be a string holding a JSON object' }] };
+  }
+  const errors: FieldError[] = [];
+  if (kind === 'HEARTBEAT') {
+    if (!validateHeartbeat(raw)) return { ok: false, errors: ajvErrorsToFields(validateHeartbeat.errors, 'payload.') };
+    const p = raw as Record<string, unknown> & { endpoint: string };
+    checkEndpoint(p.endpoint, errors);
+    const method = (p.method as HeartbeatPayload['method'] | undefined) ?? 'GET';
+    if (p.body !== undefined && method !== 'POST') {
+      errors.push({ field: 'payload.body', message: 'is only allowed with method POST' });
+    }
+    if (p.body_contains !== undefined && method === 'HEAD') {
+      errors.push({ field: 'payload.body_contains', message: 'cannot be checked with method HEAD' });
+    }
+    const timeout = durationField(p.timeout, 'payload.timeout', 10_000, HEARTBEAT_TIMEOUT_MAX_MS, errors);
+    if (errors.length) return { ok: false, errors };
+    const payload: HeartbeatPayload = {
+      endpoint: p.endpoint,
+      method,
+      expected_status_code: (p.expected_status_code as number | undefined) ?? 200,
+      headers: (p.headers as Record<string, string> | undefined) ?? {},
+      timeout,
+    };
+    if (typeof p.body === 'string') payload.body = p.body;
+    if (typeof p.body_contains === 'string') payload.body_contains = p.body_contains;
+    return { ok: true, value: { kind, payload } };
+  }
+  if (!validateContainer(raw)) return { ok: false, errors: ajvErrorsToFields(validateContainer.errors, 'payload.') };
+  const p = raw as Record<string, unknown> & { image: string };
+  if (!IMAGE_REFERENCE.test(p.image)) {
+    errors.push({ field: 'payload.image', message: 'must be a valid image reference such as "alpine:3.20"' });
+  }
+  const timeout = durationField(p.timeout, 'payload.timeout', 30_000, CONTAINER_TIMEOUT_MAX_MS, errors);
+  if (errors.length) return { ok: false, errors };
+  const payload: ContainerPayload = {
+    image: p.image,
+    env: (p.env as Record<string, string> | undefined) ?? {},
+    timeout,
+    network: (p.network as ContainerPayload['network'] | undefined) ?? 'none',
+  };
+  if (Array.isArray(p.cmd)) payload.cmd = p.cmd as string[];
+  if (typeof p.memory_mb === 'number') payload.memory_mb = p.memory_mb;
+  if (typeof p.cpus === 'number') payload.cpus = p.cpus;
+  return { ok: true, value: { kind, payload } };
+}

@@ -1,0 +1,117 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import {
+  CompiledQuery,
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+} from 'kysely';
+import type { Database } from './schema.js';
+import { postgresHelpers, sqliteHelpers, type DialectHelpers } from './dialect.js';
+import { migrationProvider } from './migrations/index.js';
+
+export interface DatabaseHandle {
+  readonly db: Kysely<Database>;
+  readonly dialect: DialectHelpers;
+  /** Applies pending migrations; returns the names applied now. */
+  migrate(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** Connection pool size for PostgreSQL. */
+  poolSize?: number;
+  /** PostgreSQL schema to use (tests create a fresh one per run). */
+  schema?: string;
+}
+
+/**
+ * Opens the store named by a DATABASE_URL:
+ *  - `sqlite:<path>` (relative paths resolve against the working directory), `sqlite::memory:`
+ *  - `postgres://…` / `postgresql://…`
+ */
+export function openDatabase(url: string, options: DatabaseOptions = {}): DatabaseHandle {
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length));
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return openPostgres(url, options);
+  throw new Error(`DATABASE_URL must start with sqlite: or postgres:// (got "${url.split(':')[0]}:")`);
+}
+
+function handle(db: Kysely<Database>, dialect: DialectHelpers, close: () => Promise<void>): DatabaseHandle {
+  return {
+    db,
+    dialect,
+    async migrate() {
+      const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
+      const { error, results } = await migrator.migrateToLatest();
+      if (error) throw error instanceof Error ? error : new Error(String(error));
+      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    },
+    close,
+  };
+}
+
+function openSqlite(file: string): DatabaseHandle {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const sqlite = new SQLite(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(new SqliteDialect({ database: sqlite })) });
+  return handle(db, sqliteHelpers, () => db.destroy());
+}
+
+function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    // int8 columns hold epoch milliseconds and counters: all within 2^53.
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    },
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  });
+  // An idle client losing its server (restart) must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return handle(db, postgresHelpers, () => db.destroy());
+}
+
+/**
+ * SQLite with one writer: write transactions start with BEGIN IMMEDIATE, so a
+ * transaction that reads and then writes takes the write lock up front and
+ * waits (busy_timeout) instead of failing when another process writes.
+ */
+class ImmediateSqliteDialect implements Dialect {
+  constructor(private readonly inner: SqliteDialect) {}
+  createAdapter() {
+    return this.inner.createAdapter();
+  }
+  createDriver(): Driver {
+    const driver = this.inner.createDriver();
+    return new Proxy(driver, {
+      get(target, prop, receiver) {
+        if (prop === 'beginTransaction') {
+          return async (connection: DatabaseConnection) => {
+            await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+          };
+        }
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  }
+  createIntrospector(db: Kysely<any>) {
+    return this.inner.createIntrospector(db);
+  }
+  createQueryCompiler() {
+    return this.inner.createQueryCompiler();
+  }
+}

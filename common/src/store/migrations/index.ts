@@ -1,0 +1,23 @@
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import type { DialectHelpers } from '../dialect.js';
+import * as m0001 from './0001-initial.js';
+
+interface DialectMigration {
+  up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
+}
+
+/** Ordered list of migrations; names sort in application order. Never edit a released one. */
+const MIGRATIONS: Record<string, DialectMigration> = {
+  '0001-initial': m0001,
+};
+
+/** The same migrations for both engines; dialect differences come in through the helpers. */
+export function migrationProvider(d: DialectHelpers): MigrationProvider {
+  return {
+    async getMigrations(): Promise<Record<string, Migration>> {
+      const out: Record<string, Migration> = {};
+      for (const [name, m] of Object.entries(MIGRATIONS)) out[name] = { up: (db) => m.up(db, d) };
+      return out;
+    },
+  };
+}

@@ -1,0 +1,61 @@
+import type { Kysely } from 'kysely';
+import type { Database, UsersTable } from '../schema.js';
+
+export interface User {
+  id: string;
+  email: string;
+  passwordHash: string;
+  notificationPreference: 'ALL' | 'NONE';
+  createdAt: number;
+  updatedAt: number;
+}
+
+function toUser(r: UsersTable): User {
+  return {
+    id: r.id,
+    email: r.email,
+    passwordHash: r.password_hash,
+    notificationPreference: r.notification_preference,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+export class UsersRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Inserts the user; returns false when the email is taken. */
+  async insert(user: User): Promise<boolean> {
+    const result = await this.db
+      .insertInto('users')
+      .values({
+        id: user.id,
+        email: user.email,
+        password_hash: user.passwordHash,
+        notification_preference: user.notificationPreference,
+        created_at: user.createdAt,
+        updated_at: user.updatedAt,
+      })
+      .onConflict((oc) => oc.column('email').doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
+  }
+
+  async findByEmail(email: string): Promise<User | undefined> {
+    const row = await this.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+    return row && toUser(row);
+  }
+
+  async findById(id: string): Promise<User | undefined> {
+    const row = await this.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toUser(row);
+  }
+
+  async setNotificationPreference(id: string, preference: 'ALL' | 'NONE', now: number): Promise<void> {
+    await this.db
+      .updateTable('users')
+      .set({ notification_preference: preference, updated_at: now })
+      .where('id', '=', id)
+      .execute();
+  }
+}

@@ -1,0 +1,62 @@
+import type { Generated } from 'kysely';
+
+/**
+ * Table shapes as both engines store them. Timestamps are integer epoch
+ * milliseconds and booleans are 0/1 integers in both PostgreSQL and SQLite, so
+ * one query and one row mapping serve both (see docs/adr/0002).
+ */
+export interface UsersTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  notification_preference: 'ALL' | 'NONE';
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SessionsTable {
+  id: string;
+  user_id: string;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
+
+export interface WorkflowsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  /** lower-cased name for case-insensitive substring search */
+  name_folded: string;
+  payload: string;
+  kind: 'HEARTBEAT' | 'CONTAINER';
+  build_status: 'QUEUED' | 'STARTED' | 'COMPLETED' | 'FAILED' | 'CANCELED';
+  interval_minutes: number;
+  consecutive_job_failures_count: number;
+  max_consecutive_job_failures_allowed: number;
+  log_retention: number;
+  generation: number;
+  created_at: number;
+  updated_at: number;
+  terminated_at: number | null;
+  build_completed_at: number | null;
+}
+
+export interface IdempotencyKeysTable {
+  user_id: string;
+  key: string;
+  fingerprint: string;
+  response_status: number | null;
+  response_body: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface Database {
+  users: UsersTable;
+  sessions: SessionsTable;
+  workflows: WorkflowsTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+export type { Generated };

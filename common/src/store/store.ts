@@ -1,0 +1,38 @@
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.js';
+import type { DialectHelpers } from './dialect.js';
+import { UsersRepo } from './repos/users.repo.js';
+import { SessionsRepo } from './repos/sessions.repo.js';
+import { WorkflowsRepo } from './repos/workflows.repo.js';
+import { IdempotencyRepo } from './repos/idempotency.repo.js';
+import type { DatabaseHandle } from './database.js';
+
+/**
+ * The repositories over one database, or over one open transaction of it.
+ * `transaction()` hands the callback a Store whose repositories all run inside
+ * that transaction.
+ */
+export class Store {
+  readonly users: UsersRepo;
+  readonly sessions: SessionsRepo;
+  readonly workflows: WorkflowsRepo;
+  readonly idempotency: IdempotencyRepo;
+
+  constructor(
+    readonly db: Kysely<Database>,
+    readonly dialect: DialectHelpers,
+  ) {
+    this.users = new UsersRepo(db);
+    this.sessions = new SessionsRepo(db);
+    this.workflows = new WorkflowsRepo(db, dialect);
+    this.idempotency = new IdempotencyRepo(db);
+  }
+
+  static fromHandle(h: DatabaseHandle): Store {
+    return new Store(h.db, h.dialect);
+  }
+
+  transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute((trx) => fn(new Store(trx, this.dialect)));
+  }
+}

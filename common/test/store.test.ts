@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { newId, type Workflow } from '@orloj/common';
+import { describeEachEngine } from './support/stores.js';
+
+function workflow(userId: string, overrides: Partial<Workflow> = {}): Workflow {
+  const now = Date.UTC(2026, 0, 1);
+  return {
+    id: newId(),
+    userId,
+    name: 'Ping',
+    payload: '{"endpoint":"https://example.com"}',
+    kind: 'HEARTBEAT',
+    buildStatus: 'QUEUED',
+    intervalMinutes: 5,
+    consecutiveJobFailuresCount: 0,
+    maxConsecutiveJobFailuresAllowed: 3,
+    logRetention: false,
+    generation: 0,
+    createdAt: now,
+    updatedAt: now,
+    terminatedAt: null,
+    buildCompletedAt: null,
+    ...overrides,
+  };
+}
+
+describeEachEngine('store', (db) => {
+  let userId: string;
+  let otherId: string;
+
+  before(async () => {
+    userId = newId();
+    otherId = newId();
+    const now = Date.now();
+    for (const [id, email] of [
+      [userId, `a-${userId}@example.com`],
+      [otherId, `b-${otherId}@example.com`],
+    ] as const) {
+      assert.equal(
+        await db().store.users.insert({ id, email, passwordHash: 'x', notificationPreference: 'ALL', createdAt: now, updatedAt: now }),
+        true,
+      );
+    }
+  });
+
+  describe('users', () => {
+    it('refuses a second user with the same email', async () => {
+      const now = Date.now();
+      const taken = await db().store.users.insert({
+        id: newId(),
+        email: `a-${userId}@example.com`,
+        passwordHash: 'y',
+        notificationPreference: 'ALL',
+        createdAt: now,
+        updatedAt: now,
+      });
+      assert.equal(taken, false);
+    });
+
+    it('updates the notification preference', async () => {
+      await db().store.users.setNotificationPreference(userId, 'NONE', Date.now());
+      assert.equal((await db().store.users.findById(userId))?.notificationPreference, 'NONE');
+      await db().store.users.setNotificationPreference(userId, 'ALL', Date.now());
+    });
+  });
+
+  describe('sessions', () => {
+    it('finds an active session and stops finding it once revoked or expired', async () => {
+      const s = { id: newId(), userId, createdAt: 1000, expiresAt: 5000 };
+      await db().store.sessions.insert(s);
+      assert.deepEqual(await db().store.sessions.findActive(s.id, 2000), s);
+      assert.equal(await db().store.sessions.findActive(s.id, 5000), undefined);
+      await db().store.sessions.revoke(s.id, 3000);
+      assert.equal(await db().store.sessions.findActive(s.id, 2000), undefined);
+    });
+  });
+
+  describe('workflows', () => {
+    it('round-trips every field', async () => {
+      const w = workflow(userId, { logRetention: true, kind: 'CONTAINER', payload: '{ "image" : "busybox" }' });
+      await db().store.workflows.insert(w);
+      assert.deepEqual(await db().store.workflows.findForUser(userId, w.id), w);
+      assert.equal(await db().store.workflows.findForUser(otherId, w.id), undefined);
+    });
+
+    it('matches names case-insensitively with % and _ taken literally', async () => {
+      const names = ['100% Uptime', 'Under_score', 'UNDERXscore', 'Grüße'];
+      for (const name of names) await db().store.workflows.insert(workflow(otherId, { name }));
+      const find = async (query: string) =>
+        (await db().store.workflows.list({ userId: otherId, query, terminated: false, limit: 100 })).map((w) => w.name).sort();
+      assert.deepEqual(await find('0% up'), ['100% Uptime']);
+      assert.deepEqual(await find('r_s'), ['Under_score']);
+      assert.deepEqual(await find('GRÜ'), ['Grüße']);
+      assert.deepEqual(await find('%'), ['100% Uptime']);
+    });
+
+    it('terminates once, then refuses; deletes only terminated workflows', async () => {
+      const w = workflow(userId);
+      await db().store.workflows.insert(w);
+      assert.equal(await db().store.workflows.deleteTerminated(userId, w.id), false);
+      assert.equal(await db().store.workflows.terminate(userId, w.id, 10), true);
+      assert.equal(await db().store.workflows.terminate(userId, w.id, 11), false);
+      const t = await db().store.workflows.findForUser(userId, w.id);
+      assert.equal(t?.terminatedAt, 10);
+      assert.equal(t?.buildStatus, 'CANCELED');
+      assert.equal(await db().store.workflows.deleteTerminated(userId, w.id), true);
+      assert.equal(await db().store.workflows.findForUser(userId, w.id), undefined);
+    });
+
+    it('update bumps the generation, resets failures and reactivates', async () => {
+      const w = workflow(userId, { consecutiveJobFailuresCount: 2, buildStatus: 'COMPLETED', buildCompletedAt: 5 });
+      await db().store.workflows.insert(w);
+      await db().store.workflows.terminate(userId, w.id, 10);
+      await db().store.workflows.update(
+        userId,
+        w.id,
+        { name: 'New', payload: '{}', intervalMinutes: 7, maxConsecutiveJobFailuresAllowed: 9, logRetention: false, rebuild: true },
+        20,
+      );
+      const u = await db().store.workflows.findForUser(userId, w.id);
+      assert.equal(u?.generation, 1);
+      assert.equal(u?.consecutiveJobFailuresCount, 0);
+      assert.equal(u?.terminatedAt, null);
+      assert.equal(u?.buildStatus, 'QUEUED');
+      assert.equal(u?.name, 'New');
+    });
+  });
+
+  describe('idempotency', () => {
+    it('claims a key once, replays the same request and refuses a different one', async () => {
+      const key = `k-${newId()}`;
+      const store = db().store;
+      assert.deepEqual(await store.idempotency.claim(userId, key, 'fp1', 1000, 100), { outcome: 'claimed' });
+      await store.idempotency.complete(userId, key, 201, '{"id":"x"}');
+      assert.deepEqual(await store.idempotency.claim(userId, key, 'fp1', 1050, 100), {
+        outcome: 'replay',
+        status: 201,
+        body: '{"id":"x"}',
+      });
+      assert.deepEqual(await store.idempotency.claim(userId, key, 'fp2', 1050, 100), { outcome: 'conflict' });
+      // another user's identical key is independent
+      assert.deepEqual(await store.idempotency.claim(otherId, key, 'fp2', 1050, 100), { outcome: 'claimed' });
+      // after the TTL the key is free again
+      assert.deepEqual(await store.idempotency.claim(userId, key, 'fp2', 1100, 100), { outcome: 'claimed' });
+    });
+
+    it('leaves no claim behind when the guarded transaction rolls back', async () => {
+      const key = `k-${newId()}`;
+      await assert.rejects(
+        db().store.transaction(async (tx) => {
+          await tx.idempotency.claim(userId, key, 'fp', 1000, 100);
+          throw new Error('boom');
+        }),
+      );
+      assert.deepEqual(await db().store.idempotency.claim(userId, key, 'fp', 1000, 100), { outcome: 'claimed' });
+    });
+  });
+});

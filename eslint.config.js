@@ -1,0 +1,45 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+// Role packages talk through the store and the bus, never by importing each other.
+const roles = ['api', 'scheduler', 'runners', 'log-ingest', 'notifier', 'server', 'dashboard'];
+const forbidRoles = (self, allowed = []) => ({
+  files: [`${self}/src/**/*.ts`],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: roles
+          .filter((r) => r !== self && !allowed.includes(r))
+          .map((r) => ({ group: [`@orloj/${r}`, `@orloj/${r}/*`], message: `${self} may not import ${r} (see ARCHITECTURE.md)` })),
+      },
+    ],
+  },
+});
+
+export default tseslint.config(
+  { ignores: ['**/dist/**', '**/node_modules/**', 'dashboard/**', 'data/**', 'artifacts/**', 'scripts/*.cjs'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-console': 'error',
+    },
+  },
+  {
+    files: ['common/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['@orloj/*'], message: 'common imports no other package' }] }],
+    },
+  },
+  forbidRoles('api'),
+  forbidRoles('scheduler'),
+  forbidRoles('runners'),
+  forbidRoles('log-ingest'),
+  forbidRoles('notifier'),
+  // the composition root starts every role
+  forbidRoles('server', ['api', 'scheduler', 'runners', 'log-ingest', 'notifier']),
+  { files: ['**/test/**/*.ts', 'bench/**/*.ts', 'scripts/**', 'server/src/bin.ts'], rules: { 'no-console': 'off' } },
+);

@@ -1,0 +1,2 @@
+// Placeholder: this role is not implemented yet (see README.md).
+export {};

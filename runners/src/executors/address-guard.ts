@@ -1,0 +1,183 @@
+import { lookup as dnsLookup } from 'node:dns';
+import type { LookupAddress, LookupOptions } from 'node:dns';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+/**
+ * Which network addresses HEARTBEAT checks may connect to.
+ *
+ * Blocked by default: loopback, link-local (which holds the cloud metadata
+ * endpoints 169.254.169.254 and fd00:ec2::254 — the latter is listed
+ * explicitly because it lies in the otherwise allowed fc00::/7), and unspecified
+ * addresses. Private ranges are allowed: self-hosted teams monitor internal
+ * services. IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the
+ * IPv4 address they carry.
+ *
+ * - `allowTargets` re-allows (parts of) the default-blocked ranges, e.g. `127.0.0.0/8`.
+ *   It is not an allow-list: addresses that are not blocked stay allowed.
+ * - `denyTargets` adds blocked ranges. They win over `allowTargets`.
+ */
+
+/** The ranges refused unless re-allowed by `allowTargets`. */
+export const DEFAULT_BLOCKED_TARGETS: readonly string[] = [
+  '127.0.0.0/8', // loopback
+  '::1/128',
+  '169.254.0.0/16', // link-local, incl. 169.254.169.254 (metadata)
+  'fe80::/10',
+  '0.0.0.0/8', // unspecified / "this network"
+  '::/128',
+  'fd00:ec2::254/128', // AWS IPv6 metadata endpoint
+];
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+type Cidr = [Address, number];
+
+export interface AddressGuardOptions {
+  /** CIDRs that re-allow default-blocked ranges (RUNNER_ALLOW_TARGETS). */
+  allowTargets?: readonly string[];
+  /** CIDRs that are refused in addition to the defaults (RUNNER_DENY_TARGETS). */
+  denyTargets?: readonly string[];
+}
+
+/** Raised (as a connection error) when a target address is refused. */
+export class AddressNotAllowedError extends Error {
+  readonly code = 'ERR_ORLOJ_ADDRESS_NOT_ALLOWED';
+  constructor(
+    readonly host: string,
+    readonly address: string,
+  ) {
+    super(`Connecting to ${address} (${host}) is not allowed by the runner's address guard`);
+    this.name = 'AddressNotAllowedError';
+  }
+}
+
+/** Splits a comma-separated setting such as RUNNER_ALLOW_TARGETS into its trimmed, non-empty entries. */
+export function parseTargetList(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/**
+ * Parses one CIDR (`10.0.0.0/8`, `fd00::/8`). A bare address is taken as a
+ * single host (/32 or /128). Throws a descriptive Error for anything else.
+ */
+export function parseCidr(text: string, setting = 'target list'): Cidr {
+  const value = text.trim();
+  const fail = (): never => {
+    throw new Error(
+      `Invalid CIDR ${JSON.stringify(text)} in ${setting}: expected an IPv4 or IPv6 range such as 127.0.0.0/8 or fd00::/8`,
+    );
+  };
+  const slash = value.indexOf('/');
+  const addrText = slash === -1 ? value : value.slice(0, slash);
+  if (addrText.includes('%')) fail(); // zone ids make no sense in a range
+  // Only the unambiguous dotted-quad form for IPv4 (ipaddr.js also takes "127.1", "0x7f.1").
+  if (!ipaddr.IPv6.isValid(addrText) && !ipaddr.IPv4.isValidFourPartDecimal(addrText)) fail();
+  try {
+    if (slash === -1) {
+      const addr = ipaddr.parse(addrText);
+      return [addr, addr.kind() === 'ipv4' ? 32 : 128];
+    }
+    const prefixText = value.slice(slash + 1);
+    if (!/^\d{1,3}$/.test(prefixText)) fail();
+    return ipaddr.parseCIDR(value);
+  } catch {
+    return fail();
+  }
+}
+
+function parseCidrList(list: readonly string[] | undefined, setting: string): Cidr[] {
+  return (list ?? []).map((s) => parseCidr(s, setting));
+}
+
+function matchesAny(forms: readonly Address[], ranges: readonly Cidr[]): boolean {
+  for (const form of forms) {
+    for (const [net, bits] of ranges) {
+      if (form.kind() === net.kind() && form.match(net, bits)) return true;
+    }
+  }
+  return false;
+}
+
+export class AddressGuard {
+  private readonly blocked: Cidr[];
+  private readonly allowed: Cidr[];
+  private readonly denied: Cidr[];
+
+  /** Throws an Error naming the bad entry when a CIDR is invalid. */
+  constructor(options: AddressGuardOptions = {}) {
+    this.blocked = parseCidrList(DEFAULT_BLOCKED_TARGETS, 'default blocked targets');
+    this.allowed = parseCidrList(options.allowTargets, 'allowTargets (RUNNER_ALLOW_TARGETS)');
+    this.denied = parseCidrList(options.denyTargets, 'denyTargets (RUNNER_DENY_TARGETS)');
+  }
+
+  /**
+   * Whether a literal IP address may be contacted. Anything that does not parse
+   * as an IP address is refused (fail closed).
+   */
+  isAllowed(address: string): boolean {
+    let parsed: Address;
+    try {
+      parsed = ipaddr.parse(address);
+    } catch {
+      return false;
+    }
+    // Judge IPv4-mapped IPv6 by the IPv4 address it carries, and by its own form.
+    const forms: Address[] = [parsed];
+    if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) {
+      forms.unshift((parsed as ipaddr.IPv6).toIPv4Address());
+    }
+    if (matchesAny(forms, this.denied)) return false;
+    if (matchesAny(forms, this.blocked) && !matchesAny(forms, this.allowed)) return false;
+    return true;
+  }
+}
+
+/** Resolves a host name to every candidate address. */
+export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
+
+export const systemResolver: Resolver = (hostname) =>
+  new Promise((resolve, reject) => {
+    dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses)));
+  });
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` function for net/tls `connect` options: resolves the host, refuses
+ * if ANY candidate address is not allowed (a name mixing allowed and refused
+ * addresses is treated as hostile), and hands back only addresses it checked.
+ * Because the socket connects to what this function returns, re-resolving the
+ * name later (DNS rebinding) cannot slip an unchecked address in.
+ */
+export function guardedLookup(guard: AddressGuard, resolver: Resolver = systemResolver) {
+  return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    resolver(hostname).then(
+      (all) => {
+        const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
+        const candidates = family === 4 || family === 6 ? all.filter((a) => a.family === family) : all;
+        if (candidates.length === 0) {
+          const err: NodeJS.ErrnoException = new Error(`getaddrinfo ENOTFOUND ${hostname}`);
+          err.code = 'ENOTFOUND';
+          callback(err, '');
+          return;
+        }
+        for (const a of candidates) {
+          if (isIP(a.address) === 0 || !guard.isAllowed(a.address)) {
+            callback(new AddressNotAllowedError(hostname, a.address), '');
+            return;
+          }
+        }
+        if (options.all) {
+          callback(null, candidates);
+        } else {
+          const first = candidates[0]!;
+          callback(null, first.address, first.family);
+        }
+      },
+      (err: NodeJS.ErrnoException) => callback(err, ''),
+    );
+  };
+}

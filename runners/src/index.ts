@@ -1,0 +1,2 @@
+export * from './executors/address-guard.js';
+export * from './executors/http-check.executor.js';

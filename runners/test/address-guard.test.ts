@@ -1,0 +1,204 @@
+import assert from 'node:assert/strict';
+import type { LookupAddress } from 'node:dns';
+import fc from 'fast-check';
+import ipaddr from 'ipaddr.js';
+import {
+  AddressGuard,
+  AddressNotAllowedError,
+  DEFAULT_BLOCKED_TARGETS,
+  guardedLookup,
+  parseCidr,
+  parseTargetList,
+} from '../src/executors/address-guard.js';
+
+type LookupResult = { err: NodeJS.ErrnoException | null; address: string | LookupAddress[]; family?: number };
+
+function callLookup(guard: AddressGuard, addresses: LookupAddress[], all: boolean, family?: number): Promise<LookupResult> {
+  const lookup = guardedLookup(guard, async () => addresses);
+  return new Promise((resolve) => {
+    lookup('target.example', { all, family }, (err, address, fam) => resolve({ err, address, family: fam }));
+  });
+}
+
+describe('address guard', () => {
+  const guard = new AddressGuard();
+
+  it('refuses loopback, link-local, metadata and unspecified addresses by default', () => {
+    for (const a of [
+      '127.0.0.1',
+      '127.255.255.254',
+      '::1',
+      '169.254.169.254',
+      '169.254.0.1',
+      'fe80::1',
+      'fe80::1%eth0',
+      'febf::1',
+      '0.0.0.0',
+      '0.1.2.3',
+      '::',
+      'fd00:ec2::254',
+    ]) {
+      assert.equal(guard.isAllowed(a), false, a);
+    }
+  });
+
+  it('refuses the IPv4-mapped IPv6 forms of blocked addresses', () => {
+    for (const a of ['::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:169.254.169.254', '::ffff:0.0.0.0']) {
+      assert.equal(guard.isAllowed(a), false, a);
+    }
+  });
+
+  it('allows public and private addresses by default', () => {
+    for (const a of [
+      '8.8.8.8',
+      '10.0.0.1',
+      '172.16.5.4',
+      '192.168.1.1',
+      '100.64.0.1',
+      '169.253.255.255',
+      '169.255.0.0',
+      '128.0.0.1',
+      '2001:db8::1',
+      'fd00::1',
+      'fd00:ec2::253',
+      'fec0::1',
+      '::2',
+      '::ffff:8.8.8.8',
+    ]) {
+      assert.equal(guard.isAllowed(a), true, a);
+    }
+  });
+
+  it('refuses anything that is not an IP address (fail closed)', () => {
+    for (const a of ['', 'localhost', 'example.com', '999.1.1.1']) assert.equal(guard.isAllowed(a), false, a);
+  });
+
+  it('re-allows blocked ranges listed in allowTargets, including their mapped forms', () => {
+    const g = new AddressGuard({ allowTargets: ['127.0.0.0/8'] });
+    assert.equal(g.isAllowed('127.0.0.1'), true);
+    assert.equal(g.isAllowed('127.9.9.9'), true);
+    assert.equal(g.isAllowed('::ffff:127.0.0.1'), true);
+    assert.equal(g.isAllowed('::1'), false, 'IPv6 loopback is a different range');
+    assert.equal(g.isAllowed('169.254.169.254'), false);
+  });
+
+  it('allowTargets is not an allow-list: other addresses stay allowed', () => {
+    const g = new AddressGuard({ allowTargets: ['127.0.0.1/32'] });
+    assert.equal(g.isAllowed('8.8.8.8'), true);
+    assert.equal(g.isAllowed('127.0.0.2'), false);
+  });
+
+  it('denyTargets blocks otherwise allowed ranges and wins over allowTargets', () => {
+    const g = new AddressGuard({ allowTargets: ['127.0.0.0/8'], denyTargets: ['10.0.0.0/8', '127.0.0.53/32', 'fd00::/8'] });
+    assert.equal(g.isAllowed('10.1.2.3'), false);
+    assert.equal(g.isAllowed('::ffff:10.1.2.3'), false);
+    assert.equal(g.isAllowed('127.0.0.53'), false);
+    assert.equal(g.isAllowed('127.0.0.1'), true);
+    assert.equal(g.isAllowed('fd12::1'), false);
+    assert.equal(g.isAllowed('192.168.0.1'), true);
+  });
+
+  it('a deny range written in mapped IPv6 form also matches', () => {
+    const g = new AddressGuard({ denyTargets: ['::ffff:0:0/96'] });
+    assert.equal(g.isAllowed('::ffff:8.8.8.8'), false);
+  });
+
+  it('accepts bare addresses as single hosts', () => {
+    const g = new AddressGuard({ allowTargets: ['127.0.0.1', '::1'] });
+    assert.equal(g.isAllowed('127.0.0.1'), true);
+    assert.equal(g.isAllowed('::1'), true);
+    assert.equal(g.isAllowed('127.0.0.2'), false);
+  });
+
+  it('throws a clear error at construction for an invalid CIDR', () => {
+    for (const bad of ['127.0.0.0/33', 'not-a-cidr', '127.1/8', '10.0.0.0/', '10.0.0.0/8/1', 'fe80::/129', '1.2.3.4/-1', '']) {
+      assert.throws(
+        () => new AddressGuard({ allowTargets: [bad] }),
+        (err: Error) => err.message.includes('Invalid CIDR') && err.message.includes('RUNNER_ALLOW_TARGETS'),
+        bad,
+      );
+    }
+    assert.throws(() => new AddressGuard({ denyTargets: ['10.0.0.0/8', 'x'] }), /Invalid CIDR "x" in denyTargets \(RUNNER_DENY_TARGETS\)/);
+  });
+
+  it('parses every default range', () => {
+    for (const cidr of DEFAULT_BLOCKED_TARGETS) assert.doesNotThrow(() => parseCidr(cidr));
+  });
+
+  it('parseTargetList splits a comma-separated setting', () => {
+    assert.deepEqual(parseTargetList('127.0.0.0/8, ::1/128 ,,10.0.0.0/8 '), ['127.0.0.0/8', '::1/128', '10.0.0.0/8']);
+    assert.deepEqual(parseTargetList(''), []);
+    assert.deepEqual(parseTargetList('  '), []);
+  });
+
+  describe('property', () => {
+    const octet = fc.integer({ min: 0, max: 255 });
+
+    it('refuses every address in 127.0.0.0/8 and 169.254.0.0/16, in IPv4 and mapped form', () => {
+      const blocked = fc.oneof(
+        fc.tuple(octet, octet, octet).map(([b, c, d]) => `127.${b}.${c}.${d}`),
+        fc.tuple(octet, octet).map(([c, d]) => `169.254.${c}.${d}`),
+      );
+      fc.assert(
+        fc.property(blocked, (a) => {
+          assert.equal(guard.isAllowed(a), false);
+          assert.equal(guard.isAllowed(`::ffff:${a}`), false);
+        }),
+      );
+    });
+
+    it('allows every public IPv4 address', () => {
+      const publicV4 = fc.ipV4().filter((a) => ipaddr.parse(a).range() === 'unicast');
+      fc.assert(
+        fc.property(publicV4, (a) => {
+          assert.equal(guard.isAllowed(a), true);
+        }),
+      );
+    });
+  });
+});
+
+describe('guardedLookup', () => {
+  const guard = new AddressGuard();
+
+  it('hands back checked addresses (all and single forms)', async () => {
+    const addrs: LookupAddress[] = [
+      { address: '2001:db8::1', family: 6 },
+      { address: '93.184.216.34', family: 4 },
+    ];
+    const all = await callLookup(guard, addrs, true);
+    assert.equal(all.err, null);
+    assert.deepEqual(all.address, addrs);
+    const one = await callLookup(guard, addrs, false);
+    assert.equal(one.address, '2001:db8::1');
+    assert.equal(one.family, 6);
+    const v4 = await callLookup(guard, addrs, false, 4);
+    assert.equal(v4.address, '93.184.216.34');
+  });
+
+  it('refuses when any candidate address is blocked', async () => {
+    const r = await callLookup(
+      guard,
+      [
+        { address: '93.184.216.34', family: 4 },
+        { address: '127.0.0.1', family: 4 },
+      ],
+      true,
+    );
+    assert.ok(r.err instanceof AddressNotAllowedError);
+    assert.equal(r.err.address, '127.0.0.1');
+  });
+
+  it('answers ENOTFOUND when nothing resolved', async () => {
+    const r = await callLookup(guard, [], true);
+    assert.equal(r.err?.code, 'ENOTFOUND');
+  });
+
+  it('passes resolver errors through', async () => {
+    const lookup = guardedLookup(guard, async () => {
+      throw Object.assign(new Error('boom'), { code: 'EAI_AGAIN' });
+    });
+    const err = await new Promise<NodeJS.ErrnoException | null>((resolve) => lookup('x.example', { all: true }, (e) => resolve(e)));
+    assert.equal(err?.code, 'EAI_AGAIN');
+  });
+});

@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { ConfigError } from '@orloj/common';
+import { ALL_ROLES, AVAILABLE_ROLES, parseRoles } from './roles.js';
+import { migrate, startOrloj } from './main.js';
+
+const HELP = `orloj — self-hosted workflow scheduling
+
+Usage:
+  orloj start [--roles <list>]   start the service (default: all roles)
+  orloj migrate                  apply pending database migrations and exit
+  orloj --help                   show this help
+
+Roles: ${ALL_ROLES.join(', ')} (available now: ${AVAILABLE_ROLES.join(', ')}), or all.
+Configuration comes from environment variables; see the README.
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { roles: { type: 'string', default: 'all' }, help: { type: 'boolean', short: 'h' } },
+  });
+  const command = positionals[0];
+  if (values.help || command === 'help' || command === undefined) {
+    process.stdout.write(HELP);
+    return command === undefined && !values.help ? 1 : 0;
+  }
+  if (command === 'migrate') {
+    const applied = await migrate();
+    console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+    return 0;
+  }
+  if (command !== 'start') {
+    console.error(`unknown command "${command}"\n\n${HELP}`);
+    return 2;
+  }
+  const roles = parseRoles(values.roles ?? 'all');
+  const orloj = await startOrloj({ roles });
+  if (orloj.port !== undefined) {
+    console.log(`orloj is running (${roles.join(', ')}) at ${orloj.config.serverHostUrl}`);
+  }
+  // First signal drains in order; a second one forces the exit.
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      console.error(`${signal} again: exiting now`);
+      process.exit(130);
+    }
+    signalled = true;
+    console.log(`${signal}: shutting down (send again to force)`);
+    orloj.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        console.error('shutdown failed:', err);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  return -1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    if (err instanceof ConfigError) console.error(err.message);
+    else if (err instanceof Error && err.name === 'TypeError' && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')) {
+      console.error(`${err.message}\n\n${HELP}`);
+    } else console.error('orloj failed to start:', err instanceof Error ? err.message : err);
+    process.exit(1);
+  },
+);
