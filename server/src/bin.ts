@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '@orloj/common';
 import { ALL_ROLES, AVAILABLE_ROLES, parseRoles } from './roles.js';
-import { migrate, startOrloj } from './main.js';
+import { migrate, startOrloj, type RunningOrloj } from './main.js';
 
 const HELP = `orloj — self-hosted workflow scheduling
 
@@ -36,29 +36,35 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const roles = parseRoles(values.roles ?? 'all');
-  const orloj = await startOrloj({ roles });
-  if (orloj.port !== undefined) {
-    console.log(`orloj is running (${roles.join(', ')}) at ${orloj.config.serverHostUrl}`);
-  }
-  // First signal drains in order; a second one forces the exit.
+  // Handlers go in before anything is started or printed: a signal that arrives
+  // while there is no listener would kill the process without draining.
+  let orloj: RunningOrloj | undefined;
   let signalled = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (signalled) {
-      console.error(`${signal} again: exiting now`);
-      process.exit(130);
-    }
-    signalled = true;
-    console.log(`${signal}: shutting down (send again to force)`);
-    orloj.stop().then(
+  const shutdown = () =>
+    (orloj ? orloj.stop() : Promise.resolve()).then(
       () => process.exit(0),
       (err: unknown) => {
         console.error('shutdown failed:', err);
         process.exit(1);
       },
     );
+  const onSignal = (signal: NodeJS.Signals) => {
+    // First signal drains in order; a second one forces the exit.
+    if (signalled) {
+      console.error(`${signal} again: exiting now`);
+      process.exit(130);
+    }
+    signalled = true;
+    console.log(`${signal}: shutting down (send again to force)`);
+    if (orloj) void shutdown();
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  orloj = await startOrloj({ roles });
+  if (orloj.port !== undefined) {
+    console.log(`orloj is running (${roles.join(', ')}) at ${orloj.config.serverHostUrl} (listening on ${orloj.config.host}:${orloj.port})`);
+  }
+  if (signalled) void shutdown();
   return -1;
 }
 

@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { parseRoles } from '@orloj/server';
+
+const BIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '../src/bin.ts');
+
+/** Runs the real `orloj` command (from sources, through tsx) with the given env. */
+function orloj(args: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+async function finish(child: ChildProcess): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
+  return { code, signal, stdout, stderr };
+}
+
+/** Resolves with the first stdout line matching `pattern`. */
+async function waitForLine(child: ChildProcess, pattern: RegExp): Promise<string> {
+  let buffer = '';
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      buffer += d.toString();
+      const line = buffer.split('\n').find((l) => pattern.test(l));
+      if (line) resolve(line);
+    });
+    child.once('exit', (code) => reject(new Error(`exited with ${code} before printing ${pattern}: ${buffer}`)));
+  });
+}
+
+describe('orloj command', function () {
+  this.timeout(60_000);
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-cli-'));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('prints help with --help', async () => {
+    const r = await finish(orloj(['--help'], {}));
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /orloj start \[--roles/);
+    assert.match(r.stdout, /orloj migrate/);
+  });
+
+  it('migrates a new database and reports it up to date the second time', async () => {
+    const env = { DATA_DIR: dir };
+    const first = await finish(orloj(['migrate'], env));
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /applied: 0001-initial/);
+    const second = await finish(orloj(['migrate'], env));
+    assert.match(second.stdout, /up to date/);
+  });
+
+  it('refuses to start with invalid configuration, naming the variable', async () => {
+    const r = await finish(orloj(['start'], { DATA_DIR: dir, PORT: 'x', SERVER_SAME_SITE_MODE: 'Maybe' }));
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /PORT must be an integer/);
+    assert.match(r.stderr, /SERVER_SAME_SITE_MODE/);
+    assert.doesNotMatch(r.stderr, /at .*\.ts:\d+/);
+  });
+
+  it('refuses an unknown command and a role that does not exist yet', async () => {
+    assert.equal((await finish(orloj(['launch'], { DATA_DIR: dir }))).code, 2);
+    const r = await finish(orloj(['start', '--roles', 'api,nonsense'], { DATA_DIR: dir }));
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /unknown role "nonsense"/);
+  });
+
+  it('starts on the embedded default with no setup, serves requests, and drains on SIGTERM', async () => {
+    const child = orloj(['start'], { DATA_DIR: dir, PORT: '0' });
+    const exit = finish(child);
+    await waitForLine(child, /orloj is running/);
+    const secrets = JSON.parse(fs.readFileSync(path.join(dir, 'secrets.json'), 'utf8')) as Record<string, string>;
+    assert.ok(secrets.sessionSecret && secrets.csrfSecret);
+    assert.ok(fs.existsSync(path.join(dir, 'orloj.db')));
+    child.kill('SIGTERM');
+    const r = await exit;
+    assert.equal(r.code, 0, JSON.stringify(r));
+    assert.match(r.stdout, /SIGTERM: shutting down/);
+  });
+
+  it('serves the API on the port it reports', async () => {
+    const child = orloj(['start', '--roles', 'api'], { DATA_DIR: dir, PORT: '0' });
+    const exit = finish(child);
+    const line = await waitForLine(child, /orloj is running \(api\) at http:\/\/localhost:\d+ \(listening on 127\.0\.0\.1:\d+\)/);
+    const port = Number(/:(\d+)\)$/.exec(line)![1]);
+    const res = await fetch(`http://127.0.0.1:${port}/openapi.json`);
+    assert.equal(res.status, 200);
+    assert.equal(((await res.json()) as { openapi: string }).openapi, '3.1.0');
+    child.kill('SIGINT');
+    assert.equal((await exit).code, 0);
+  });
+});
+
+describe('parseRoles', () => {
+  it('expands all to the available roles and refuses unknown ones', () => {
+    assert.deepEqual(parseRoles('all'), ['api']);
+    assert.deepEqual(parseRoles('api,api'), ['api']);
+    assert.throws(() => parseRoles('web'), /unknown role/);
+    assert.throws(() => parseRoles('scheduler'), /not available/);
+  });
+});
