@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { describeApi, key, workflowBody } from './support/harness.js';
 import { rawRequest, type TestClient } from './support/client.js';
+import type { Job, JobStatus } from '@orloj/common';
 
 const containerPayload = (image = 'localhost/orloj-test/busybox:1') => JSON.stringify({ image, cmd: ['echo', 'hi'] });
 
@@ -475,6 +476,55 @@ describeApi('workflows', (h) => {
     it('refuses a cursor produced for another list', async () => {
       const foreign = Buffer.from(JSON.stringify({ l: 'jobs', k: 1, i: crypto.randomUUID() })).toString('base64url');
       assert.equal((await c.get(`/workflows?cursor=${foreign}`)).status, 400);
+    });
+  });
+
+  describe('effects on jobs', () => {
+    async function job(workflowId: string, status: JobStatus, generation = 0) {
+      const owner = (await h().db.store.workflows.findById(workflowId))!.userId;
+      const j: Job = {
+        id: crypto.randomUUID(), workflowId, userId: owner, generation, trigger: 'MANUAL', status, slotAt: Date.now(), scheduledAt: Date.now(),
+        attempts: status === 'PENDING' ? 0 : 1, queuedAt: null, runnerId: null, leaseExpiresAt: null, containerId: null,
+        startedAt: status === 'RUNNING' ? Date.now() : null, completedAt: null, statusReasonCode: null, statusReasonMessage: null,
+        createdAt: Date.now(), updatedAt: Date.now(),
+      };
+      await h().db.store.jobs.insert(j);
+      return j.id;
+    }
+
+    it('PUT cancels PENDING and QUEUED jobs of the older generation with WORKFLOW_UPDATED; a RUNNING job goes on', async () => {
+      const c = await h().user();
+      const id = await create(c);
+      const pending = await job(id, 'PENDING');
+      const running = await job(id, 'RUNNING');
+      assert.equal((await c.put(`/workflows/${id}`, { ...workflowBody(), kind: undefined }, { headers: key() })).status, 204);
+      const p = await h().db.store.jobs.findById(pending);
+      assert.equal(p?.status, 'CANCELED');
+      assert.equal(p?.statusReasonCode, 'WORKFLOW_UPDATED');
+      assert.equal((await h().db.store.jobs.findById(running))?.status, 'RUNNING');
+    });
+
+    it('PATCH cancels open jobs with WORKFLOW_TERMINATED', async () => {
+      const c = await h().user();
+      const id = await create(c);
+      const pending = await job(id, 'PENDING');
+      assert.equal((await c.patch(`/workflows/${id}`)).status, 204);
+      const p = await h().db.store.jobs.findById(pending);
+      assert.equal(p?.status, 'CANCELED');
+      assert.equal(p?.statusReasonCode, 'WORKFLOW_TERMINATED');
+    });
+
+    it('DELETE answers 412 workflow_has_running_jobs while a job runs, and deletes the jobs with the workflow', async () => {
+      const c = await h().user();
+      const id = await create(c);
+      const running = await job(id, 'RUNNING');
+      await c.patch(`/workflows/${id}`);
+      const res = await c.delete(`/workflows/${id}`);
+      assert.equal(res.status, 412);
+      assert.equal(res.json.code, 'workflow_has_running_jobs');
+      await h().db.store.jobs.transition(running, 'CANCELED', Date.now());
+      assert.equal((await c.delete(`/workflows/${id}`)).status, 204);
+      assert.equal(await h().db.store.jobs.findById(running), undefined);
     });
   });
 });

@@ -33,6 +33,7 @@ export type ErrorCode =
   | 'workflow_terminated'
   | 'workflow_active'
   | 'workflow_has_running_jobs'
+  | 'workflow_build_failed'
   | 'rate_limited'
   | 'service_unavailable'
   | 'internal_error';

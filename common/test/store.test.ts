@@ -20,6 +20,8 @@ function workflow(userId: string, overrides: Partial<Workflow> = {}): Workflow {
     updatedAt: now,
     terminatedAt: null,
     buildCompletedAt: null,
+    nextDueAt: null,
+    buildToken: 0,
     ...overrides,
   };
 }
@@ -114,7 +116,7 @@ describeEachEngine('store', (db) => {
       await db().store.workflows.update(
         userId,
         w.id,
-        { name: 'New', payload: '{}', intervalMinutes: 7, maxConsecutiveJobFailuresAllowed: 9, logRetention: false, rebuild: true },
+        { name: 'New', payload: '{}', intervalMinutes: 7, maxConsecutiveJobFailuresAllowed: 9, logRetention: false, rebuild: true, nextDueAt: null },
         20,
       );
       const u = await db().store.workflows.findForUser(userId, w.id);

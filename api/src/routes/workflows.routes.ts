@@ -4,11 +4,14 @@ import {
   BUILD_STATUSES,
   decodeCursor,
   encodeCursor,
+  firstSlotAfter,
   isUuid,
   newId,
   notFound,
   OrlojError,
   parsePayload,
+  reasons,
+  terminateWorkflow,
   validationError,
   WORKFLOW_KINDS,
   type FieldError,
@@ -78,6 +81,8 @@ export function workflowsRoutes(deps: ApiDeps): Router {
         updatedAt: now,
         terminatedAt: null,
         buildCompletedAt: null,
+        nextDueAt: null,
+        buildToken: 0,
       };
       await tx.workflows.insert(workflow);
       return { status: 201, body: { id: workflow.id } };
@@ -140,6 +145,8 @@ export function workflowsRoutes(deps: ApiDeps): Router {
         current.buildStatus === 'FAILED' ||
         current.buildStatus === 'CANCELED' ||
         (current.kind === 'CONTAINER' && newImage !== imageOf(current));
+      const intervalMs = body.interval * 60_000;
+      const now = clock.now();
       await tx.workflows.update(
         userId,
         id,
@@ -150,9 +157,13 @@ export function workflowsRoutes(deps: ApiDeps): Router {
           maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
           logRetention: current.kind === 'CONTAINER' ? (body.log_retention ?? current.logRetention) : false,
           rebuild,
+          // the schedule stays anchored to the build; a new interval takes effect from the next slot
+          nextDueAt: current.buildCompletedAt === null ? null : firstSlotAfter(current.buildCompletedAt, intervalMs, now),
         },
-        clock.now(),
+        now,
       );
+      // Jobs not yet running belong to the old definition; a RUNNING job finishes as it started.
+      await tx.jobs.cancelOpen(id, reasons.workflowUpdated(), now, current.generation + 1);
       return { status: 204 };
     });
   });
@@ -161,7 +172,7 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     const id = workflowId(ctx);
     const userId = userIdOf(ctx);
     await store.transaction(async (tx) => {
-      if (await tx.workflows.terminate(userId, id, clock.now())) return;
+      if (await terminateWorkflow(tx, userId, id, clock.now())) return;
       if (!(await tx.workflows.findForUser(userId, id))) throw notFound('The workflow');
       throw new OrlojError('workflow_terminated', 'The workflow is already terminated.');
     });
@@ -172,9 +183,15 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     const id = workflowId(ctx);
     const userId = userIdOf(ctx);
     await store.transaction(async (tx) => {
-      if (await tx.workflows.deleteTerminated(userId, id)) return;
-      if (!(await tx.workflows.findForUser(userId, id))) throw notFound('The workflow');
-      throw new OrlojError('workflow_active', 'Only a terminated workflow can be deleted: terminate it first (PATCH).');
+      const workflow = await tx.workflows.findForUser(userId, id, { lock: true });
+      if (!workflow) throw notFound('The workflow');
+      if (workflow.terminatedAt === null) {
+        throw new OrlojError('workflow_active', 'Only a terminated workflow can be deleted: terminate it first (PATCH).');
+      }
+      if ((await tx.jobs.withStatus(id, ['RUNNING'])).length > 0) {
+        throw new OrlojError('workflow_has_running_jobs', 'The workflow still has a running job; delete it once the job has stopped.');
+      }
+      await tx.workflows.deleteTerminated(userId, id);
     });
     ctx.status = 204;
   });

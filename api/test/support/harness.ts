@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { loadConfig, resolveSecrets, silentLogger, type Clock, type ResolvedConfig } from '@orloj/common';
+import { loadConfig, resolveSecrets, silentLogger, systemClock, type Clock, type ResolvedConfig } from '@orloj/common';
 import { ApiServer } from '@orloj/api';
 import { describeEachEngine, type Engine, type TestDatabase } from '../../../common/test/support/stores.js';
 import { TestClient } from './client.js';
@@ -49,7 +49,7 @@ export function describeApi(
     let server: ApiServer | undefined;
     before(async () => {
       const config = testConfig(options.env);
-      server = new ApiServer({ store: db().store, config, clock: options.clock ?? { now: () => Date.now() }, logger: silentLogger });
+      server = new ApiServer({ store: db().store, config, clock: options.clock ?? systemClock, logger: silentLogger });
       const address = await server.start();
       const baseUrl = `http://127.0.0.1:${address.port}`;
       harness = {

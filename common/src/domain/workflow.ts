@@ -27,6 +27,10 @@ export interface Workflow {
   updatedAt: number;
   terminatedAt: number | null;
   buildCompletedAt: number | null;
+  /** The next automatic run's due slot (build completion + k × interval); null until built. */
+  nextDueAt: number | null;
+  /** Changes whenever a build starts, so a stale build result is recognised. */
+  buildToken: number;
 }
 
 export interface HeartbeatPayload {

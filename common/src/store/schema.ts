@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { Generated, Selectable } from 'kysely';
 
 /**
  * Table shapes as both engines store them. Timestamps are integer epoch
@@ -40,6 +40,39 @@ export interface WorkflowsTable {
   updated_at: number;
   terminated_at: number | null;
   build_completed_at: number | null;
+  next_due_at: number | null;
+  build_token: Generated<number>;
+  build_requested_at: number | null;
+}
+
+export interface JobsTable {
+  id: string;
+  workflow_id: string;
+  user_id: string;
+  generation: number;
+  trigger: 'AUTOMATIC' | 'MANUAL';
+  status: 'PENDING' | 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELED';
+  slot_at: number;
+  scheduled_at: number;
+  attempts: number;
+  queued_at: number | null;
+  runner_id: string | null;
+  lease_expires_at: number | null;
+  stop_requested_at: number | null;
+  container_id: string | null;
+  started_at: number | null;
+  completed_at: number | null;
+  status_reason_code: string | null;
+  status_reason_message: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface LeasesTable {
+  name: string;
+  holder: string;
+  fencing_token: number;
+  expires_at: number;
 }
 
 export interface IdempotencyKeysTable {
@@ -57,6 +90,8 @@ export interface Database {
   sessions: SessionsTable;
   workflows: WorkflowsTable;
   idempotency_keys: IdempotencyKeysTable;
+  jobs: JobsTable;
+  leases: LeasesTable;
 }
 
-export type { Generated };
+export type { Generated, Selectable };

@@ -5,6 +5,8 @@ import { UsersRepo } from './repos/users.repo.js';
 import { SessionsRepo } from './repos/sessions.repo.js';
 import { WorkflowsRepo } from './repos/workflows.repo.js';
 import { IdempotencyRepo } from './repos/idempotency.repo.js';
+import { JobsRepo } from './repos/jobs.repo.js';
+import { LeasesRepo } from './repos/leases.repo.js';
 import type { DatabaseHandle } from './database.js';
 
 /**
@@ -17,6 +19,8 @@ export class Store {
   readonly sessions: SessionsRepo;
   readonly workflows: WorkflowsRepo;
   readonly idempotency: IdempotencyRepo;
+  readonly jobs: JobsRepo;
+  readonly leases: LeasesRepo;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -26,6 +30,8 @@ export class Store {
     this.sessions = new SessionsRepo(db);
     this.workflows = new WorkflowsRepo(db, dialect);
     this.idempotency = new IdempotencyRepo(db);
+    this.jobs = new JobsRepo(db);
+    this.leases = new LeasesRepo(db);
   }
 
   static fromHandle(h: DatabaseHandle): Store {

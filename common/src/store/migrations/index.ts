@@ -1,6 +1,7 @@
 import type { Kysely, Migration, MigrationProvider } from 'kysely';
 import type { DialectHelpers } from '../dialect.js';
 import * as m0001 from './0001-initial.js';
+import * as m0002 from './0002-jobs.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -9,6 +10,7 @@ interface DialectMigration {
 /** Ordered list of migrations; names sort in application order. Never edit a released one. */
 const MIGRATIONS: Record<string, DialectMigration> = {
   '0001-initial': m0001,
+  '0002-jobs': m0002,
 };
 
 /** The same migrations for both engines; dialect differences come in through the helpers. */

@@ -1,6 +1,6 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { DialectHelpers } from '../dialect.js';
-import type { Database, WorkflowsTable } from '../schema.js';
+import type { Database, Selectable, WorkflowsTable } from '../schema.js';
 import type { BuildStatus, Workflow, WorkflowKind } from '../../domain/workflow.js';
 import type { KeysetPosition } from '../../cursor.js';
 
@@ -25,13 +25,21 @@ export interface WorkflowUpdate {
   logRetention: boolean;
   /** Whether the build must run again (image changed, or the workflow was terminated). */
   rebuild: boolean;
+  /** The next due slot when not rebuilding (the interval may have changed). */
+  nextDueAt: number | null;
+}
+
+export interface FailureCount {
+  count: number;
+  max: number;
+  terminated: boolean;
 }
 
 export function foldName(name: string): string {
   return name.toLowerCase();
 }
 
-function toWorkflow(r: WorkflowsTable): Workflow {
+export function toWorkflow(r: Selectable<WorkflowsTable>): Workflow {
   return {
     id: r.id,
     userId: r.user_id,
@@ -48,6 +56,8 @@ function toWorkflow(r: WorkflowsTable): Workflow {
     updatedAt: r.updated_at,
     terminatedAt: r.terminated_at,
     buildCompletedAt: r.build_completed_at,
+    nextDueAt: r.next_due_at,
+    buildToken: r.build_token,
   };
 }
 
@@ -77,6 +87,8 @@ export class WorkflowsRepo {
         updated_at: w.updatedAt,
         terminated_at: w.terminatedAt,
         build_completed_at: w.buildCompletedAt,
+        next_due_at: w.nextDueAt,
+        build_token: w.buildToken,
       })
       .execute();
   }
@@ -123,7 +135,9 @@ export class WorkflowsRepo {
         generation: eb('generation', '+', 1),
         terminated_at: null,
         updated_at: now,
-        ...(u.rebuild ? { build_status: 'QUEUED' as const, build_completed_at: null } : {}),
+        ...(u.rebuild
+          ? { build_status: 'QUEUED' as const, build_completed_at: null, next_due_at: null }
+          : { next_due_at: u.nextDueAt }),
       }))
       .where('id', '=', id)
       .where('user_id', '=', userId)
@@ -173,5 +187,122 @@ export class WorkflowsRepo {
       .where('user_id', '=', userId)
       .executeTakeFirstOrThrow();
     return Number(row.n);
+  }
+
+  /** Active workflows whose build has not started (QUEUED). */
+  async queuedBuilds(limit: number): Promise<Workflow[]> {
+    const rows = await this.db
+      .selectFrom('workflows')
+      .selectAll()
+      .where('build_status', '=', 'QUEUED')
+      .where('terminated_at', 'is', null)
+      .orderBy('updated_at')
+      .limit(limit)
+      .execute();
+    return rows.map(toWorkflow);
+  }
+
+  /** Builds STARTED before `requestedBefore` whose result never came (lost message, dead runner). */
+  async staleBuilds(requestedBefore: number, limit: number): Promise<Workflow[]> {
+    const rows = await this.db
+      .selectFrom('workflows')
+      .selectAll()
+      .where('build_status', '=', 'STARTED')
+      .where('terminated_at', 'is', null)
+      .where('build_requested_at', '<', requestedBefore)
+      .limit(limit)
+      .execute();
+    return rows.map(toWorkflow);
+  }
+
+  /** QUEUED (or a stale STARTED) → STARTED with a new build token; returns the token, or undefined if it moved on. */
+  async startBuild(id: string, expectedToken: number, now: number): Promise<number | undefined> {
+    const row = await this.db
+      .updateTable('workflows')
+      .set({ build_status: 'STARTED', build_token: expectedToken + 1, build_requested_at: now, updated_at: now })
+      .where('id', '=', id)
+      .where('build_token', '=', expectedToken)
+      .where('build_status', 'in', ['QUEUED', 'STARTED'])
+      .where('terminated_at', 'is', null)
+      .returning('build_token')
+      .executeTakeFirst();
+    return row?.build_token;
+  }
+
+  /**
+   * Records a build result for the build with this token. A COMPLETED build
+   * anchors the schedule: the first run is due one interval later.
+   */
+  async finishBuild(id: string, token: number, ok: boolean, now: number): Promise<boolean> {
+    const r = await this.db
+      .updateTable('workflows')
+      .set((eb) => ({
+        build_status: ok ? ('COMPLETED' as const) : ('FAILED' as const),
+        build_completed_at: ok ? now : null,
+        // bigint arithmetic: PostgreSQL would type interval_minutes * 60000 + now as a 32-bit integer
+        next_due_at: ok ? sql<number>`cast(${eb.ref('interval_minutes')} as bigint) * 60000 + ${now}` : null,
+        updated_at: now,
+      }))
+      .where('id', '=', id)
+      .where('build_token', '=', token)
+      .where('build_status', 'in', ['QUEUED', 'STARTED'])
+      .where('terminated_at', 'is', null)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /** Active, built workflows whose next slot is due at `now`. */
+  async due(now: number, limit: number): Promise<Workflow[]> {
+    const rows = await this.db
+      .selectFrom('workflows')
+      .selectAll()
+      .where('next_due_at', '<=', now)
+      .where('build_status', '=', 'COMPLETED')
+      .where('terminated_at', 'is', null)
+      .orderBy('next_due_at')
+      .limit(limit)
+      .execute();
+    return rows.map(toWorkflow);
+  }
+
+  async setNextDue(id: string, nextDueAt: number): Promise<void> {
+    await this.db.updateTable('workflows').set({ next_due_at: nextDueAt }).where('id', '=', id).execute();
+  }
+
+  /** +1 consecutive failure, atomically; returns the new count and the limit. */
+  async recordFailure(id: string, now: number): Promise<FailureCount | undefined> {
+    const row = await this.db
+      .updateTable('workflows')
+      .set((eb) => ({ consecutive_job_failures_count: eb('consecutive_job_failures_count', '+', 1), updated_at: now }))
+      .where('id', '=', id)
+      .returning(['consecutive_job_failures_count', 'max_consecutive_job_failures_allowed', 'terminated_at'])
+      .executeTakeFirst();
+    return (
+      row && {
+        count: row.consecutive_job_failures_count,
+        max: row.max_consecutive_job_failures_allowed,
+        terminated: row.terminated_at !== null,
+      }
+    );
+  }
+
+  async resetFailures(id: string, now: number): Promise<void> {
+    await this.db
+      .updateTable('workflows')
+      .set({ consecutive_job_failures_count: 0, updated_at: now })
+      .where('id', '=', id)
+      .where('consecutive_job_failures_count', '>', 0)
+      .execute();
+  }
+
+  async findById(id: string): Promise<Workflow | undefined> {
+    const row = await this.db.selectFrom('workflows').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toWorkflow(row);
+  }
+
+  async findByIds(ids: readonly string[]): Promise<Workflow[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.selectFrom('workflows').selectAll().where('id', 'in', ids).execute();
+    return rows.map(toWorkflow);
   }
 }

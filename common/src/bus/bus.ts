@@ -1,0 +1,171 @@
+import type { Logger } from '../logging/logger.js';
+import { OrlojError } from '../errors.js';
+
+/**
+ * The message bus port. Two adapters: MemoryBus (embedded default) and
+ * AmqpBus (RabbitMQ). Both pass the same conformance suite
+ * (common/test/bus.test.ts); docs/bus.md describes the guarantees.
+ */
+export interface Bus {
+  /** Resolves once the broker holds the message (publisher confirm). */
+  publish(queue: string, message: unknown, options?: PublishOptions): Promise<void>;
+  /**
+   * Competing consumers with manual ack: the handler resolving acks, throwing
+   * redelivers; after maxDeliveries the message moves to `<queue>.dead`.
+   */
+  consume(queue: string, handler: MessageHandler, options?: ConsumeOptions): Promise<Subscription>;
+  /** Every current subscriber gets the message; absent ones miss it. */
+  broadcast(topic: string, message: unknown): Promise<void>;
+  subscribe(topic: string, handler: BroadcastHandler): Promise<Subscription>;
+  /** Idempotent: stops consuming, waits for in-flight handlers and publishes. */
+  close(): Promise<void>;
+}
+
+export interface Delivery {
+  /** The message was delivered before: a handler threw or its consumer died. */
+  readonly redelivered: boolean;
+  /** 1 on the first delivery. */
+  readonly deliveryCount: number;
+}
+
+export type MessageHandler = (message: unknown, delivery: Delivery) => Promise<void> | void;
+/** Broadcast handlers run one message at a time per subscription; a throw is logged, never retried. */
+export type BroadcastHandler = (message: unknown) => Promise<void> | void;
+
+export interface PublishOptions {
+  /** AMQP message-id and type properties: shown by broker tooling, ignored by orloj. */
+  messageId?: string;
+  type?: string;
+}
+
+export interface ConsumeOptions {
+  /** Most unacked messages this consumer holds at once. Default 1. */
+  prefetch?: number;
+}
+
+export interface Subscription {
+  /** Stops new deliveries and waits for the handlers already running. */
+  cancel(): Promise<void>;
+}
+
+export interface BusOptions {
+  logger: Logger;
+  /** Prepended to every queue and exchange name. Default `orloj.`. */
+  prefix?: string;
+  /**
+   * Deliveries before a message is dead-lettered. Default 5. Part of the
+   * queue's declaration, so every process must agree on it.
+   */
+  maxDeliveries?: number;
+}
+
+export const DEFAULT_BUS_PREFIX = 'orloj.';
+export const DEFAULT_MAX_DELIVERIES = 5;
+export const DEFAULT_PREFETCH = 1;
+export const DEAD_LETTER_SUFFIX = '.dead';
+
+export interface ResolvedBusOptions {
+  log: Logger;
+  prefix: string;
+  maxDeliveries: number;
+}
+
+export function resolveBusOptions(options: BusOptions): ResolvedBusOptions {
+  const prefix = options.prefix ?? DEFAULT_BUS_PREFIX;
+  if (prefix !== '' && !NAME.test(prefix)) throw misuse(`bus prefix ${JSON.stringify(prefix)} may only contain letters, digits and . _ : -`);
+  const maxDeliveries = options.maxDeliveries ?? DEFAULT_MAX_DELIVERIES;
+  if (!Number.isInteger(maxDeliveries) || maxDeliveries < 1) throw misuse(`maxDeliveries must be a positive integer, got ${maxDeliveries}`);
+  return { log: options.logger.child({ component: 'bus' }), prefix, maxDeliveries };
+}
+
+const NAME = /^[A-Za-z0-9._:-]+$/;
+// AMQP names are at most 255 bytes; leave room for the prefix and `.dead`.
+const MAX_NAME = 200;
+
+/** The broker-side name of a queue or exchange. */
+export function qualifiedName(prefix: string, name: string): string {
+  if (!NAME.test(name) || name.length > MAX_NAME) {
+    throw misuse(`bus name ${JSON.stringify(name)} must be 1-${MAX_NAME} letters, digits or . _ : -`);
+  }
+  return prefix + name;
+}
+
+export function deadLetterQueue(queue: string): string {
+  return queue + DEAD_LETTER_SUFFIX;
+}
+
+/** Dead-letter queues have no delivery limit and no dead-letter queue of their own. */
+export function isDeadLetterQueue(queue: string): boolean {
+  return queue.endsWith(DEAD_LETTER_SUFFIX);
+}
+
+export function checkPrefetch(prefetch: number): number {
+  if (!Number.isInteger(prefetch) || prefetch < 1 || prefetch > 65535) throw misuse(`prefetch must be an integer from 1 to 65535, got ${prefetch}`);
+  return prefetch;
+}
+
+/**
+ * Serializes a message for the wire. Both adapters use it, so a value that
+ * would not survive JSON (a Date, a Map, NaN, a bigint, a cycle) fails at
+ * publish in the embedded default exactly as it would against RabbitMQ,
+ * instead of silently changing shape on one of them.
+ */
+export function encodeMessage(message: unknown): string {
+  checkJson(message, 'message', new Set());
+  return JSON.stringify(message);
+}
+
+function checkJson(value: unknown, path: string, ancestors: Set<object>): void {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return;
+    case 'number':
+      if (!Number.isFinite(value)) throw notJson(`${path} is ${value}`);
+      return;
+    case 'object': {
+      if (value === null) return;
+      if (ancestors.has(value)) throw notJson(`${path} is a circular reference`);
+      ancestors.add(value);
+      if (Array.isArray(value)) {
+        value.forEach((item, i) => {
+          if (item === undefined) throw notJson(`${path}[${i}] is undefined`);
+          checkJson(item, `${path}[${i}]`, ancestors);
+        });
+      } else {
+        const proto: unknown = Object.getPrototypeOf(value);
+        if (proto !== Object.prototype && proto !== null) {
+          throw notJson(`${path} is a ${(value as { constructor?: { name?: string } }).constructor?.name ?? 'non-plain object'}`);
+        }
+        for (const [key, item] of Object.entries(value)) {
+          // JSON drops undefined properties; optional fields are normal.
+          if (item !== undefined) checkJson(item, `${path}.${key}`, ancestors);
+        }
+      }
+      ancestors.delete(value);
+      return;
+    }
+    default:
+      throw notJson(`${path} is ${typeof value === 'undefined' ? 'undefined' : `a ${typeof value}`}`);
+  }
+}
+
+function notJson(detail: string): OrlojError {
+  return misuse(`bus messages must be plain JSON values: ${detail}`);
+}
+
+export function misuse(message: string): OrlojError {
+  return new OrlojError('internal_error', message, { kind: 'unexpected' });
+}
+
+export function busClosed(): OrlojError {
+  return new OrlojError('service_unavailable', 'The message bus is closed.', { kind: 'operational' });
+}
+
+/** Same wording on both adapters, so operators read one set of log lines. */
+export function logHandlerFailure(log: Logger, queue: string, delivery: Delivery, maxDeliveries: number, err: unknown): void {
+  const fields = { err, queue, deliveryCount: delivery.deliveryCount };
+  if (isDeadLetterQueue(queue)) log.warn(fields, 'dead-letter handler failed; the message will be redelivered');
+  else if (delivery.deliveryCount >= maxDeliveries) log.error(fields, `handler failed on the last delivery; the message moves to ${deadLetterQueue(queue)}`);
+  else log.warn(fields, 'handler failed; the message will be redelivered');
+}

@@ -1,0 +1,324 @@
+import { sign, verify, type KeyObject } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { newId, isUuid } from '../ids.js';
+import type { Logger } from '../logging/logger.js';
+import { misuse, type Bus, type ConsumeOptions, type Delivery, type MessageHandler, type Subscription } from '../bus/bus.js';
+import { isProducerRole, type ProducerRole } from './keys.js';
+
+/**
+ * A bus message with its provenance: who produced it, when, on whose behalf
+ * (subject), signed with the producer role's Ed25519 key over the canonical
+ * JSON of every other field.
+ */
+export interface Envelope<B = unknown> {
+  readonly id: string;
+  readonly type: string;
+  readonly producer: ProducerRole;
+  /** ms since the epoch */
+  readonly issued_at: number;
+  readonly expires_at: number;
+  /** The user a command acts for. */
+  readonly subject?: string;
+  readonly body: B;
+  /** base64url Ed25519 signature */
+  readonly sig: string;
+}
+
+/** message type → the roles allowed to produce it; a type missing here is accepted from nobody. */
+export type ProducerPolicy = Readonly<Record<string, readonly ProducerRole[]>>;
+
+export type RejectionReason = 'unsigned' | 'bad_signature' | 'wrong_producer' | 'expired' | 'replayed';
+
+export type VerifyResult<B = unknown> =
+  | { readonly ok: true; readonly envelope: Envelope<B> }
+  | {
+      readonly ok: false;
+      readonly reason: RejectionReason;
+      readonly detail: string;
+      /** As claimed by the message: unauthenticated, for logs only. */
+      readonly claimed: { id?: string; type?: string; producer?: string };
+    };
+
+// Domain separation: a signature over an envelope can never pass for a signature over anything else.
+const SIGNING_CONTEXT = 'orloj-envelope-v1\n';
+const FIELDS = new Set(['id', 'type', 'producer', 'issued_at', 'expires_at', 'subject', 'body', 'sig']);
+const SIG_SHAPE = /^[A-Za-z0-9_-]{86}$/;
+
+export interface SealOptions {
+  subject?: string;
+  ttlMs?: number;
+}
+
+export class EnvelopeSigner {
+  readonly role: ProducerRole;
+  private readonly privateKey: KeyObject;
+  private readonly clock: Clock;
+  private readonly ttlMs: number;
+
+  constructor(options: { role: ProducerRole; privateKey: KeyObject; clock: Clock; ttlMs?: number }) {
+    this.role = options.role;
+    this.privateKey = options.privateKey;
+    this.clock = options.clock;
+    this.ttlMs = options.ttlMs ?? 5 * 60_000;
+  }
+
+  seal<B>(type: string, body: B, options: SealOptions = {}): Envelope<B> {
+    const ttlMs = options.ttlMs ?? this.ttlMs;
+    if (typeof type !== 'string' || type === '') throw misuse('an envelope needs a message type');
+    if (body === undefined) throw misuse('an envelope needs a body (null is fine)');
+    if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw misuse(`envelope ttlMs must be a positive integer, got ${ttlMs}`);
+    const issuedAt = this.clock.now();
+    const unsigned = {
+      id: newId(),
+      type,
+      producer: this.role,
+      issued_at: issuedAt,
+      expires_at: issuedAt + ttlMs,
+      ...(options.subject === undefined ? {} : { subject: options.subject }),
+      body,
+    };
+    const sig = sign(null, signingInput(unsigned), this.privateKey).toString('base64url');
+    return { ...unsigned, sig };
+  }
+}
+
+export interface VerifierOptions {
+  publicKeys: Partial<Record<ProducerRole, KeyObject>>;
+  policy: ProducerPolicy;
+  clock: Clock;
+  /** How far a producer's clock may run ahead. Default 30 s. */
+  maxClockSkewMs?: number;
+  /** Longest validity window accepted; it bounds how long ids must be remembered. Default 1 h. */
+  maxTtlMs?: number;
+  /** Most ids remembered for replay detection. Default 100 000. */
+  maxSeen?: number;
+}
+
+/**
+ * Checks envelopes: shape and signature first, so the policy, expiry and
+ * replay counters only ever count authentic messages.
+ *
+ * Replay detection is per process and per scope (a queue or a
+ * subscription): the same envelope may legitimately reach two queues. Ids
+ * are forgotten once expired, when a replay would fail the expiry check anyway.
+ */
+export class EnvelopeVerifier {
+  /** Rejections so far, by reason: a metrics exporter reads this object. */
+  readonly rejected: Record<RejectionReason, number> = { unsigned: 0, bad_signature: 0, wrong_producer: 0, expired: 0, replayed: 0 };
+  private readonly publicKeys: Partial<Record<ProducerRole, KeyObject>>;
+  private readonly policy: ProducerPolicy;
+  private readonly clock: Clock;
+  private readonly maxClockSkewMs: number;
+  private readonly maxTtlMs: number;
+  private readonly maxSeen: number;
+  /** scope + id → expires_at, in arrival order (close to expiry order: most envelopes share a TTL). */
+  private readonly seen = new Map<string, number>();
+
+  constructor(options: VerifierOptions) {
+    this.publicKeys = options.publicKeys;
+    this.policy = options.policy;
+    this.clock = options.clock;
+    this.maxClockSkewMs = options.maxClockSkewMs ?? 30_000;
+    this.maxTtlMs = options.maxTtlMs ?? 60 * 60_000;
+    this.maxSeen = options.maxSeen ?? 100_000;
+  }
+
+  /**
+   * With `remember: false` the id is not recorded: a consumer records it with
+   * remember() once the message was handled, so a broker redelivery after a
+   * failed attempt is not mistaken for a replay.
+   */
+  verify(value: unknown, options: { scope?: string; remember?: boolean } = {}): VerifyResult {
+    const result = this.check(value, options.scope ?? '');
+    if (!result.ok) this.rejected[result.reason] += 1;
+    else if (options.remember !== false) this.remember(result.envelope, options.scope);
+    return result;
+  }
+
+  remember(envelope: Envelope, scope = ''): void {
+    this.forgetExpired();
+    this.seen.set(seenKey(scope, envelope.id), envelope.expires_at);
+    // Bounded even under a flood: the oldest id goes first.
+    while (this.seen.size > this.maxSeen) this.seen.delete(this.seen.keys().next().value as string);
+  }
+
+  private check(value: unknown, scope: string): VerifyResult {
+    if (!isPlainObject(value)) return reject('unsigned', 'not an envelope', {});
+    const claimed = {
+      ...(typeof value.id === 'string' ? { id: value.id } : {}),
+      ...(typeof value.type === 'string' ? { type: value.type } : {}),
+      ...(typeof value.producer === 'string' ? { producer: value.producer } : {}),
+    };
+    const { sig, ...signed } = value;
+    if (typeof sig !== 'string' || sig === '') return reject('unsigned', 'the envelope has no signature', claimed);
+    const problem = shapeProblem(signed);
+    if (problem) return reject('bad_signature', `malformed envelope: ${problem}`, claimed);
+    const envelope = value as unknown as Envelope;
+    const key = this.publicKeys[envelope.producer];
+    if (!key) return reject('bad_signature', `no public key is configured for producer ${envelope.producer}`, claimed);
+    if (!SIG_SHAPE.test(sig) || !verifies(signed, sig, key)) return reject('bad_signature', 'the signature does not match', claimed);
+
+    const allowed = Object.hasOwn(this.policy, envelope.type) ? this.policy[envelope.type] : undefined;
+    if (!allowed?.includes(envelope.producer)) {
+      return reject('wrong_producer', `${envelope.producer} may not produce ${envelope.type} messages`, claimed);
+    }
+    const now = this.clock.now();
+    if (envelope.expires_at <= envelope.issued_at || envelope.expires_at - envelope.issued_at > this.maxTtlMs) {
+      return reject('expired', `the validity window must be 1 ms to ${this.maxTtlMs} ms`, claimed);
+    }
+    if (envelope.issued_at > now + this.maxClockSkewMs) return reject('expired', 'issued in the future', claimed);
+    if (now >= envelope.expires_at) return reject('expired', `expired ${now - envelope.expires_at} ms ago`, claimed);
+
+    this.forgetExpired();
+    if (this.seen.has(seenKey(scope, envelope.id))) return reject('replayed', 'this envelope was accepted before', claimed);
+    return { ok: true, envelope };
+  }
+
+  private forgetExpired(): void {
+    const now = this.clock.now();
+    for (const [key, expiresAt] of this.seen) {
+      if (expiresAt > now) return;
+      this.seen.delete(key);
+    }
+  }
+}
+
+function reject(reason: RejectionReason, detail: string, claimed: { id?: string; type?: string; producer?: string }): VerifyResult {
+  return { ok: false, reason, detail, claimed };
+}
+
+function seenKey(scope: string, id: string): string {
+  return `${scope}\u0000${id}`;
+}
+
+function shapeProblem(fields: Record<string, unknown>): string | undefined {
+  const unknown = Object.keys(fields).find((k) => !FIELDS.has(k));
+  if (unknown !== undefined) return `unknown field ${JSON.stringify(unknown)}`;
+  if (!isUuid(fields.id)) return 'id must be a UUID';
+  if (typeof fields.type !== 'string' || fields.type === '') return 'type must be a non-empty string';
+  if (!isProducerRole(fields.producer)) return 'producer must be a known role';
+  if (!Number.isSafeInteger(fields.issued_at) || !Number.isSafeInteger(fields.expires_at)) return 'issued_at and expires_at must be integers';
+  if ('subject' in fields && typeof fields.subject !== 'string') return 'subject must be a string';
+  if (!('body' in fields)) return 'body is missing';
+  return undefined;
+}
+
+function verifies(signed: Record<string, unknown>, sig: string, key: KeyObject): boolean {
+  try {
+    return verify(null, signingInput(signed), key, Buffer.from(sig, 'base64url'));
+  } catch {
+    return false; // not canonicalizable: cannot be what was signed
+  }
+}
+
+function signingInput(fields: Record<string, unknown>): Buffer {
+  return Buffer.from(SIGNING_CONTEXT + canonicalJson(fields), 'utf8');
+}
+
+/**
+ * JSON with object keys sorted at every level, so a signature survives any
+ * re-serialization on the way. Throws for anything JSON cannot carry.
+ */
+export function canonicalJson(value: unknown): string {
+  return canonical(value, new Set());
+}
+
+function canonical(value: unknown, ancestors: Set<object>): string {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw misuse(`${value} cannot be signed`);
+    return JSON.stringify(value);
+  }
+  if (typeof value !== 'object') throw misuse(`a ${typeof value} cannot be signed`);
+  if (ancestors.has(value)) throw misuse('a circular structure cannot be signed');
+  ancestors.add(value);
+  let out: string;
+  if (Array.isArray(value)) {
+    out = `[${value.map((item) => canonical(item, ancestors)).join(',')}]`;
+  } else {
+    if (!isPlainObject(value)) throw misuse('only plain objects can be signed');
+    const entries = Object.keys(value)
+      .filter((k) => value[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(value[k], ancestors)}`);
+    out = `{${entries.join(',')}}`;
+  }
+  ancestors.delete(value);
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+// ---- the bus, with envelopes ------------------------------------------------
+
+export type EnvelopeHandler = (envelope: Envelope, delivery: Delivery) => Promise<void> | void;
+
+/**
+ * Wraps a handler so only verified envelopes reach it. A rejected message is
+ * logged and acked (dropped): redelivering it would fail the same way until
+ * the delivery limit. A handler failure still redelivers, and the id is
+ * recorded only after success, so the redelivery is not called a replay.
+ */
+export function verifyingHandler(options: { verifier: EnvelopeVerifier; logger: Logger; scope: string }, handler: EnvelopeHandler): MessageHandler {
+  const { verifier, logger, scope } = options;
+  return async (message, delivery) => {
+    const result = verifier.verify(message, { scope, remember: false });
+    if (!result.ok) {
+      logger.warn({ reason: result.reason, detail: result.detail, claimed: result.claimed, scope }, 'dropped a bus message that failed verification');
+      return;
+    }
+    await handler(result.envelope, delivery);
+    verifier.remember(result.envelope, scope);
+  };
+}
+
+export async function sealAndPublish<B>(bus: Bus, signer: EnvelopeSigner, queue: string, type: string, body: B, options: SealOptions = {}): Promise<Envelope<B>> {
+  const envelope = signer.seal(type, body, options);
+  await bus.publish(queue, envelope, { messageId: envelope.id, type });
+  return envelope;
+}
+
+/** A Bus through which a role sends and receives signed envelopes only. */
+export class SignedBus {
+  private readonly bus: Bus;
+  private readonly signer: EnvelopeSigner | undefined;
+  private readonly verifier: EnvelopeVerifier;
+  private readonly log: Logger;
+
+  constructor(options: { bus: Bus; verifier: EnvelopeVerifier; logger: Logger; signer?: EnvelopeSigner }) {
+    this.bus = options.bus;
+    this.signer = options.signer;
+    this.verifier = options.verifier;
+    this.log = options.logger.child({ component: 'signed-bus' });
+  }
+
+  async publish<B>(queue: string, type: string, body: B, options?: SealOptions): Promise<Envelope<B>> {
+    return sealAndPublish(this.bus, this.requireSigner(), queue, type, body, options);
+  }
+
+  async broadcast<B>(topic: string, type: string, body: B, options?: SealOptions): Promise<Envelope<B>> {
+    const envelope = this.requireSigner().seal(type, body, options);
+    await this.bus.broadcast(topic, envelope);
+    return envelope;
+  }
+
+  consume(queue: string, handler: EnvelopeHandler, options?: ConsumeOptions): Promise<Subscription> {
+    return this.bus.consume(queue, verifyingHandler({ verifier: this.verifier, logger: this.log, scope: `queue:${queue}` }, handler), options);
+  }
+
+  subscribe(topic: string, handler: (envelope: Envelope) => Promise<void> | void): Promise<Subscription> {
+    // Each subscription sees every broadcast once, so each gets its own replay scope.
+    const scope = `topic:${topic}#${newId()}`;
+    const verifying = verifyingHandler({ verifier: this.verifier, logger: this.log, scope }, (envelope) => handler(envelope));
+    return this.bus.subscribe(topic, (message) => verifying(message, { redelivered: false, deliveryCount: 1 }));
+  }
+
+  private requireSigner(): EnvelopeSigner {
+    if (!this.signer) throw misuse('this SignedBus has no signing key: it can only consume');
+    return this.signer;
+  }
+}

@@ -1,0 +1,26 @@
+export {
+  canonicalJson,
+  EnvelopeSigner,
+  EnvelopeVerifier,
+  sealAndPublish,
+  SignedBus,
+  verifyingHandler,
+  type Envelope,
+  type EnvelopeHandler,
+  type ProducerPolicy,
+  type RejectionReason,
+  type SealOptions,
+  type VerifierOptions,
+  type VerifyResult,
+} from './envelope.js';
+export {
+  ensureKeyDir,
+  isProducerRole,
+  keyEnvName,
+  loadKeysFromEnv,
+  PRODUCER_ROLES,
+  privateKeyFromPem,
+  publicKeyFromPem,
+  type ProducerRole,
+  type RoleKeys,
+} from './keys.js';

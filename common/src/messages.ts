@@ -1,0 +1,104 @@
+import type { JobStatus, ReasonCode } from './domain/job.js';
+import type { ProducerPolicy } from './envelope/envelope.js';
+
+/**
+ * Every queue, topic and message type on the bus, in one place. Operators
+ * watch the queue depths under these names (prefixed `orloj.` on RabbitMQ);
+ * docs/operations.md lists them.
+ */
+export const QUEUES = {
+  /** scheduler → runners: run one attempt of a job */
+  jobs: 'jobs',
+  /** scheduler → runners: make sure a CONTAINER workflow's image is present */
+  builds: 'builds',
+  /** runners → every scheduler replica (competing): job and build progress */
+  jobEvents: 'job-events',
+  /** runners → log-ingest: captured log lines in batches */
+  logs: 'logs',
+} as const;
+
+export const TOPICS = {
+  /** scheduler → all runners: stop a running job */
+  jobControl: 'job-control',
+  /** log-ingest → all api replicas: lines for live tails */
+  liveLogs: 'live-logs',
+} as const;
+
+export const MESSAGE_TYPES = {
+  jobRun: 'job.run',
+  buildRun: 'build.run',
+  jobStarted: 'job.started',
+  jobHeartbeat: 'job.heartbeat',
+  jobFinished: 'job.finished',
+  buildFinished: 'build.finished',
+  jobStop: 'job.stop',
+} as const;
+
+/** Who may produce what: a runner's key cannot sign scheduler or api commands. */
+export const PRODUCER_POLICY: ProducerPolicy = {
+  [MESSAGE_TYPES.jobRun]: ['scheduler'],
+  [MESSAGE_TYPES.buildRun]: ['scheduler'],
+  [MESSAGE_TYPES.jobStop]: ['scheduler', 'api'],
+  [MESSAGE_TYPES.jobStarted]: ['runners'],
+  [MESSAGE_TYPES.jobHeartbeat]: ['runners'],
+  [MESSAGE_TYPES.jobFinished]: ['runners'],
+  [MESSAGE_TYPES.buildFinished]: ['runners'],
+};
+
+export interface JobRunMessage {
+  job_id: string;
+  workflow_id: string;
+  /** The attempt this message is for; events about other attempts are ignored. */
+  attempt: number;
+  kind: 'HEARTBEAT' | 'CONTAINER';
+  /** The workflow payload text as stored (runners parse and validate it themselves). */
+  payload: string;
+  log_retention: boolean;
+}
+
+export interface BuildRunMessage {
+  workflow_id: string;
+  build_token: number;
+  image: string;
+}
+
+export interface JobStartedMessage {
+  job_id: string;
+  attempt: number;
+  runner_id: string;
+  started_at: number;
+  container_id?: string;
+}
+
+export interface JobHeartbeatMessage {
+  job_id: string;
+  attempt: number;
+  runner_id: string;
+}
+
+export interface JobFinishedMessage {
+  job_id: string;
+  attempt: number;
+  runner_id: string;
+  status: Extract<JobStatus, 'COMPLETED' | 'FAILED' | 'CANCELED'>;
+  reason?: { code: ReasonCode; message: string };
+  /** Whether the failure was the system's (runtime unavailable…) and may be retried on another runner. */
+  system_failure?: boolean;
+  started_at: number;
+  finished_at: number;
+  container_id?: string;
+}
+
+export interface BuildFinishedMessage {
+  workflow_id: string;
+  build_token: number;
+  ok: boolean;
+  reason?: { code: ReasonCode; message: string };
+}
+
+export interface JobStopMessage {
+  job_id: string;
+  /** Only this attempt (a stale execution); absent: whichever attempt runs. */
+  attempt?: number;
+  reason: { code: ReasonCode; message: string };
+}

@@ -1,0 +1,287 @@
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Database, JobsTable } from '../schema.js';
+import type { Job } from '../../domain/job-record.js';
+import type { JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js';
+import { ALLOWED_FROM } from '../../domain/job-state.js';
+import type { KeysetPosition } from '../../cursor.js';
+
+export function toJob(r: Selectable<JobsTable>): Job {
+  return {
+    id: r.id,
+    workflowId: r.workflow_id,
+    userId: r.user_id,
+    generation: r.generation,
+    trigger: r.trigger,
+    status: r.status,
+    slotAt: r.slot_at,
+    scheduledAt: r.scheduled_at,
+    attempts: r.attempts,
+    queuedAt: r.queued_at,
+    runnerId: r.runner_id,
+    leaseExpiresAt: r.lease_expires_at,
+    containerId: r.container_id,
+    startedAt: r.started_at,
+    completedAt: r.completed_at,
+    statusReasonCode: r.status_reason_code as ReasonCode | null,
+    statusReasonMessage: r.status_reason_message,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** Columns a transition may set besides the status. */
+export interface TransitionFields {
+  attempts?: number;
+  queuedAt?: number | null;
+  runnerId?: string | null;
+  leaseExpiresAt?: number | null;
+  containerId?: string | null;
+  startedAt?: number | null;
+  completedAt?: number | null;
+  reason?: { code: ReasonCode; message: string } | null;
+}
+
+export interface TransitionGuard {
+  /** Only when the job is on this attempt (a message about an older attempt changes nothing). */
+  attempts?: number;
+}
+
+export interface JobListFilter {
+  workflowId: string;
+  status?: JobStatus;
+  trigger?: JobTrigger;
+  after?: KeysetPosition;
+  limit: number;
+}
+
+export class JobsRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /**
+   * Inserts a job. For AUTOMATIC jobs the unique (workflow, slot) index makes a
+   * second insert for the same slot a no-op: returns false then.
+   */
+  async insert(job: Job): Promise<boolean> {
+    const result = await this.db
+      .insertInto('jobs')
+      .values({
+        id: job.id,
+        workflow_id: job.workflowId,
+        user_id: job.userId,
+        generation: job.generation,
+        trigger: job.trigger,
+        status: job.status,
+        slot_at: job.slotAt,
+        scheduled_at: job.scheduledAt,
+        attempts: job.attempts,
+        queued_at: job.queuedAt,
+        runner_id: job.runnerId,
+        lease_expires_at: job.leaseExpiresAt,
+        stop_requested_at: null,
+        container_id: job.containerId,
+        started_at: job.startedAt,
+        completed_at: job.completedAt,
+        status_reason_code: job.statusReasonCode,
+        status_reason_message: job.statusReasonMessage,
+        created_at: job.createdAt,
+        updated_at: job.updatedAt,
+      })
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
+  }
+
+  async findById(id: string): Promise<Job | undefined> {
+    const row = await this.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toJob(row);
+  }
+
+  async findForUser(userId: string, workflowId: string, jobId: string): Promise<Job | undefined> {
+    const row = await this.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('id', '=', jobId)
+      .where('workflow_id', '=', workflowId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    return row && toJob(row);
+  }
+
+  /** Newest first by (scheduled_at, id). */
+  async list(f: JobListFilter): Promise<Job[]> {
+    let q = this.db.selectFrom('jobs').selectAll().where('workflow_id', '=', f.workflowId);
+    if (f.status) q = q.where('status', '=', f.status);
+    if (f.trigger) q = q.where('trigger', '=', f.trigger);
+    if (f.after) {
+      const { k, id } = f.after;
+      q = q.where((eb) => eb.or([eb('scheduled_at', '<', k), eb.and([eb('scheduled_at', '=', k), eb('id', '<', id)])]));
+    }
+    const rows = await q.orderBy('scheduled_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
+    return rows.map(toJob);
+  }
+
+  /**
+   * Moves a job to `to` if the state machine allows it from the job's current
+   * status (and the guard holds). Returns the job as updated, or undefined when
+   * nothing changed: an illegal or repeated transition is a no-op.
+   */
+  async transition(id: string, to: JobStatus, now: number, fields: TransitionFields = {}, guard: TransitionGuard = {}): Promise<Job | undefined> {
+    if (ALLOWED_FROM[to].length === 0) return undefined; // nothing moves into PENDING
+    let q = this.db
+      .updateTable('jobs')
+      .set({
+        status: to,
+        updated_at: now,
+        ...(fields.attempts !== undefined ? { attempts: fields.attempts } : {}),
+        ...(fields.queuedAt !== undefined ? { queued_at: fields.queuedAt } : {}),
+        ...(fields.runnerId !== undefined ? { runner_id: fields.runnerId } : {}),
+        ...(fields.leaseExpiresAt !== undefined ? { lease_expires_at: fields.leaseExpiresAt } : {}),
+        ...(fields.containerId !== undefined ? { container_id: fields.containerId } : {}),
+        ...(fields.startedAt !== undefined ? { started_at: fields.startedAt } : {}),
+        ...(fields.completedAt !== undefined ? { completed_at: fields.completedAt } : {}),
+        ...(fields.reason !== undefined
+          ? { status_reason_code: fields.reason?.code ?? null, status_reason_message: fields.reason?.message ?? null }
+          : {}),
+      })
+      .where('id', '=', id)
+      .where('status', 'in', ALLOWED_FROM[to]);
+    if (guard.attempts !== undefined) q = q.where('attempts', '=', guard.attempts);
+    const row = await q.returningAll().executeTakeFirst();
+    return row && toJob(row);
+  }
+
+  /** Extends the lease of a running attempt; false when the job is no longer on it. */
+  async renewLease(id: string, attempts: number, leaseExpiresAt: number, now: number): Promise<boolean> {
+    const r = await this.db
+      .updateTable('jobs')
+      .set({ lease_expires_at: leaseExpiresAt, updated_at: now })
+      .where('id', '=', id)
+      .where('status', '=', 'RUNNING')
+      .where('attempts', '=', attempts)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /** Cancels the workflow's PENDING and QUEUED jobs (optionally only those of older generations). */
+  async cancelOpen(workflowId: string, reason: { code: ReasonCode; message: string }, now: number, olderThanGeneration?: number): Promise<Job[]> {
+    let q = this.db
+      .updateTable('jobs')
+      .set({ status: 'CANCELED', status_reason_code: reason.code, status_reason_message: reason.message, completed_at: now, updated_at: now })
+      .where('workflow_id', '=', workflowId)
+      .where('status', 'in', ['PENDING', 'QUEUED']);
+    if (olderThanGeneration !== undefined) q = q.where('generation', '<', olderThanGeneration);
+    return (await q.returningAll().execute()).map(toJob);
+  }
+
+  async withStatus(workflowId: string, statuses: readonly JobStatus[]): Promise<Job[]> {
+    const rows = await this.db.selectFrom('jobs').selectAll().where('workflow_id', '=', workflowId).where('status', 'in', statuses).execute();
+    return rows.map(toJob);
+  }
+
+  /** Whether the workflow has a job that is QUEUED or RUNNING. */
+  async hasActive(workflowId: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('jobs')
+      .select('id')
+      .where('workflow_id', '=', workflowId)
+      .where('status', 'in', ['QUEUED', 'RUNNING'])
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /**
+   * The oldest PENDING job of each workflow that is built, active, and has no
+   * QUEUED or RUNNING job: the jobs that may be handed to runners now.
+   */
+  async dispatchable(now: number, limit: number): Promise<Job[]> {
+    const rows = await this.db
+      .selectFrom('jobs as j')
+      .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
+      .selectAll('j')
+      .where('j.status', '=', 'PENDING')
+      .where('j.scheduled_at', '<=', now)
+      .where('w.build_status', '=', 'COMPLETED')
+      .where('w.terminated_at', 'is', null)
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('jobs as a')
+              .select(sql.lit(1).as('one'))
+              .whereRef('a.workflow_id', '=', 'j.workflow_id')
+              .where('a.status', 'in', ['QUEUED', 'RUNNING']),
+          ),
+        ),
+      )
+      .orderBy('j.scheduled_at')
+      .orderBy('j.id')
+      .limit(limit * 4)
+      .execute();
+    const seen = new Set<string>();
+    const out: Job[] = [];
+    for (const r of rows) {
+      if (seen.has(r.workflow_id)) continue;
+      seen.add(r.workflow_id);
+      out.push(toJob(r));
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  /** QUEUED jobs handed out before `queuedBefore` (their message is presumed lost). */
+  async staleQueued(queuedBefore: number, limit: number): Promise<Job[]> {
+    const rows = await this.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('status', '=', 'QUEUED')
+      .where('queued_at', '<', queuedBefore)
+      .orderBy('queued_at')
+      .limit(limit)
+      .execute();
+    return rows.map(toJob);
+  }
+
+  /** RUNNING jobs whose runner stopped renewing the lease. */
+  async expiredLeases(now: number, limit: number): Promise<Job[]> {
+    const rows = await this.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('status', '=', 'RUNNING')
+      .where('lease_expires_at', '<', now)
+      .orderBy('lease_expires_at')
+      .limit(limit)
+      .execute();
+    return rows.map(toJob);
+  }
+
+  /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */
+  async workflowsWithOpenJobs(workflowIds: readonly string[]): Promise<Set<string>> {
+    if (workflowIds.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select('workflow_id')
+      .distinct()
+      .where('workflow_id', 'in', workflowIds)
+      .where('status', 'in', ['PENDING', 'QUEUED', 'RUNNING'])
+      .execute();
+    return new Set(rows.map((r) => r.workflow_id));
+  }
+
+  /** RUNNING jobs of terminated workflows whose runners were not asked to stop since `askedBefore`. */
+  async needingStop(askedBefore: number, limit: number): Promise<Job[]> {
+    const rows = await this.db
+      .selectFrom('jobs as j')
+      .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
+      .selectAll('j')
+      .where('j.status', '=', 'RUNNING')
+      .where('w.terminated_at', 'is not', null)
+      .where((eb) => eb.or([eb('j.stop_requested_at', 'is', null), eb('j.stop_requested_at', '<', askedBefore)]))
+      .limit(limit)
+      .execute();
+    return rows.map(toJob);
+  }
+
+  async markStopRequested(id: string, now: number): Promise<void> {
+    await this.db.updateTable('jobs').set({ stop_requested_at: now }).where('id', '=', id).execute();
+  }
+}

@@ -1,0 +1,412 @@
+import {
+  applyJobOutcome,
+  MESSAGE_TYPES,
+  mostRecentSlot,
+  newId,
+  parsePayload,
+  QUEUES,
+  reasons,
+  TOPICS,
+  type BuildFinishedMessage,
+  type BuildRunMessage,
+  type Clock,
+  type Envelope,
+  type Job,
+  type JobFinishedMessage,
+  type JobHeartbeatMessage,
+  type JobReason,
+  type JobRunMessage,
+  type JobStartedMessage,
+  type JobStopMessage,
+  type Logger,
+  type SignedBus,
+  type Store,
+  type Subscription,
+  type Workflow,
+} from '@orloj/common';
+import { LeaderLease } from './leader-lease.js';
+
+export interface SchedulerConfig {
+  /** How often the leader scans (clock time). */
+  tickMs: number;
+  leaderLeaseTtlMs: number;
+  /** A RUNNING job whose runner has not renewed for this long is presumed lost. Runners renew at a third of it. */
+  jobLeaseTtlMs: number;
+  /** A QUEUED job not started for this long is re-enqueued as a new attempt; its old message expires then. */
+  queueTimeoutMs: number;
+  /** A CONTAINER build with no result for this long is requested again. */
+  buildTimeoutMs: number;
+  /** Runner attempts per job before a SYSTEM failure becomes final. */
+  maxAttempts: number;
+  /** Rows each step handles per tick. */
+  batchSize: number;
+  /** How often a stop request for a running job is repeated until the job ends. */
+  stopResendMs: number;
+  eventPrefetch: number;
+}
+
+export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
+  tickMs: 1_000,
+  leaderLeaseTtlMs: 15_000,
+  jobLeaseTtlMs: 30_000,
+  queueTimeoutMs: 10 * 60_000,
+  buildTimeoutMs: 5 * 60_000,
+  maxAttempts: 3,
+  batchSize: 500,
+  stopResendMs: 30_000,
+  eventPrefetch: 32,
+};
+
+export interface SchedulerDeps {
+  store: Store;
+  bus: SignedBus;
+  clock: Clock;
+  logger: Logger;
+  /** This replica's name in the leader lease. */
+  replicaId?: string;
+  config?: Partial<SchedulerConfig>;
+}
+
+/**
+ * The scheduler role. Every replica applies job and build events from
+ * runners to the store; one replica at a time — the holder of the leader
+ * lease — also runs the loop: start builds, create one job per due slot,
+ * hand jobs to runners, recover jobs whose runner vanished, and ask runners
+ * to stop jobs of terminated workflows.
+ *
+ * Exactly-once job creation comes from the unique (workflow, slot) key;
+ * non-overlapping runs from the unique "one QUEUED/RUNNING job per workflow"
+ * key; idempotent event handling from conditional transitions guarded by the
+ * attempt number.
+ */
+export class Scheduler {
+  readonly config: SchedulerConfig;
+  private readonly lease: LeaderLease;
+  private readonly log: Logger;
+  private readonly abort = new AbortController();
+  private loop: Promise<void> | undefined;
+  private events: Subscription | undefined;
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly deps: SchedulerDeps) {
+    this.config = { ...DEFAULT_SCHEDULER_CONFIG, ...deps.config };
+    this.log = deps.logger;
+    this.lease = new LeaderLease({
+      store: deps.store,
+      clock: deps.clock,
+      logger: deps.logger,
+      holder: deps.replicaId ?? `scheduler-${newId()}`,
+      ttlMs: this.config.leaderLeaseTtlMs,
+    });
+  }
+
+  get isLeader(): boolean {
+    return this.lease.fencingToken !== undefined;
+  }
+
+  /** Starts applying events and (unless `leaderLoop` is false, as in tests that call tick()) the leader loop. */
+  async start(options: { leaderLoop?: boolean } = {}): Promise<void> {
+    this.events = await this.deps.bus.consume(QUEUES.jobEvents, (envelope) => this.onEvent(envelope), {
+      prefetch: this.config.eventPrefetch,
+    });
+    if (options.leaderLoop !== false) this.loop = this.run();
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.abort.abort();
+      await this.loop;
+      await this.events?.cancel();
+      await this.lease.release();
+    })();
+    return this.stopping;
+  }
+
+  private async run(): Promise<void> {
+    const { clock } = this.deps;
+    while (!this.abort.signal.aborted) {
+      try {
+        if (await this.lease.renew()) await this.tick();
+      } catch (err) {
+        this.log.error({ err }, 'scheduler tick failed; retrying on the next tick');
+      }
+      await clock.sleep(this.config.tickMs, this.abort.signal);
+    }
+  }
+
+  /** One pass of the leader's work. Safe to run concurrently with another leader. */
+  async tick(): Promise<void> {
+    const now = this.deps.clock.now();
+    await this.startBuilds(now);
+    await this.createDueJobs(now);
+    await this.dispatch(now);
+    await this.recover(now);
+    await this.requestStops(now);
+  }
+
+  // ---- builds ---------------------------------------------------------------
+
+  private async startBuilds(now: number): Promise<void> {
+    const { store } = this.deps;
+    const pending = [
+      ...(await store.workflows.queuedBuilds(this.config.batchSize)),
+      ...(await store.workflows.staleBuilds(now - this.config.buildTimeoutMs, this.config.batchSize)),
+    ];
+    for (const w of pending) {
+      const parsed = parsePayload(w.kind, w.payload);
+      if (!parsed.ok || parsed.value.kind === 'HEARTBEAT') {
+        // A HEARTBEAT build is validation only.
+        await store.workflows.finishBuild(w.id, w.buildToken, parsed.ok, now);
+        continue;
+      }
+      const token = await store.workflows.startBuild(w.id, w.buildToken, now);
+      if (token === undefined) continue;
+      const body: BuildRunMessage = { workflow_id: w.id, build_token: token, image: parsed.value.payload.image };
+      await this.publish(QUEUES.builds, MESSAGE_TYPES.buildRun, body, this.config.buildTimeoutMs);
+    }
+  }
+
+  // ---- due slots ------------------------------------------------------------
+
+  private async createDueJobs(now: number): Promise<void> {
+    const { store } = this.deps;
+    const due = await store.workflows.due(now, this.config.batchSize);
+    if (due.length === 0) return;
+    await store.transaction(async (tx) => {
+      // A workflow with an open job stays due: once that job ends, its most
+      // recent missed slot runs (once), then the schedule continues.
+      const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
+      for (const w of due) {
+        if (busy.has(w.id) || w.buildCompletedAt === null) continue;
+        const intervalMs = w.intervalMinutes * 60_000;
+        const slot = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
+        await tx.jobs.insert(newJob(w, 'AUTOMATIC', slot, now));
+        await tx.workflows.setNextDue(w.id, slot + intervalMs);
+      }
+    });
+  }
+
+  // ---- dispatch -------------------------------------------------------------
+
+  private async dispatch(now: number): Promise<void> {
+    const { store } = this.deps;
+    const jobs = await store.jobs.dispatchable(now, this.config.batchSize);
+    if (jobs.length === 0) return;
+    const workflows = new Map((await store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
+    const queued: [Job, Workflow][] = [];
+    for (const job of jobs) {
+      const workflow = workflows.get(job.workflowId);
+      if (!workflow) continue;
+      const moved = await this.guardOverlap(() =>
+        store.jobs.transition(job.id, 'QUEUED', now, { attempts: job.attempts + 1, queuedAt: now }, { attempts: job.attempts }),
+      );
+      if (moved) queued.push([moved, workflow]);
+    }
+    await Promise.all(queued.map(([job, workflow]) => this.sendJob(job, workflow)));
+  }
+
+  /** The one-active-job-per-workflow key refuses a second QUEUED job; that job simply waits. */
+  private async guardOverlap(move: () => Promise<Job | undefined>): Promise<Job | undefined> {
+    try {
+      return await move();
+    } catch (err) {
+      if (this.deps.store.dialect.isUniqueViolation(err)) return undefined;
+      throw err;
+    }
+  }
+
+  private async sendJob(job: Job, workflow: Workflow): Promise<void> {
+    const body: JobRunMessage = {
+      job_id: job.id,
+      workflow_id: job.workflowId,
+      attempt: job.attempts,
+      kind: workflow.kind,
+      payload: workflow.payload,
+      log_retention: workflow.logRetention,
+    };
+    try {
+      // The message expires when the sweep would hand the job out again, so a
+      // late delivery of this attempt is refused instead of running twice.
+      await this.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, body, this.config.queueTimeoutMs);
+    } catch (err) {
+      // The job stays QUEUED; the sweep re-enqueues it after queueTimeoutMs.
+      this.log.warn({ err, jobId: job.id }, 'could not hand a job to the runners; it will be retried');
+    }
+  }
+
+  // ---- recovery -------------------------------------------------------------
+
+  private async recover(now: number): Promise<void> {
+    const { store } = this.deps;
+    const lost = [
+      ...(await store.jobs.expiredLeases(now, this.config.batchSize)),
+      ...(await store.jobs.staleQueued(now - this.config.queueTimeoutMs, this.config.batchSize)),
+    ];
+    for (const job of lost) await this.retryOrFail(job, now, reasons.leaseLost(job.attempts));
+  }
+
+  /**
+   * A SYSTEM failure of one attempt (runner vanished, runtime unavailable):
+   * another attempt while attempts remain, else FAILED SYSTEM_ERROR. A job of
+   * a workflow terminated meanwhile is canceled instead.
+   */
+  private async retryOrFail(job: Job, now: number, finalReason: JobReason): Promise<void> {
+    const { store } = this.deps;
+    const guard = { attempts: job.attempts };
+    const workflow = await store.workflows.findById(job.workflowId);
+    if (!workflow || workflow.terminatedAt !== null) {
+      await store.jobs.transition(job.id, 'CANCELED', now, { completedAt: now, leaseExpiresAt: null, reason: reasons.workflowTerminated() }, guard);
+      return;
+    }
+    if (job.attempts < this.config.maxAttempts) {
+      const retried = await this.guardOverlap(() =>
+        store.jobs.transition(
+          job.id,
+          'QUEUED',
+          now,
+          { attempts: job.attempts + 1, queuedAt: now, runnerId: null, leaseExpiresAt: null, startedAt: null, containerId: null },
+          guard,
+        ),
+      );
+      if (retried) {
+        this.log.warn({ jobId: job.id, attempt: retried.attempts }, 'retrying a job on another runner');
+        await this.sendJob(retried, workflow);
+      }
+      return;
+    }
+    await store.transaction(async (tx) => {
+      const failed = await tx.jobs.transition(
+        job.id,
+        'FAILED',
+        now,
+        { completedAt: now, leaseExpiresAt: null, reason: finalReason.code === 'SYSTEM_ERROR' ? finalReason : reasons.leaseLost(job.attempts) },
+        guard,
+      );
+      if (failed) await applyJobOutcome(tx, failed, now);
+    });
+  }
+
+  private async requestStops(now: number): Promise<void> {
+    const { store } = this.deps;
+    for (const job of await store.jobs.needingStop(now - this.config.stopResendMs, this.config.batchSize)) {
+      await this.stopJob(job.id, reasons.workflowTerminated());
+      await store.jobs.markStopRequested(job.id, now);
+    }
+  }
+
+  private async stopJob(jobId: string, reason: JobReason, attempt?: number): Promise<void> {
+    const body: JobStopMessage = { job_id: jobId, reason, ...(attempt !== undefined ? { attempt } : {}) };
+    try {
+      await this.deps.bus.broadcast(TOPICS.jobControl, MESSAGE_TYPES.jobStop, body);
+    } catch (err) {
+      this.log.warn({ err, jobId }, 'could not broadcast a stop request; it will be repeated');
+    }
+  }
+
+  // ---- events from runners (every replica) ----------------------------------
+
+  private async onEvent(envelope: Envelope): Promise<void> {
+    const now = this.deps.clock.now();
+    switch (envelope.type) {
+      case MESSAGE_TYPES.jobStarted:
+        return this.onStarted(envelope.body as JobStartedMessage, now);
+      case MESSAGE_TYPES.jobHeartbeat:
+        return this.onHeartbeat(envelope.body as JobHeartbeatMessage, now);
+      case MESSAGE_TYPES.jobFinished:
+        return this.onFinished(envelope.body as JobFinishedMessage, now);
+      case MESSAGE_TYPES.buildFinished: {
+        const m = envelope.body as BuildFinishedMessage;
+        const applied = await this.deps.store.workflows.finishBuild(m.workflow_id, m.build_token, m.ok, now);
+        if (applied && !m.ok) this.log.info({ workflowId: m.workflow_id, reason: m.reason }, 'build failed');
+        return;
+      }
+      default:
+        this.log.warn({ type: envelope.type }, 'ignored an unknown event type');
+    }
+  }
+
+  private async onStarted(m: JobStartedMessage, now: number): Promise<void> {
+    const { store } = this.deps;
+    const started = await store.jobs.transition(
+      m.job_id,
+      'RUNNING',
+      now,
+      { runnerId: m.runner_id, startedAt: m.started_at, leaseExpiresAt: now + this.config.jobLeaseTtlMs, ...(m.container_id ? { containerId: m.container_id } : {}) },
+      { attempts: m.attempt },
+    );
+    if (!started) await this.stopIfStale(m.job_id, m.attempt);
+  }
+
+  private async onHeartbeat(m: JobHeartbeatMessage, now: number): Promise<void> {
+    const renewed = await this.deps.store.jobs.renewLease(m.job_id, m.attempt, now + this.config.jobLeaseTtlMs, now);
+    if (!renewed) await this.stopIfStale(m.job_id, m.attempt);
+  }
+
+  /**
+   * A runner reports an attempt the store no longer expects it to run: the job
+   * was canceled, or handed to another runner. Tell that runner to stop.
+   */
+  private async stopIfStale(jobId: string, attempt: number): Promise<void> {
+    const job = await this.deps.store.jobs.findById(jobId);
+    if (!job) return this.stopJob(jobId, reasons.cancellationUnavailable(), attempt);
+    if (job.status === 'CANCELED' && job.attempts === attempt) {
+      return this.stopJob(jobId, job.statusReasonCode ? { code: job.statusReasonCode, message: job.statusReasonMessage ?? '' } : reasons.cancellationUnavailable(), attempt);
+    }
+    if (job.attempts !== attempt) return this.stopJob(jobId, reasons.cancellationUnavailable(), attempt);
+  }
+
+  private async onFinished(m: JobFinishedMessage, now: number): Promise<void> {
+    const { store } = this.deps;
+    if (m.status === 'FAILED' && m.system_failure) {
+      const job = await store.jobs.findById(m.job_id);
+      if (job && job.attempts === m.attempt && (job.status === 'QUEUED' || job.status === 'RUNNING')) {
+        await this.retryOrFail(job, now, m.reason ?? reasons.failureUnavailable());
+      }
+      return;
+    }
+    await store.transaction(async (tx) => {
+      const finished = await tx.jobs.transition(
+        m.job_id,
+        m.status,
+        now,
+        {
+          startedAt: m.started_at,
+          completedAt: m.finished_at,
+          leaseExpiresAt: null,
+          reason: m.status === 'COMPLETED' ? null : (m.reason ?? (m.status === 'FAILED' ? reasons.failureUnavailable() : reasons.cancellationUnavailable())),
+          ...(m.container_id ? { containerId: m.container_id } : {}),
+        },
+        { attempts: m.attempt },
+      );
+      if (finished) await applyJobOutcome(tx, finished, now);
+    });
+  }
+
+  private async publish(queue: string, type: string, body: unknown, ttlMs: number): Promise<void> {
+    await this.deps.bus.publish(queue, type, body, { ttlMs });
+  }
+}
+
+export function newJob(w: Workflow, trigger: Job['trigger'], slotAt: number, now: number): Job {
+  return {
+    id: newId(),
+    workflowId: w.id,
+    userId: w.userId,
+    generation: w.generation,
+    trigger,
+    status: 'PENDING',
+    slotAt,
+    scheduledAt: slotAt,
+    attempts: 0,
+    queuedAt: null,
+    runnerId: null,
+    leaseExpiresAt: null,
+    containerId: null,
+    startedAt: null,
+    completedAt: null,
+    statusReasonCode: null,
+    statusReasonMessage: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+}

@@ -1,0 +1,269 @@
+import assert from 'node:assert/strict';
+import { silentLogger, type Job, type Store } from '@orloj/common';
+import { Scheduler } from '@orloj/scheduler';
+import { describeEachEngine } from '../../common/test/support/stores.js';
+import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
+
+const MINUTE = 60_000;
+
+async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const v = await read();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function jobsOf(store: Store, workflowId: string): Promise<Job[]> {
+  return (await store.jobs.list({ workflowId, limit: 1000 })).reverse();
+}
+
+describeEachEngine('scheduler', (db) => {
+  let r: Rig;
+  let scheduler: Scheduler;
+  let userId: string;
+  const store = () => db().store;
+
+  beforeEach(async () => {
+    r = await rig();
+    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { jobLeaseTtlMs: 30_000 } });
+    await scheduler.start({ leaderLoop: false });
+    userId = await insertUser(store());
+  });
+  afterEach(async () => {
+    await scheduler.stop();
+    await r.bus.close();
+  });
+
+  /** A built HEARTBEAT workflow whose first slot is one interval after `now`. */
+  async function built(overrides = {}) {
+    const w = await insertWorkflow(store(), userId, r.clock.now(), overrides);
+    await scheduler.tick();
+    const after = await store().workflows.findById(w.id);
+    assert.equal(after?.buildStatus, 'COMPLETED');
+    return after!;
+  }
+
+  it('builds a HEARTBEAT workflow by validation and anchors its first slot one interval later', async () => {
+    const w = await built({ intervalMinutes: 5 });
+    assert.equal(w.buildCompletedAt, r.clock.now());
+    assert.equal(w.nextDueAt, r.clock.now() + 5 * MINUTE);
+    await scheduler.tick();
+    assert.deepEqual(await jobsOf(store(), w.id), []);
+  });
+
+  it('runs one job per due slot: QUEUED, handed out, RUNNING, COMPLETED', async () => {
+    const w = await built();
+    const anchor = w.buildCompletedAt!;
+    r.clock.advance(MINUTE);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 1, 'a job.run');
+    const msg = r.runners.jobs[0]!;
+    assert.equal(msg.attempt, 1);
+    assert.equal(msg.kind, 'HEARTBEAT');
+    let [job] = await jobsOf(store(), w.id);
+    assert.equal(job?.status, 'QUEUED');
+    assert.equal(job?.slotAt, anchor + MINUTE);
+    assert.equal(job?.trigger, 'AUTOMATIC');
+    await r.runners.started(msg, r.clock.now());
+    await eventually(() => store().jobs.findById(msg.job_id), (j) => j?.status === 'RUNNING', 'RUNNING');
+    await r.runners.finished(msg, 'COMPLETED', { started: r.clock.now(), finished: r.clock.now() + 1500 });
+    job = await eventually(() => store().jobs.findById(msg.job_id), (j) => j?.status === 'COMPLETED', 'COMPLETED');
+    assert.equal(job?.completedAt, r.clock.now() + 1500);
+    assert.equal(job?.attempts, 1);
+  });
+
+  it('creates exactly one job per slot when two leaders tick at once', async () => {
+    const w = await built();
+    const other = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger });
+    r.clock.advance(MINUTE);
+    await Promise.all([scheduler.tick(), other.tick(), scheduler.tick(), other.tick()]);
+    const jobs = await jobsOf(store(), w.id);
+    assert.equal(jobs.length, 1);
+    await other.stop();
+  });
+
+  it('after downtime runs only the most recent missed slot, then continues the schedule', async () => {
+    const w = await built();
+    const anchor = w.buildCompletedAt!;
+    r.clock.advance(10 * MINUTE + 20_000);
+    await scheduler.tick();
+    const jobs = await jobsOf(store(), w.id);
+    assert.equal(jobs.length, 1);
+    assert.equal(jobs[0]!.slotAt, anchor + 10 * MINUTE);
+    assert.equal((await store().workflows.findById(w.id))?.nextDueAt, anchor + 11 * MINUTE);
+  });
+
+  it('never overlaps runs: a slot that comes while a job runs waits, and only the latest such slot runs', async () => {
+    const w = await built();
+    const anchor = w.buildCompletedAt!;
+    r.clock.advance(MINUTE);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 1, 'first job');
+    const first = r.runners.jobs[0]!;
+    await r.runners.started(first, r.clock.now());
+    await eventually(() => store().jobs.findById(first.job_id), (j) => j?.status === 'RUNNING', 'RUNNING');
+    // the run overruns three intervals
+    for (let i = 0; i < 3; i++) {
+      r.clock.advance(MINUTE);
+      await r.runners.heartbeat(first);
+      const renewedUntil = r.clock.now() + 30_000;
+      await eventually(() => store().jobs.findById(first.job_id), (j) => j?.leaseExpiresAt === renewedUntil, 'lease renewed');
+      await scheduler.tick();
+    }
+    assert.equal((await jobsOf(store(), w.id)).length, 1);
+    await r.runners.finished(first, 'COMPLETED', { started: anchor + MINUTE, finished: r.clock.now() });
+    await eventually(() => store().jobs.findById(first.job_id), (j) => j?.status === 'COMPLETED', 'COMPLETED');
+    r.clock.advance(1_000);
+    await scheduler.tick();
+    const jobs = await jobsOf(store(), w.id);
+    assert.equal(jobs.length, 2);
+    assert.equal(jobs[1]!.slotAt, anchor + 4 * MINUTE);
+    assert.equal(jobs[1]!.status, 'QUEUED');
+  });
+
+  it('counts consecutive failures once per job even when a result is delivered twice, and terminates at the limit', async () => {
+    const w = await built({ maxConsecutiveJobFailuresAllowed: 3 });
+    for (let n = 1; n <= 3; n++) {
+      r.clock.advance(MINUTE);
+      await scheduler.tick();
+      await r.runners.until(() => r.runners.jobs.length === n, `job ${n}`);
+      const msg = r.runners.jobs[n - 1]!;
+      await r.runners.started(msg, r.clock.now());
+      await r.runners.finished(msg, 'FAILED', { started: r.clock.now(), finished: r.clock.now() });
+      await r.runners.finished(msg, 'FAILED', { started: r.clock.now(), finished: r.clock.now() });
+      await eventually(() => store().jobs.findById(msg.job_id), (j) => j?.status === 'FAILED', 'FAILED');
+      const after = await eventually(() => store().workflows.findById(w.id), (x) => x?.consecutiveJobFailuresCount === n, `count ${n}`);
+      assert.equal(after?.terminatedAt !== null, n === 3);
+    }
+  });
+
+  it('resets the failure count on a COMPLETED job', async () => {
+    const w = await built();
+    let n = 0;
+    for (const status of ['FAILED', 'FAILED', 'COMPLETED'] as const) {
+      r.clock.advance(MINUTE);
+      await scheduler.tick();
+      n++;
+      await r.runners.until(() => r.runners.jobs.length === n, `job ${n}`);
+      const msg = r.runners.jobs[n - 1]!;
+      await r.runners.finished(msg, status, { started: r.clock.now(), finished: r.clock.now() });
+      await eventually(() => store().jobs.findById(msg.job_id), (j) => j?.status === status, status);
+    }
+    assert.equal((await store().workflows.findById(w.id))?.consecutiveJobFailuresCount, 0);
+  });
+
+  it('retries a job whose runner vanished on a new attempt, and fails it with SYSTEM_ERROR after 3', async () => {
+    const w = await built();
+    r.clock.advance(MINUTE);
+    await scheduler.tick();
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      await r.runners.until(() => r.runners.jobs.length === attempt, `attempt ${attempt}`);
+      const msg = r.runners.jobs[attempt - 1]!;
+      assert.equal(msg.attempt, attempt);
+      await r.runners.started(msg, r.clock.now());
+      await eventually(() => store().jobs.findById(msg.job_id), (j) => j?.status === 'RUNNING' && j.attempts === attempt, 'RUNNING');
+      r.clock.advance(31_000); // no heartbeats: the lease expires
+      await scheduler.tick();
+    }
+    const [job] = await jobsOf(store(), w.id);
+    assert.equal(job?.status, 'FAILED');
+    assert.equal(job?.statusReasonCode, 'SYSTEM_ERROR');
+    assert.equal(job?.attempts, 3);
+    assert.equal((await store().workflows.findById(w.id))?.consecutiveJobFailuresCount, 1);
+  });
+
+  it('ignores events about an old attempt and tells that runner to stop', async () => {
+    await built();
+    r.clock.advance(MINUTE);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 1, 'attempt 1');
+    const old = r.runners.jobs[0]!;
+    await r.runners.started(old, r.clock.now());
+    await eventually(() => store().jobs.findById(old.job_id), (j) => j?.status === 'RUNNING', 'RUNNING');
+    r.clock.advance(31_000);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 2, 'attempt 2');
+    await r.runners.finished(old, 'COMPLETED', { started: 0, finished: 1 });
+    await r.runners.heartbeat(old);
+    await r.runners.until(() => r.runners.stops.some((s) => s.job_id === old.job_id && s.attempt === 1), 'stop for attempt 1');
+    const job = await store().jobs.findById(old.job_id);
+    assert.equal(job?.status, 'QUEUED');
+    assert.equal(job?.attempts, 2);
+  });
+
+  it('retries a SYSTEM failure reported by a runner', async () => {
+    await built();
+    r.clock.advance(MINUTE);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 1, 'attempt 1');
+    const msg = r.runners.jobs[0]!;
+    await r.runners.finished(msg, 'FAILED', { started: 0, finished: 1 }, { system_failure: true, reason: { code: 'SYSTEM_ERROR', message: 'The container runtime is not available.' } });
+    await r.runners.until(() => r.runners.jobs.length === 2, 'attempt 2');
+    assert.equal(r.runners.jobs[1]!.attempt, 2);
+  });
+
+  it('asks runners to stop the running job of a terminated workflow, and cancels queued ones', async () => {
+    const w = await built();
+    r.clock.advance(MINUTE);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 1, 'job');
+    const msg = r.runners.jobs[0]!;
+    await r.runners.started(msg, r.clock.now());
+    await eventually(() => store().jobs.findById(msg.job_id), (j) => j?.status === 'RUNNING', 'RUNNING');
+    await store().transaction(async (tx) => {
+      const { terminateWorkflow } = await import('@orloj/common');
+      assert.equal(await terminateWorkflow(tx, userId, w.id, r.clock.now()), true);
+    });
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.stops.some((s) => s.job_id === msg.job_id), 'stop');
+    assert.equal(r.runners.stops.find((s) => s.job_id === msg.job_id)?.reason.code, 'WORKFLOW_TERMINATED');
+    await r.runners.finished(msg, 'CANCELED', { started: 0, finished: 1 }, { reason: { code: 'WORKFLOW_TERMINATED', message: 'The workflow was terminated.' } });
+    const job = await eventually(() => store().jobs.findById(msg.job_id), (j) => j?.status === 'CANCELED', 'CANCELED');
+    assert.equal(job?.statusReasonCode, 'WORKFLOW_TERMINATED');
+    // a terminated workflow gets no new jobs
+    r.clock.advance(5 * MINUTE);
+    await scheduler.tick();
+    assert.equal((await jobsOf(store(), w.id)).length, 1);
+  });
+
+  it('builds a CONTAINER workflow through the runners and ignores a stale build result', async () => {
+    const w = await insertWorkflow(store(), userId, r.clock.now(), { kind: 'CONTAINER', payload: JSON.stringify({ image: 'busybox:1' }) });
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.builds.length === 1, 'build.run');
+    const build = r.runners.builds[0]!;
+    assert.equal(build.image, 'busybox:1');
+    assert.equal((await store().workflows.findById(w.id))?.buildStatus, 'STARTED');
+    await r.runners.buildFinished({ ...build, build_token: build.build_token - 1 }, true);
+    await r.runners.buildFinished(build, true);
+    const done = await eventually(() => store().workflows.findById(w.id), (x) => x?.buildStatus === 'COMPLETED', 'COMPLETED');
+    assert.equal(done?.nextDueAt, done!.buildCompletedAt! + MINUTE);
+  });
+
+  it('marks a CONTAINER build FAILED when the runner cannot get the image, and requests a lost build again', async () => {
+    const w = await insertWorkflow(store(), userId, r.clock.now(), { kind: 'CONTAINER', payload: JSON.stringify({ image: 'missing:1' }) });
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.builds.length === 1, 'build.run');
+    r.clock.advance(5 * MINUTE + 1);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.builds.length === 2, 'build.run again');
+    await r.runners.buildFinished(r.runners.builds[0]!, true); // stale token: ignored
+    await r.runners.buildFinished(r.runners.builds[1]!, false);
+    await eventually(() => store().workflows.findById(w.id), (x) => x?.buildStatus === 'FAILED', 'FAILED');
+  });
+
+  it('dispatches a manual job and never runs it beside another job of the workflow', async () => {
+    const w = await built();
+    const { newJob } = await import('@orloj/scheduler');
+    await store().jobs.insert(newJob(w, 'MANUAL', r.clock.now(), r.clock.now()));
+    await store().jobs.insert(newJob(w, 'MANUAL', r.clock.now(), r.clock.now()));
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 1, 'manual job');
+    await scheduler.tick();
+    assert.equal(r.runners.jobs.length, 1);
+    const statuses = (await jobsOf(store(), w.id)).map((j) => j.status).sort();
+    assert.deepEqual(statuses, ['PENDING', 'QUEUED']);
+  });
+});

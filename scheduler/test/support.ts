@@ -1,0 +1,144 @@
+import crypto from 'node:crypto';
+import {
+  ManualClock,
+  MemoryBus,
+  MESSAGE_TYPES,
+  newId,
+  PRODUCER_ROLES,
+  QUEUES,
+  roleBus,
+  silentLogger,
+  TOPICS,
+  type Envelope,
+  type JobFinishedMessage,
+  type JobRunMessage,
+  type JobStopMessage,
+  type BuildRunMessage,
+  type ProducerRole,
+  type RoleKeys,
+  type SignedBus,
+  type Store,
+  type Workflow,
+} from '@orloj/common';
+
+export function generateKeys(): RoleKeys {
+  const privateKeys: RoleKeys['privateKeys'] = {};
+  const publicKeys: RoleKeys['publicKeys'] = {};
+  for (const role of PRODUCER_ROLES as readonly ProducerRole[]) {
+    const pair = crypto.generateKeyPairSync('ed25519');
+    privateKeys[role] = pair.privateKey;
+    publicKeys[role] = pair.publicKey;
+  }
+  return { privateKeys, publicKeys };
+}
+
+/**
+ * The runners' side of the protocol, played by the test: it collects the job
+ * and build messages the scheduler sends and answers with signed events.
+ */
+export class FakeRunners {
+  readonly jobs: JobRunMessage[] = [];
+  readonly builds: BuildRunMessage[] = [];
+  readonly stops: JobStopMessage[] = [];
+  private waiters: (() => void)[] = [];
+
+  constructor(readonly bus: SignedBus) {}
+
+  async start(): Promise<void> {
+    await this.bus.consume(QUEUES.jobs, (e: Envelope) => this.push(this.jobs, e.body as JobRunMessage), { prefetch: 100 });
+    await this.bus.consume(QUEUES.builds, (e: Envelope) => this.push(this.builds, e.body as BuildRunMessage), { prefetch: 100 });
+    await this.bus.subscribe(TOPICS.jobControl, (e: Envelope) => this.push(this.stops, e.body as JobStopMessage));
+  }
+
+  private push<T>(list: T[], item: T): void {
+    list.push(item);
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Resolves once `predicate` holds, re-checked whenever a message arrives. */
+  async until(predicate: () => boolean, what: string): Promise<void> {
+    const deadline = Date.now() + 5_000;
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise<void>((resolve) => {
+        this.waiters.push(resolve);
+        setTimeout(resolve, 20);
+      });
+    }
+  }
+
+  started(job: JobRunMessage, at: number): Promise<unknown> {
+    return this.bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobStarted, { job_id: job.job_id, attempt: job.attempt, runner_id: 'r1', started_at: at });
+  }
+
+  heartbeat(job: JobRunMessage): Promise<unknown> {
+    return this.bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobHeartbeat, { job_id: job.job_id, attempt: job.attempt, runner_id: 'r1' });
+  }
+
+  finished(job: JobRunMessage, status: JobFinishedMessage['status'], at: { started: number; finished: number }, extra: Partial<JobFinishedMessage> = {}): Promise<unknown> {
+    const body: JobFinishedMessage = {
+      job_id: job.job_id,
+      attempt: job.attempt,
+      runner_id: 'r1',
+      status,
+      started_at: at.started,
+      finished_at: at.finished,
+      ...(status === 'FAILED' ? { reason: { code: 'NON_ZERO_EXIT' as const, message: 'The container exited with code 1.' } } : {}),
+      ...extra,
+    };
+    return this.bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobFinished, body);
+  }
+
+  buildFinished(build: BuildRunMessage, ok: boolean): Promise<unknown> {
+    return this.bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.buildFinished, { workflow_id: build.workflow_id, build_token: build.build_token, ok });
+  }
+}
+
+export interface Rig {
+  clock: ManualClock;
+  bus: MemoryBus;
+  keys: RoleKeys;
+  schedulerBus: SignedBus;
+  runners: FakeRunners;
+}
+
+export async function rig(start = Date.UTC(2026, 0, 1, 12)): Promise<Rig> {
+  const clock = new ManualClock(start);
+  const bus = new MemoryBus({ logger: silentLogger });
+  const keys = generateKeys();
+  const schedulerBus = roleBus({ bus, role: 'scheduler', keys, clock, logger: silentLogger });
+  const runners = new FakeRunners(roleBus({ bus, role: 'runners', keys, clock, logger: silentLogger }));
+  await runners.start();
+  return { clock, bus, keys, schedulerBus, runners };
+}
+
+export async function insertUser(store: Store): Promise<string> {
+  const id = newId();
+  await store.users.insert({ id, email: `${id}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
+  return id;
+}
+
+export async function insertWorkflow(store: Store, userId: string, now: number, overrides: Partial<Workflow> = {}): Promise<Workflow> {
+  const w: Workflow = {
+    id: newId(),
+    userId,
+    name: 'w',
+    payload: JSON.stringify({ endpoint: 'http://127.0.0.1:9/' }),
+    kind: 'HEARTBEAT',
+    buildStatus: 'QUEUED',
+    intervalMinutes: 1,
+    consecutiveJobFailuresCount: 0,
+    maxConsecutiveJobFailuresAllowed: 3,
+    logRetention: false,
+    generation: 0,
+    createdAt: now,
+    updatedAt: now,
+    terminatedAt: null,
+    buildCompletedAt: null,
+    nextDueAt: null,
+    buildToken: 0,
+    ...overrides,
+  };
+  await store.workflows.insert(w);
+  return w;
+}
