@@ -1,15 +1,27 @@
 import {
+  AcceleratedClock,
+  createBus,
   createLogger,
+  ensureKeyDir,
+  keyEnvName,
   loadConfig,
+  loadKeysFromEnv,
   openDatabase,
+  PRODUCER_ROLES,
   resolveSecrets,
+  roleBus,
   Store,
   systemClock,
+  type Bus,
   type Clock,
+  type DatabaseHandle,
   type Logger,
   type ResolvedConfig,
+  type RoleKeys,
 } from '@orloj/common';
 import { ApiServer } from '@orloj/api';
+import { Scheduler } from '@orloj/scheduler';
+import { ContainerExecutor, HttpCheckExecutor, Runner } from '@orloj/runners';
 import type { Role } from './roles.js';
 
 export interface Service {
@@ -24,36 +36,104 @@ export interface RunningOrloj {
   stop(): Promise<void>;
 }
 
+type Env = Record<string, string | undefined>;
+
+export function clockFrom(config: ResolvedConfig): Clock {
+  return config.clock.kind === 'accelerated' ? new AcceleratedClock(config.clock.origin, config.clock.speed) : systemClock;
+}
+
 /**
- * The composition root: opens the store, migrates it, and starts the chosen
- * roles. Shutdown runs in reverse order of start (HTTP first, store last).
+ * Signing keys: from ORLOJ_<ROLE>_PRIVATE_KEY / _PUBLIC_KEY (or _FILE) when any
+ * is set — the distributed topology, where each process holds only its own
+ * private key — otherwise generated once into DATA_DIR/keys (embedded default).
  */
-export async function startOrloj(options: {
-  roles: Role[];
-  env?: Record<string, string | undefined>;
-  clock?: Clock;
-  logger?: Logger;
-}): Promise<RunningOrloj> {
-  const config = resolveSecrets(loadConfig(options.env ?? process.env));
+async function loadKeys(config: ResolvedConfig, env: Env): Promise<RoleKeys> {
+  const configured = PRODUCER_ROLES.some((role) =>
+    (['private', 'public'] as const).some((kind) => env[keyEnvName(role, kind)] || env[`${keyEnvName(role, kind)}_FILE`]),
+  );
+  return configured ? loadKeysFromEnv(env) : ensureKeyDir(config.dataDir);
+}
+
+/**
+ * The composition root: opens what the chosen roles need (runners get no
+ * database), and starts the roles. Shutdown runs in reverse: HTTP first, then
+ * runners, the scheduler, the bus and the store.
+ */
+export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Clock; logger?: Logger }): Promise<RunningOrloj> {
+  const env = options.env ?? process.env;
+  const config = resolveSecrets(loadConfig(env));
   const logger = options.logger ?? createLogger({ level: config.logLevel });
-  const clock = options.clock ?? systemClock;
-  const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
+  const clock = options.clock ?? clockFrom(config);
+  const roles = new Set(options.roles);
   const started: Service[] = [];
+  let database: DatabaseHandle | undefined;
+  let bus: Bus | undefined;
   let port: number | undefined;
+
+  const closeAll = async () => {
+    for (const s of [...started].reverse()) await s.stop();
+    await bus?.close();
+    await database?.close();
+  };
+
   try {
-    const applied = await database.migrate();
-    if (applied.length) logger.info({ migrations: applied }, 'database migrated');
-    const store = Store.fromHandle(database);
-    for (const role of options.roles) {
-      if (role === 'api') {
-        const api = new ApiServer({ store, config, clock, logger: logger.child({ role: 'api' }) });
-        port = (await api.start()).port;
-        started.push(api);
-      }
+    let store: Store | undefined;
+    if ([...roles].some((r) => r !== 'runners')) {
+      database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
+      const applied = await database.migrate();
+      if (applied.length) logger.info({ migrations: applied }, 'database migrated');
+      store = Store.fromHandle(database);
+    }
+    if (config.busUrl.startsWith('memory:') && roles.size < 3 && !roles.has('api')) {
+      logger.warn('BUS_URL=memory: connects only the roles inside this process; use amqp:// to run roles in separate processes');
+    }
+    const keys = await loadKeys(config, env);
+    bus = await createBus(config.busUrl, { logger, prefix: config.busPrefix });
+
+    if (roles.has('scheduler') && store) {
+      const log = logger.child({ role: 'scheduler' });
+      const scheduler = new Scheduler({
+        store,
+        bus: roleBus({ bus, role: 'scheduler', keys, clock, logger: log }),
+        clock,
+        logger: log,
+        replicaId: config.scheduler.id,
+        config: {
+          tickMs: config.scheduler.tickMs,
+          jobLeaseTtlMs: config.scheduler.jobLeaseTtlMs,
+          queueTimeoutMs: config.scheduler.queueTimeoutMs,
+          buildTimeoutMs: config.scheduler.buildTimeoutMs,
+        },
+      });
+      await scheduler.start();
+      started.push(scheduler);
+    }
+    if (roles.has('runners')) {
+      const log = logger.child({ role: 'runners' });
+      const containers = config.runner.dockerHost ? new ContainerExecutor({ dockerHost: config.runner.dockerHost, logger: log, clock }) : undefined;
+      if (!containers) log.warn('no DOCKER_HOST and no /var/run/docker.sock: CONTAINER jobs will fail with SYSTEM_ERROR');
+      else if (!(await containers.ping())) log.warn({ dockerHost: config.runner.dockerHost }, 'the container runtime does not answer; CONTAINER jobs fail until it does');
+      const runner = new Runner({
+        bus: roleBus({ bus, role: 'runners', keys, clock, logger: log }),
+        logger: log,
+        clock,
+        runnerId: config.runner.id,
+        http: new HttpCheckExecutor({ logger: log, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets], clock }),
+        ...(containers ? { containers } : {}),
+        concurrency: config.runner.concurrency,
+        leaseTtlMs: config.scheduler.jobLeaseTtlMs,
+        shutdownGraceMs: config.runner.shutdownGraceMs,
+      });
+      await runner.start();
+      started.push(runner);
+    }
+    if (roles.has('api') && store) {
+      const api = new ApiServer({ store, config, clock, logger: logger.child({ role: 'api' }) });
+      port = (await api.start()).port;
+      started.push(api);
     }
   } catch (err) {
-    await stopAll(started);
-    await database.close();
+    await closeAll().catch(() => undefined);
     throw err;
   }
   let stopping: Promise<void> | undefined;
@@ -61,22 +141,14 @@ export async function startOrloj(options: {
     config,
     port,
     stop() {
-      stopping ??= (async () => {
-        await stopAll(started);
-        await database.close();
-        logger.info('orloj stopped');
-      })();
+      stopping ??= closeAll().then(() => logger.info('orloj stopped'));
       return stopping;
     },
   };
 }
 
-async function stopAll(services: Service[]): Promise<void> {
-  for (const s of [...services].reverse()) await s.stop();
-}
-
 /** `orloj migrate`: applies pending migrations and exits. */
-export async function migrate(env: Record<string, string | undefined> = process.env): Promise<string[]> {
+export async function migrate(env: Env = process.env): Promise<string[]> {
   const config = loadConfig(env);
   const database = openDatabase(config.databaseUrl);
   try {

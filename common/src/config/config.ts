@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
+import os from 'node:os';
 import { parseDuration } from '../domain/duration.js';
 
 /**
@@ -32,6 +33,30 @@ export interface Config {
     readonly apiBurst: number;
   };
   readonly trustedProxies: readonly string[];
+  /** `memory:` (in-process, one process only) or `amqp://…`. */
+  readonly busUrl: string;
+  /** Prepended to every queue and exchange name on the broker. */
+  readonly busPrefix: string;
+  readonly scheduler: {
+    /** This replica's name in the leader lease. */
+    readonly id: string;
+    readonly tickMs: number;
+    readonly jobLeaseTtlMs: number;
+    readonly queueTimeoutMs: number;
+    readonly buildTimeoutMs: number;
+  };
+  readonly runner: {
+    /** Names this runner; its containers carry it, and leftovers with it are removed at start. */
+    readonly id: string;
+    readonly concurrency: number;
+    readonly allowTargets: readonly string[];
+    readonly denyTargets: readonly string[];
+    /** Docker Engine API endpoint (Docker or Podman); undefined: CONTAINER jobs fail with SYSTEM_ERROR. */
+    readonly dockerHost: string | undefined;
+    readonly shutdownGraceMs: number;
+  };
+  /** Test hook: `accelerated:<origin-ms>:<speed>` runs every role on a faster clock. */
+  readonly clock: { readonly kind: 'system' } | { readonly kind: 'accelerated'; readonly origin: number; readonly speed: number };
 }
 
 export type ResolvedConfig = Config & { readonly sessionSecret: string; readonly csrfSecret: string };
@@ -169,13 +194,46 @@ export function loadConfig(env: Env = process.env): Config {
       apiBurst: r.int('RATE_LIMIT_API_BURST', 40, 0, 1_000_000),
     },
     trustedProxies: r.list('TRUSTED_PROXIES'),
+    busUrl: r.string('BUS_URL', 'memory:'),
+    busPrefix: r.string('BUS_PREFIX', 'orloj.'),
+    scheduler: {
+      id: r.string('SCHEDULER_ID', `scheduler-${os.hostname()}-${process.pid}`),
+      tickMs: r.duration('SCHEDULER_TICK', '1s'),
+      jobLeaseTtlMs: r.duration('JOB_LEASE_TTL', '30s'),
+      queueTimeoutMs: r.duration('JOB_QUEUE_TIMEOUT', '10m'),
+      buildTimeoutMs: r.duration('BUILD_TIMEOUT', '5m'),
+    },
+    runner: {
+      id: r.string('RUNNER_ID', `runner-${os.hostname()}`),
+      concurrency: r.int('RUNNER_CONCURRENCY', 4, 1, 1024),
+      allowTargets: r.list('RUNNER_ALLOW_TARGETS'),
+      denyTargets: r.list('RUNNER_DENY_TARGETS'),
+      dockerHost: r.raw('DOCKER_HOST') ?? (fs.existsSync('/var/run/docker.sock') ? 'unix:///var/run/docker.sock' : undefined),
+      shutdownGraceMs: r.duration('RUNNER_SHUTDOWN_GRACE', '30s'),
+    },
+    clock: parseClock(r),
   };
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(config.runner.id)) {
+    r.problems.push(`RUNNER_ID must be 1-128 letters, digits or _ . : - (got "${config.runner.id}")`);
+  }
+  if (!/^(memory:|amqps?:\/\/)/.test(config.busUrl)) r.problems.push('BUS_URL must be memory: or amqp://…');
   const url = config.databaseUrl;
   if (!url.startsWith('sqlite:') && !url.startsWith('postgres://') && !url.startsWith('postgresql://')) {
     r.problems.push('DATABASE_URL must start with sqlite: or postgres://');
   }
   if (r.problems.length) throw new ConfigError(r.problems);
   return Object.freeze(config);
+}
+
+function parseClock(r: Reader): Config['clock'] {
+  const v = r.raw('ORLOJ_CLOCK');
+  if (v === undefined || v === 'system') return { kind: 'system' };
+  const m = /^accelerated:(\d+):(\d+(?:\.\d+)?)$/.exec(v);
+  if (!m || Number(m[2]) <= 0) {
+    r.problems.push(`ORLOJ_CLOCK must be system or accelerated:<origin-ms>:<speed> (got "${v}")`);
+    return { kind: 'system' };
+  }
+  return { kind: 'accelerated', origin: Number(m[1]), speed: Number(m[2]) };
 }
 
 /**

@@ -57,6 +57,10 @@ export const reasons = {
   requestFailed: (): JobReason => ({ code: 'EXECUTION_FAILED', message: 'The request to the endpoint failed.' }),
   containerStartFailed: (): JobReason => ({ code: 'EXECUTION_FAILED', message: 'The container could not be started.' }),
   runtimeUnavailable: (): JobReason => ({ code: 'SYSTEM_ERROR', message: 'The container runtime is not available.' }),
+  runnerShutdown: (): JobReason => ({
+    code: 'SYSTEM_ERROR',
+    message: 'The runner shut down before the job finished.',
+  }),
   leaseLost: (attempts: number): JobReason => ({
     code: 'SYSTEM_ERROR',
     message: `The job's runner stopped responding; gave up after ${attempts} attempts.`,

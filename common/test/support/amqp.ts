@@ -1,0 +1,26 @@
+import amqp from 'amqplib';
+import { QUEUES, TOPICS } from '@orloj/common';
+
+/**
+ * Deletes every queue and exchange orloj declares under `prefix` — for tests
+ * whose bus lives inside a server they started and stopped.
+ */
+export async function deleteBusObjects(url: string, prefix: string): Promise<void> {
+  const connection = await amqp.connect(url);
+  try {
+    for (const name of Object.values(QUEUES)) {
+      for (const queue of [`${prefix}${name}`, `${prefix}${name}.dead`]) {
+        const ch = await connection.createChannel();
+        await ch.deleteQueue(queue).catch(() => undefined);
+        await ch.close().catch(() => undefined);
+      }
+    }
+    for (const name of Object.values(TOPICS)) {
+      const ch = await connection.createChannel();
+      await ch.deleteExchange(`${prefix}${name}`).catch(() => undefined);
+      await ch.close().catch(() => undefined);
+    }
+  } finally {
+    await connection.close();
+  }
+}

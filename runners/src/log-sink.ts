@@ -1,0 +1,43 @@
+import type { ContainerLogLine } from './executors/container.executor.js';
+
+/**
+ * Where a CONTAINER job's captured lines go. This is the seam for the logs
+ * milestone: a sink that batches lines onto QUEUES.logs for log-ingest will
+ * replace the default, which only counts (the runner's metrics show the
+ * count). Until then captured lines are NOT published anywhere.
+ */
+export interface LogSink {
+  /** Called once per CONTAINER attempt, before its container is created. */
+  open(job: LogSinkJob): JobLogWriter;
+}
+
+export interface LogSinkJob {
+  job_id: string;
+  workflow_id: string;
+  attempt: number;
+  log_retention: boolean;
+}
+
+/** One captured line with its place in the job's single sequence (both streams, from 0). */
+export interface CapturedLine extends ContainerLogLine {
+  sequence_num: number;
+}
+
+export interface JobLogWriter {
+  /**
+   * One line, in sequence order. A returned promise pauses reading the
+   * container's output until it settles (backpressure); a rejection kills
+   * the container and fails the attempt as a system failure.
+   */
+  write(line: CapturedLine): void | Promise<void>;
+  /** After the last line, before job.finished is published; awaited. */
+  close(): Promise<void>;
+}
+
+/** The default: lines are counted by the runner and dropped. */
+export const discardingLogSink: LogSink = {
+  open: () => ({
+    write: () => undefined,
+    close: () => Promise.resolve(),
+  }),
+};
