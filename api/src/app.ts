@@ -12,6 +12,7 @@ import { IdempotencyGuard } from './http/idempotency.js';
 import { authRoutes } from './routes/auth.routes.js';
 import { usersRoutes } from './routes/users.routes.js';
 import { workflowsRoutes } from './routes/workflows.routes.js';
+import { jobsRoutes } from './routes/jobs.routes.js';
 import { openApiDocument } from './openapi.js';
 
 export interface AppOptions {
@@ -76,7 +77,7 @@ export function createApp(options: AppOptions): Koa {
     ctx.set('Cache-Control', 'public, max-age=300');
     ctx.body = openApiDocument;
   });
-  for (const r of [authRoutes(deps), usersRoutes(deps), workflowsRoutes(deps)]) router.use(r.routes());
+  for (const r of [authRoutes(deps), usersRoutes(deps), workflowsRoutes(deps), jobsRoutes(deps)]) router.use(r.routes());
   app.use(router.routes());
   const allowed = router.allowedMethods();
   app.use(async (ctx, next) => {

@@ -1,5 +1,13 @@
-import { BUILD_STATUSES, containerPayloadSchema, heartbeatPayloadSchema, WORKFLOW_KINDS } from '@orloj/common';
-import { createWorkflowBody, credentialsBody, updateUserBody, updateWorkflowBody } from './schemas.js';
+import {
+  BUILD_STATUSES,
+  containerPayloadSchema,
+  heartbeatPayloadSchema,
+  JOB_STATUSES,
+  JOB_TRIGGERS,
+  REASON_CODES,
+  WORKFLOW_KINDS,
+} from '@orloj/common';
+import { createWorkflowBody, credentialsBody, scheduleJobBody, updateUserBody, updateWorkflowBody } from './schemas.js';
 
 /**
  * The OpenAPI 3.1 description of every implemented route, built from the same
@@ -51,6 +59,7 @@ const idempotencyKey = {
   schema: { type: 'string', minLength: 1 },
 };
 const workflowIdParam = { name: 'workflow_id', in: 'path', required: true, schema: uuid };
+const jobIdParam = { name: 'job_id', in: 'path', required: true, schema: uuid };
 const cursorParam = {
   name: 'cursor',
   in: 'query',
@@ -147,6 +156,40 @@ export const openApiDocument = {
         additionalProperties: false,
       },
       Created: { type: 'object', required: ['id'], properties: { id: uuid }, additionalProperties: false },
+      Job: {
+        type: 'object',
+        required: ['id', 'workflow_id', 'status', 'trigger', 'scheduled_at', 'created_at', 'updated_at'],
+        properties: {
+          id: uuid,
+          workflow_id: uuid,
+          container_id: { type: 'string', description: 'Only in job lists, once a container was started for the job.' },
+          status: { enum: [...JOB_STATUSES] },
+          trigger: { enum: [...JOB_TRIGGERS] },
+          attempts: { type: 'integer', minimum: 0, description: 'Runner attempts; only in job lists.' },
+          scheduled_at: dateTime,
+          started_at: dateTime,
+          completed_at: dateTime,
+          created_at: dateTime,
+          updated_at: dateTime,
+          status_reason_code: { enum: [...REASON_CODES], description: 'Only for FAILED and CANCELED jobs.' },
+          status_reason_message: { type: 'string', description: 'A fixed, user-safe sentence; only for FAILED and CANCELED jobs.' },
+        },
+        additionalProperties: false,
+        // The reason fields are present exactly when the job FAILED or was CANCELED.
+        if: { properties: { status: { enum: ['FAILED', 'CANCELED'] } } },
+        then: { required: ['status_reason_code', 'status_reason_message'] },
+        else: { not: { anyOf: [{ required: ['status_reason_code'] }, { required: ['status_reason_message'] }] } },
+      },
+      JobPage: {
+        type: 'object',
+        required: ['jobs', 'cursor'],
+        properties: {
+          jobs: { type: 'array', items: { allOf: [ref('Job'), { required: ['attempts'] }] } },
+          cursor: { type: 'string', description: 'Empty when there is no further page.' },
+        },
+        additionalProperties: false,
+      },
+      ScheduleJob: scheduleJobBody,
       HeartbeatPayload: heartbeatPayloadSchema,
       ContainerPayload: containerPayloadSchema,
       // The validator's schema plus the rules checked after it (normalised email, 8 to 128 characters).
@@ -301,6 +344,61 @@ export const openApiDocument = {
           ...mutating,
           '404': problem('No such workflow of yours.'),
           '412': problem('Still active (workflow_active) or has a running job (workflow_has_running_jobs).'),
+        },
+      },
+    },
+    '/workflows/{workflow_id}/jobs': {
+      parameters: [workflowIdParam],
+      get: {
+        summary: "List a workflow's jobs, newest first (scheduled_at, then id)",
+        security: [{ session: [] }],
+        parameters: [
+          cursorParam,
+          { name: 'status', in: 'query', description: 'Exact match.', schema: { enum: [...JOB_STATUSES] } },
+          { name: 'trigger', in: 'query', description: 'Exact match.', schema: { enum: [...JOB_TRIGGERS] } },
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+        ],
+        responses: {
+          '200': { description: 'A page; jobs carry attempts, and container_id once set.', content: json(ref('JobPage')) },
+          ...invalid,
+          ...common,
+          '404': problem('No such workflow of yours.'),
+        },
+      },
+    },
+    '/workflows/{workflow_id}/jobs/schedule': {
+      parameters: [workflowIdParam],
+      post: {
+        summary: 'Schedule a manual run now',
+        description:
+          'Creates a PENDING MANUAL job due now. It waits while another job of the workflow runs, and does not move the automatic schedule.',
+        security: [{ session: [], csrf: [] }],
+        parameters: [idempotencyKey],
+        requestBody: { required: false, content: json(ref('ScheduleJob')) },
+        responses: {
+          '201': { description: 'Scheduled; the id of the new job.', headers: replayed, content: json(ref('Created')) },
+          ...invalid,
+          ...mutating,
+          '404': problem('No such workflow of yours.'),
+          '409': problem('Idempotency-Key reused for a different request.'),
+          '412': problem('The workflow is terminated (workflow_terminated) or its build failed (workflow_build_failed).'),
+          ...tooLarge,
+        },
+      },
+    },
+    '/workflows/{workflow_id}/jobs/{job_id}': {
+      parameters: [workflowIdParam, jobIdParam],
+      get: {
+        summary: 'Read a job',
+        security: [{ session: [] }],
+        responses: {
+          '200': {
+            description: 'The job, without container_id and attempts.',
+            content: json({ allOf: [ref('Job'), { not: { anyOf: [{ required: ['container_id'] }, { required: ['attempts'] }] } }] }),
+          },
+          ...invalid,
+          ...common,
+          '404': problem('No such job of this workflow of yours.'),
         },
       },
     },

@@ -58,6 +58,14 @@ export const updateUserBody = {
   properties: { notification_preference: { enum: ['ALL', 'NONE'] } },
 } as const;
 
+/** `POST /workflows/{id}/jobs/schedule`: no body, or an empty JSON object; any field is 400. */
+export const scheduleJobBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {},
+  description: 'Optional; when sent, an empty object.',
+} as const;
+
 export interface CredentialsBody {
   email: string;
   password: string;
@@ -71,6 +79,7 @@ export interface CreateWorkflowBody {
   log_retention?: boolean;
 }
 export type UpdateWorkflowBody = Omit<CreateWorkflowBody, 'kind'>;
+export type ScheduleJobBody = Record<string, never>;
 export interface UpdateUserBody {
   notification_preference: 'ALL' | 'NONE';
 }

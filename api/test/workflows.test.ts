@@ -121,6 +121,16 @@ describeApi('workflows', (h) => {
       }
     });
 
+    it('answers 400 for NUL characters, which no text column can store', async () => {
+      const c = await h().user();
+      const res = await c.post('/workflows', workflowBody({ name: 'a\u0000b' }), { headers: key() });
+      assert.equal(res.status, 400);
+      assert.deepEqual(fields(res), ['name']);
+      const list = await c.get('/workflows?query=%00');
+      assert.equal(list.status, 400);
+      assert.deepEqual(fields(list), ['query']);
+    });
+
     it('needs a session (401) and a CSRF cookie (403)', async () => {
       assert.equal((await h().client().post('/workflows', workflowBody(), { headers: key() })).status, 401);
       const c = await h().user();

@@ -20,6 +20,7 @@ const STATUS: Record<ErrorCode, number> = {
   workflow_terminated: 412,
   workflow_active: 412,
   workflow_has_running_jobs: 412,
+  workflow_build_failed: 412,
   body_too_large: 413,
   rate_limited: 429,
   internal_error: 500,

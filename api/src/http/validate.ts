@@ -14,8 +14,20 @@ export function bodyValidator<T>(schema: object): (body: unknown) => T {
       throw validationError([{ field: 'body', message: 'must be a JSON object' }]);
     }
     if (!validate(body)) throw validationError(ajvErrorsToFields(validate.errors));
+    const nul = fieldsWithNul(body, '');
+    if (nul.length) throw validationError(nul.map((field) => ({ field, message: 'must not contain NUL (U+0000) characters' })));
     return body as T;
   };
+}
+
+/** Text columns cannot hold U+0000 (PostgreSQL refuses it), so no stored string may carry one. */
+function fieldsWithNul(value: unknown, path: string): string[] {
+  if (typeof value === 'string') return value.includes('\u0000') ? [path || 'body'] : [];
+  if (Array.isArray(value)) return value.flatMap((v, i) => fieldsWithNul(v, `${path}[${i}]`));
+  if (value && typeof value === 'object') {
+    return Object.entries(value).flatMap(([k, v]) => fieldsWithNul(v, path ? `${path}.${k}` : k));
+  }
+  return [];
 }
 
 /**
@@ -40,6 +52,10 @@ export class QueryReader {
     const v = this.one(name);
     if (v !== undefined && v.length > maxLength) {
       this.errors.push({ field: name, message: `must be at most ${maxLength} characters` });
+      return undefined;
+    }
+    if (v?.includes('\u0000')) {
+      this.errors.push({ field: name, message: 'must not contain NUL (U+0000) characters' });
       return undefined;
     }
     return v;

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import {
   CompiledQuery,
+  sql,
   Kysely,
   Migrator,
   PostgresDialect,
@@ -47,7 +48,11 @@ function handle(db: Kysely<Database>, dialect: DialectHelpers, close: () => Prom
     db,
     dialect,
     async migrate() {
-      const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
+      // In PostgreSQL the migration tables live in the current schema (tests and
+      // installations may share a database); Kysely would otherwise find them in any schema.
+      const schema =
+        dialect.name === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s : undefined;
+      const migrator = new Migrator({ db, provider: migrationProvider(dialect), ...(schema ? { migrationTableSchema: schema } : {}) });
       const { error, results } = await migrator.migrateToLatest();
       if (error) throw error instanceof Error ? error : new Error(String(error));
       return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

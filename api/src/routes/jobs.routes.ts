@@ -1,0 +1,142 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import {
+  decodeCursor,
+  encodeCursor,
+  isUuid,
+  JOB_STATUSES,
+  JOB_TRIGGERS,
+  newId,
+  notFound,
+  OrlojError,
+  validationError,
+  type FieldError,
+  type Job,
+} from '@orloj/common';
+import type { ApiDeps } from '../deps.js';
+import { readJsonBody } from '../http/body.js';
+import { readIdempotencyKey } from '../http/idempotency.js';
+import { presentJob } from '../http/present.js';
+import { requireSession } from '../http/session.js';
+import { bodyValidator, QueryReader, requireUuidParam } from '../http/validate.js';
+import { scheduleJobBody, type ScheduleJobBody } from '../schemas.js';
+
+const readSchedule = bodyValidator<ScheduleJobBody>(scheduleJobBody);
+
+export const JOB_PAGE_SIZE = 20;
+
+/**
+ * `GET /workflows/{workflow_id}/jobs/{job_id}`, as a pattern that never takes
+ * `schedule` for a job id: a plain `:job_id` route would also match the
+ * schedule command's path, so GET on it would answer 400 instead of 405 and
+ * `Allow` would list GET. Case-insensitive and with an optional trailing slash,
+ * like the string routes.
+ */
+const JOB_PATH = /^\/workflows\/([^/]+)\/jobs\/(?!schedule\/?$)([^/]+)\/?$/i;
+
+const userIdOf = (ctx: Context) => ctx.state.session.userId as string;
+const workflowId = (ctx: Context) => requireUuidParam('workflow_id', ctx.params.workflow_id, isUuid);
+
+function decodeSegment(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Both path parameters of the single-job route, each checked; 400 names every one that is not a UUID. */
+function jobParams(ctx: Context): { workflowId: string; jobId: string } {
+  const captures = (ctx as Context & { captures?: string[] }).captures ?? [];
+  const values = { workflow_id: decodeSegment(captures[0]), job_id: decodeSegment(captures[1]) };
+  const errors: FieldError[] = [];
+  for (const [name, value] of Object.entries(values)) {
+    if (!isUuid(value)) errors.push({ field: name, message: 'must be a UUID' });
+  }
+  if (errors.length) {
+    throw validationError(errors, `The path parameter${errors.length > 1 ? 's' : ''} ${errors.map((e) => e.field).join(' and ')} must be a UUID.`);
+  }
+  return { workflowId: values.workflow_id!, jobId: values.job_id! };
+}
+
+export function jobsRoutes(deps: ApiDeps): Router {
+  const { store, clock, idempotency } = deps;
+  const router = new Router();
+  const session = requireSession(deps.sessions, deps.config);
+
+  router.post('/workflows/:workflow_id/jobs/schedule', session, async (ctx) => {
+    const id = workflowId(ctx);
+    const key = readIdempotencyKey(ctx);
+    const raw = await readJsonBody(ctx);
+    // No body and `{}` are the same logical request (one fingerprint).
+    const body: ScheduleJobBody = raw === undefined ? {} : readSchedule(raw);
+    const userId = userIdOf(ctx);
+    await idempotency.run(ctx, userId, key, { scope: `POST /workflows/${id}/jobs/schedule`, body }, async (tx) => {
+      // Locked so a concurrent terminate or update cannot slip between the check and the insert.
+      const workflow = await tx.workflows.findForUser(userId, id, { lock: true });
+      if (!workflow) throw notFound('The workflow');
+      if (workflow.terminatedAt !== null) {
+        throw new OrlojError('workflow_terminated', 'The workflow is terminated: update it (PUT) to reactivate it first.');
+      }
+      if (workflow.buildStatus === 'FAILED') {
+        throw new OrlojError('workflow_build_failed', "The workflow's build failed: update it (PUT) to rebuild it first.");
+      }
+      const now = clock.now();
+      // A manual run: due now, waits its turn behind a running job; the automatic schedule is untouched.
+      const job: Job = {
+        id: newId(),
+        workflowId: workflow.id,
+        userId,
+        generation: workflow.generation,
+        trigger: 'MANUAL',
+        status: 'PENDING',
+        slotAt: now,
+        scheduledAt: now,
+        attempts: 0,
+        queuedAt: null,
+        runnerId: null,
+        leaseExpiresAt: null,
+        containerId: null,
+        startedAt: null,
+        completedAt: null,
+        statusReasonCode: null,
+        statusReasonMessage: null,
+        createdAt: now,
+        updatedAt: now,
+      };
+      await tx.jobs.insert(job);
+      return { status: 201, body: { id: job.id } };
+    });
+  });
+
+  router.get('/workflows/:workflow_id/jobs', session, async (ctx) => {
+    const id = workflowId(ctx);
+    const q = new QueryReader(ctx.query);
+    const cursor = q.string('cursor', 512);
+    const status = q.enumOf('status', JOB_STATUSES);
+    const trigger = q.enumOf('trigger', JOB_TRIGGERS);
+    const limit = q.int('limit', 1, 100) ?? JOB_PAGE_SIZE;
+    q.done();
+    // Bound to the workflow: a cursor from another workflow's job list is 400.
+    const list = `jobs:${id}`;
+    const after = decodeCursor(list, cursor);
+    if (!(await store.workflows.findForUser(userIdOf(ctx), id))) throw notFound('The workflow');
+    const rows = await store.jobs.list({ workflowId: id, status, trigger, after, limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    ctx.body = {
+      jobs: page.map((j) => presentJob(j, { inList: true })),
+      cursor: rows.length > limit && last ? encodeCursor(list, { k: last.scheduledAt, id: last.id }) : '',
+    };
+  });
+
+  router.get(JOB_PATH, session, async (ctx) => {
+    const { workflowId: wid, jobId } = jobParams(ctx);
+    const job = await store.jobs.findForUser(userIdOf(ctx), wid, jobId);
+    if (!job) throw notFound('The job');
+    ctx.body = presentJob(job);
+  });
+
+  return router;
+}
