@@ -80,15 +80,17 @@ export function createApp(options: AppOptions): Koa {
   for (const r of [authRoutes(deps), usersRoutes(deps), workflowsRoutes(deps), jobsRoutes(deps)]) router.use(r.routes());
   app.use(router.routes());
   const allowed = router.allowedMethods();
-  app.use(async (ctx, next) => {
-    await allowed(ctx as Parameters<typeof allowed>[0], next);
-    if (ctx.status === 405 || ctx.status === 501) {
+  // After the routes: OPTIONS answers 204 with Allow, a known path with a wrong
+  // method 405 with Allow, anything else 404 — the last two as problem documents.
+  app.use(async (ctx) => {
+    await allowed(ctx as Parameters<typeof allowed>[0], async () => {});
+    if (ctx.method === 'OPTIONS' && ctx.status === 200) {
+      ctx.status = 204;
+      ctx.body = null;
+    } else if (ctx.status === 405 || ctx.status === 501) {
       sendProblem(ctx, new OrlojError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}.`));
       ctx.status = 405;
-    }
-  });
-  app.use((ctx) => {
-    if (ctx.body === undefined && ctx.status === 404) {
+    } else if (ctx.body === undefined && ctx.status === 404) {
       sendProblem(ctx, new OrlojError('route_not_found', `There is no route ${ctx.method} ${ctx.path}.`));
     }
   });
