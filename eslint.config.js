@@ -18,7 +18,7 @@ const forbidRoles = (self, allowed = []) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'dashboard/**', 'data/**', 'artifacts/**', 'scripts/*.cjs'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', 'dashboard/**', 'data/**', 'artifacts/**', '**/*.cjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

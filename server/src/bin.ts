@@ -38,10 +38,10 @@ async function main(argv: string[]): Promise<number> {
   const roles = parseRoles(values.roles ?? 'all');
   // Handlers go in before anything is started or printed: a signal that arrives
   // while there is no listener would kill the process without draining.
-  let orloj: RunningOrloj | undefined;
+  const running: { orloj?: RunningOrloj } = {};
   let signalled = false;
   const shutdown = () =>
-    (orloj ? orloj.stop() : Promise.resolve()).then(
+    (running.orloj ? running.orloj.stop() : Promise.resolve()).then(
       () => process.exit(0),
       (err: unknown) => {
         console.error('shutdown failed:', err);
@@ -56,11 +56,11 @@ async function main(argv: string[]): Promise<number> {
     }
     signalled = true;
     console.log(`${signal}: shutting down (send again to force)`);
-    if (orloj) void shutdown();
+    if (running.orloj) void shutdown();
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  orloj = await startOrloj({ roles });
+  const orloj = (running.orloj = await startOrloj({ roles }));
   if (orloj.port !== undefined) {
     console.log(`orloj is running (${roles.join(', ')}) at ${orloj.config.serverHostUrl} (listening on ${orloj.config.host}:${orloj.port})`);
   }
