@@ -34,6 +34,8 @@ export interface SchedulerConfig {
   jobLeaseTtlMs: number;
   /** A QUEUED job not started for this long is re-enqueued as a new attempt; its old message expires then. */
   queueTimeoutMs: number;
+  /** A QUEUED job whose message the bus never confirmed for this long is handed out again (the leader died mid-dispatch). */
+  unsentTimeoutMs: number;
   /** A CONTAINER build with no result for this long is requested again. */
   buildTimeoutMs: number;
   /** Runner attempts per job before a SYSTEM failure becomes final. */
@@ -50,6 +52,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   leaderLeaseTtlMs: 15_000,
   jobLeaseTtlMs: 30_000,
   queueTimeoutMs: 10 * 60_000,
+  unsentTimeoutMs: 15_000,
   buildTimeoutMs: 5 * 60_000,
   maxAttempts: 3,
   batchSize: 500,
@@ -202,7 +205,7 @@ export class Scheduler {
       );
       if (moved) queued.push([moved, workflow]);
     }
-    await Promise.all(queued.map(([job, workflow]) => this.sendJob(job, workflow)));
+    await this.sendJobs(queued);
   }
 
   /** The one-active-job-per-workflow key refuses a second QUEUED job; that job simply waits. */
@@ -215,23 +218,33 @@ export class Scheduler {
     }
   }
 
-  private async sendJob(job: Job, workflow: Workflow): Promise<void> {
-    const body: JobRunMessage = {
-      job_id: job.id,
-      workflow_id: job.workflowId,
-      attempt: job.attempts,
-      kind: workflow.kind,
-      payload: workflow.payload,
-      log_retention: workflow.logRetention,
-    };
-    try {
-      // The message expires when the sweep would hand the job out again, so a
-      // late delivery of this attempt is refused instead of running twice.
-      await this.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, body, this.config.queueTimeoutMs);
-    } catch (err) {
-      // The job stays QUEUED; the sweep re-enqueues it after queueTimeoutMs.
-      this.log.warn({ err, jobId: job.id }, 'could not hand a job to the runners; it will be retried');
-    }
+  /**
+   * Publishes the jobs' messages and records which ones the bus confirmed. A
+   * message expires when the sweep would hand its job out again, so a late
+   * delivery of an old attempt is refused instead of running twice. A job whose
+   * publish failed stays QUEUED and unconfirmed; the sweep hands it out again.
+   */
+  private async sendJobs(jobs: readonly (readonly [Job, Workflow])[]): Promise<void> {
+    const sent: { id: string; attempts: number }[] = [];
+    await Promise.all(
+      jobs.map(async ([job, workflow]) => {
+        const body: JobRunMessage = {
+          job_id: job.id,
+          workflow_id: job.workflowId,
+          attempt: job.attempts,
+          kind: workflow.kind,
+          payload: workflow.payload,
+          log_retention: workflow.logRetention,
+        };
+        try {
+          await this.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, body, this.config.queueTimeoutMs);
+          sent.push({ id: job.id, attempts: job.attempts });
+        } catch (err) {
+          this.log.warn({ err, jobId: job.id }, 'could not hand a job to the runners; it will be retried');
+        }
+      }),
+    );
+    await this.deps.store.jobs.markDispatched(sent, this.deps.clock.now());
   }
 
   // ---- recovery -------------------------------------------------------------
@@ -240,7 +253,7 @@ export class Scheduler {
     const { store } = this.deps;
     const lost = [
       ...(await store.jobs.expiredLeases(now, this.config.batchSize)),
-      ...(await store.jobs.staleQueued(now - this.config.queueTimeoutMs, this.config.batchSize)),
+      ...(await store.jobs.staleQueued(now - this.config.queueTimeoutMs, now - this.config.unsentTimeoutMs, this.config.batchSize)),
     ];
     for (const job of lost) await this.retryOrFail(job, now, reasons.leaseLost(job.attempts));
   }
@@ -270,7 +283,7 @@ export class Scheduler {
       );
       if (retried) {
         this.log.warn({ jobId: job.id, attempt: retried.attempts }, 'retrying a job on another runner');
-        await this.sendJob(retried, workflow);
+        await this.sendJobs([[retried, workflow]]);
       }
       return;
     }

@@ -175,6 +175,22 @@ describeEachEngine('scheduler', (db) => {
     assert.equal((await store().workflows.findById(w.id))?.consecutiveJobFailuresCount, 1);
   });
 
+  it('hands out again, as a new attempt, a job queued by a leader that died before publishing it', async () => {
+    const w = await built();
+    const { newJob } = await import('@orloj/scheduler');
+    const job = newJob(w, 'MANUAL', r.clock.now(), r.clock.now());
+    await store().jobs.insert(job);
+    // what the dead leader managed: the state change, not the message
+    await store().jobs.transition(job.id, 'QUEUED', r.clock.now(), { attempts: 1, queuedAt: r.clock.now() });
+    await scheduler.tick();
+    assert.equal(r.runners.jobs.length, 0);
+    r.clock.advance(15_001);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 1, 'the job handed out again');
+    assert.equal(r.runners.jobs[0]!.attempt, 2);
+    assert.ok((await store().jobs.findById(job.id))?.attempts === 2);
+  });
+
   it('ignores events about an old attempt and tells that runner to stop', async () => {
     await built();
     r.clock.advance(MINUTE);

@@ -100,6 +100,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         replicaId: config.scheduler.id,
         config: {
           tickMs: config.scheduler.tickMs,
+          leaderLeaseTtlMs: config.scheduler.leaderLeaseTtlMs,
           jobLeaseTtlMs: config.scheduler.jobLeaseTtlMs,
           queueTimeoutMs: config.scheduler.queueTimeoutMs,
           buildTimeoutMs: config.scheduler.buildTimeoutMs,

@@ -41,6 +41,7 @@ export interface Config {
     /** This replica's name in the leader lease. */
     readonly id: string;
     readonly tickMs: number;
+    readonly leaderLeaseTtlMs: number;
     readonly jobLeaseTtlMs: number;
     readonly queueTimeoutMs: number;
     readonly buildTimeoutMs: number;
@@ -199,6 +200,7 @@ export function loadConfig(env: Env = process.env): Config {
     scheduler: {
       id: r.string('SCHEDULER_ID', `scheduler-${os.hostname()}-${process.pid}`),
       tickMs: r.duration('SCHEDULER_TICK', '1s'),
+      leaderLeaseTtlMs: r.duration('LEADER_LEASE_TTL', '15s'),
       jobLeaseTtlMs: r.duration('JOB_LEASE_TTL', '30s'),
       queueTimeoutMs: r.duration('JOB_QUEUE_TIMEOUT', '10m'),
       buildTimeoutMs: r.duration('BUILD_TIMEOUT', '5m'),

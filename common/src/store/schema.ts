@@ -56,6 +56,7 @@ export interface JobsTable {
   scheduled_at: number;
   attempts: number;
   queued_at: number | null;
+  dispatched_at: Generated<number | null>;
   runner_id: string | null;
   lease_expires_at: number | null;
   stop_requested_at: number | null;

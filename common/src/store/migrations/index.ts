@@ -2,6 +2,7 @@ import type { Kysely, Migration, MigrationProvider } from 'kysely';
 import type { DialectHelpers } from '../dialect.js';
 import * as m0001 from './0001-initial.js';
 import * as m0002 from './0002-jobs.js';
+import * as m0003 from './0003-job-dispatch.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -11,6 +12,7 @@ interface DialectMigration {
 const MIGRATIONS: Record<string, DialectMigration> = {
   '0001-initial': m0001,
   '0002-jobs': m0002,
+  '0003-job-dispatch': m0003,
 };
 
 /** The same migrations for both engines; dialect differences come in through the helpers. */

@@ -132,6 +132,8 @@ export class JobsRepo {
       .set({
         status: to,
         updated_at: now,
+        // a new attempt is not sent until the bus confirms it
+        ...(to === 'QUEUED' ? { dispatched_at: null } : {}),
         ...(fields.attempts !== undefined ? { attempts: fields.attempts } : {}),
         ...(fields.queuedAt !== undefined ? { queued_at: fields.queuedAt } : {}),
         ...(fields.runnerId !== undefined ? { runner_id: fields.runnerId } : {}),
@@ -228,13 +230,33 @@ export class JobsRepo {
     return out;
   }
 
-  /** QUEUED jobs handed out before `queuedBefore` (their message is presumed lost). */
-  async staleQueued(queuedBefore: number, limit: number): Promise<Job[]> {
+  /** Records that these attempts' messages were confirmed by the bus. */
+  async markDispatched(attempts: readonly { id: string; attempts: number }[], now: number): Promise<void> {
+    if (attempts.length === 0) return;
+    await this.db
+      .updateTable('jobs')
+      .set({ dispatched_at: now })
+      .where('status', '=', 'QUEUED')
+      .where((eb) => eb.or(attempts.map((a) => eb.and([eb('id', '=', a.id), eb('attempts', '=', a.attempts)]))))
+      .execute();
+  }
+
+  /**
+   * QUEUED jobs presumed lost: sent before `sentBefore` and never started
+   * (the message expired), or never confirmed sent by `unsentBefore` (the
+   * leader died between queueing and publishing).
+   */
+  async staleQueued(sentBefore: number, unsentBefore: number, limit: number): Promise<Job[]> {
     const rows = await this.db
       .selectFrom('jobs')
       .selectAll()
       .where('status', '=', 'QUEUED')
-      .where('queued_at', '<', queuedBefore)
+      .where((eb) =>
+        eb.or([
+          eb.and([eb('dispatched_at', 'is not', null), eb('queued_at', '<', sentBefore)]),
+          eb.and([eb('dispatched_at', 'is', null), eb('queued_at', '<', unsentBefore)]),
+        ]),
+      )
       .orderBy('queued_at')
       .limit(limit)
       .execute();
