@@ -3,6 +3,7 @@ import {
   MESSAGE_TYPES,
   mostRecentSlot,
   newId,
+  newJob,
   parsePayload,
   QUEUES,
   reasons,
@@ -109,7 +110,7 @@ export class Scheduler {
 
   /** Starts applying events and (unless `leaderLoop` is false, as in tests that call tick()) the leader loop. */
   async start(options: { leaderLoop?: boolean } = {}): Promise<void> {
-    this.events = await this.deps.bus.consume(QUEUES.jobEvents, (envelope) => this.onEvent(envelope), {
+    this.events = await this.deps.bus.consume(QUEUES.jobEvents, (envelope) => this.applyPatiently(envelope), {
       prefetch: this.config.eventPrefetch,
     });
     if (options.leaderLoop !== false) this.loop = this.run();
@@ -318,6 +319,25 @@ export class Scheduler {
 
   // ---- events from runners (every replica) ----------------------------------
 
+  /**
+   * Applies an event, waiting out a store outage (a database restart) with
+   * backoff instead of failing the delivery: failed deliveries count toward
+   * dead-lettering, and a runner's result must not be lost that way. Only an
+   * error that persists for about a minute goes back to the bus.
+   */
+  private async applyPatiently(envelope: Envelope): Promise<void> {
+    let delay = 100;
+    for (let elapsed = 0; ; elapsed += delay, delay = Math.min(delay * 2, 10_000)) {
+      try {
+        return await this.onEvent(envelope);
+      } catch (err) {
+        if (elapsed >= 60_000 || this.abort.signal.aborted) throw err;
+        this.log.warn({ err, type: envelope.type }, 'could not apply an event; retrying');
+        await this.deps.clock.sleep(delay, this.abort.signal);
+      }
+    }
+  }
+
   private async onEvent(envelope: Envelope): Promise<void> {
     const now = this.deps.clock.now();
     switch (envelope.type) {
@@ -398,28 +418,4 @@ export class Scheduler {
   private async publish(queue: string, type: string, body: unknown, ttlMs: number): Promise<void> {
     await this.deps.bus.publish(queue, type, body, { ttlMs });
   }
-}
-
-export function newJob(w: Workflow, trigger: Job['trigger'], slotAt: number, now: number): Job {
-  return {
-    id: newId(),
-    workflowId: w.id,
-    userId: w.userId,
-    generation: w.generation,
-    trigger,
-    status: 'PENDING',
-    slotAt,
-    scheduledAt: slotAt,
-    attempts: 0,
-    queuedAt: null,
-    runnerId: null,
-    leaseExpiresAt: null,
-    containerId: null,
-    startedAt: null,
-    completedAt: null,
-    statusReasonCode: null,
-    statusReasonMessage: null,
-    createdAt: now,
-    updatedAt: now,
-  };
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { silentLogger, type Job, type Store } from '@orloj/common';
+import { newJob, silentLogger, type Job, type Store } from '@orloj/common';
 import { Scheduler } from '@orloj/scheduler';
 import { describeEachEngine } from '../../common/test/support/stores.js';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
@@ -177,7 +177,6 @@ describeEachEngine('scheduler', (db) => {
 
   it('hands out again, as a new attempt, a job queued by a leader that died before publishing it', async () => {
     const w = await built();
-    const { newJob } = await import('@orloj/scheduler');
     const job = newJob(w, 'MANUAL', r.clock.now(), r.clock.now());
     await store().jobs.insert(job);
     // what the dead leader managed: the state change, not the message
@@ -272,7 +271,6 @@ describeEachEngine('scheduler', (db) => {
 
   it('dispatches a manual job and never runs it beside another job of the workflow', async () => {
     const w = await built();
-    const { newJob } = await import('@orloj/scheduler');
     await store().jobs.insert(newJob(w, 'MANUAL', r.clock.now(), r.clock.now()));
     await store().jobs.insert(newJob(w, 'MANUAL', r.clock.now(), r.clock.now()));
     await scheduler.tick();

@@ -6,12 +6,11 @@ import {
   isUuid,
   JOB_STATUSES,
   JOB_TRIGGERS,
-  newId,
+  newJob,
   notFound,
   OrlojError,
   validationError,
   type FieldError,
-  type Job,
 } from '@orloj/common';
 import type { ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
@@ -84,27 +83,7 @@ export function jobsRoutes(deps: ApiDeps): Router {
       }
       const now = clock.now();
       // A manual run: due now, waits its turn behind a running job; the automatic schedule is untouched.
-      const job: Job = {
-        id: newId(),
-        workflowId: workflow.id,
-        userId,
-        generation: workflow.generation,
-        trigger: 'MANUAL',
-        status: 'PENDING',
-        slotAt: now,
-        scheduledAt: now,
-        attempts: 0,
-        queuedAt: null,
-        runnerId: null,
-        leaseExpiresAt: null,
-        containerId: null,
-        startedAt: null,
-        completedAt: null,
-        statusReasonCode: null,
-        statusReasonMessage: null,
-        createdAt: now,
-        updatedAt: now,
-      };
+      const job = newJob(workflow, 'MANUAL', now, now);
       await tx.jobs.insert(job);
       return { status: 201, body: { id: job.id } };
     });

@@ -1,4 +1,6 @@
+import { newId } from '../ids.js';
 import type { JobStatus, JobTrigger, ReasonCode } from './job.js';
+import type { Workflow } from './workflow.js';
 
 /** A job as the store keeps it. */
 export interface Job {
@@ -22,4 +24,29 @@ export interface Job {
   statusReasonMessage: string | null;
   createdAt: number;
   updatedAt: number;
+}
+
+/** A new PENDING job of the workflow's current generation, due at `slotAt`. */
+export function newJob(w: Workflow, trigger: JobTrigger, slotAt: number, now: number): Job {
+  return {
+    id: newId(),
+    workflowId: w.id,
+    userId: w.userId,
+    generation: w.generation,
+    trigger,
+    status: 'PENDING',
+    slotAt,
+    scheduledAt: slotAt,
+    attempts: 0,
+    queuedAt: null,
+    runnerId: null,
+    leaseExpiresAt: null,
+    containerId: null,
+    startedAt: null,
+    completedAt: null,
+    statusReasonCode: null,
+    statusReasonMessage: null,
+    createdAt: now,
+    updatedAt: now,
+  };
 }
