@@ -31,6 +31,8 @@ export const MESSAGE_TYPES = {
   jobHeartbeat: 'job.heartbeat',
   jobFinished: 'job.finished',
   buildFinished: 'build.finished',
+  logBatch: 'log.batch',
+  liveLogs: 'log.live',
   jobStop: 'job.stop',
 } as const;
 
@@ -43,7 +45,43 @@ export const PRODUCER_POLICY: ProducerPolicy = {
   [MESSAGE_TYPES.jobHeartbeat]: ['runners'],
   [MESSAGE_TYPES.jobFinished]: ['runners'],
   [MESSAGE_TYPES.buildFinished]: ['runners'],
+  [MESSAGE_TYPES.logBatch]: ['runners'],
+  [MESSAGE_TYPES.liveLogs]: ['log-ingest'],
 };
+
+export interface LogLineMessage {
+  sequence_num: number;
+  stream: 'stdout' | 'stderr';
+  message: string;
+  /** ms since the epoch */
+  timestamp: number;
+}
+
+/**
+ * runners → log-ingest: consecutive lines of one job attempt. A line's
+ * event_id is `<job_id>:<attempt>:<sequence_num>`, so a redelivered batch is
+ * recognised line by line.
+ */
+export interface LogBatchMessage {
+  job_id: string;
+  workflow_id: string;
+  attempt: number;
+  /** Whether the workflow keeps its lines (they are counted either way). */
+  retain: boolean;
+  lines: LogLineMessage[];
+}
+
+/** log-ingest → every api replica: lines just stored, for live tails. */
+export interface LiveLogsMessage {
+  job_id: string;
+  workflow_id: string;
+  attempt: number;
+  lines: LogLineMessage[];
+}
+
+export function logEventId(jobId: string, attempt: number, sequenceNum: number): string {
+  return `${jobId}:${attempt}:${sequenceNum}`;
+}
 
 export interface JobRunMessage {
   job_id: string;

@@ -69,6 +69,23 @@ export interface JobsTable {
   updated_at: number;
 }
 
+export interface JobLogsTable {
+  job_id: string;
+  attempt: number;
+  sequence_num: number;
+  stream: 'stdout' | 'stderr';
+  message: string;
+  timestamp: number;
+}
+
+export interface JobLogCountsTable {
+  job_id: string;
+  attempt: number;
+  workflow_id: string;
+  user_id: string;
+  lines: number;
+}
+
 export interface LeasesTable {
   name: string;
   holder: string;
@@ -92,6 +109,8 @@ export interface Database {
   workflows: WorkflowsTable;
   idempotency_keys: IdempotencyKeysTable;
   jobs: JobsTable;
+  job_logs: JobLogsTable;
+  job_log_counts: JobLogCountsTable;
   leases: LeasesTable;
 }
 

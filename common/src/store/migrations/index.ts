@@ -3,6 +3,7 @@ import type { DialectHelpers } from '../dialect.js';
 import * as m0001 from './0001-initial.js';
 import * as m0002 from './0002-jobs.js';
 import * as m0003 from './0003-job-dispatch.js';
+import * as m0004 from './0004-job-logs.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -13,6 +14,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0001-initial': m0001,
   '0002-jobs': m0002,
   '0003-job-dispatch': m0003,
+  '0004-job-logs': m0004,
 };
 
 /** The same migrations for both engines; dialect differences come in through the helpers. */
