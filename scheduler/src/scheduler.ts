@@ -129,39 +129,23 @@ export class Scheduler {
   private async run(): Promise<void> {
     const { clock } = this.deps;
     while (!this.abort.signal.aborted) {
-      let wait = this.config.tickMs;
       try {
-        if (await this.lease.renew()) wait = await this.tick();
+        if (await this.lease.renew()) await this.tick();
       } catch (err) {
         this.log.error({ err }, 'scheduler tick failed; retrying on the next tick');
       }
-      await clock.sleep(wait, this.abort.signal);
+      await clock.sleep(this.config.tickMs, this.abort.signal);
     }
   }
 
-  /**
-   * One pass of the leader's work. Safe to run concurrently with another
-   * leader. Due slots and dispatch repeat while full batches keep coming (up
-   * to a third of the lease), so throughput is not capped at one batch per
-   * tick. Returns how long to sleep: until the next due slot, at most a tick.
-   */
-  async tick(): Promise<number> {
-    const { clock, store } = this.deps;
-    const started = clock.now();
-    let now = started;
+  /** One pass of the leader's work. Safe to run concurrently with another leader. */
+  async tick(): Promise<void> {
+    const now = this.deps.clock.now();
     await this.startBuilds(now);
-    for (;;) {
-      const created = await this.createDueJobs(now);
-      const dispatched = await this.dispatch(now);
-      if (created < this.config.batchSize && dispatched < this.config.batchSize) break;
-      if (clock.now() - started > this.config.leaderLeaseTtlMs / 3) break;
-      now = clock.now();
-    }
+    await this.createDueJobs(now);
+    await this.dispatch(now);
     await this.recover(now);
     await this.requestStops(now);
-    const nextDue = await store.workflows.earliestDue();
-    const after = clock.now();
-    return nextDue === undefined ? this.config.tickMs : Math.max(0, Math.min(this.config.tickMs, nextDue - after));
   }
 
   // ---- builds ---------------------------------------------------------------
@@ -188,30 +172,30 @@ export class Scheduler {
 
   // ---- due slots ------------------------------------------------------------
 
-  private async createDueJobs(now: number): Promise<number> {
+  private async createDueJobs(now: number): Promise<void> {
     const { store } = this.deps;
     const due = await store.workflows.due(now, this.config.batchSize);
-    if (due.length === 0) return 0;
-    // due() leaves out workflows with an open job: they stay due, and once that
-    // job ends their most recent missed slot runs (once), then the schedule continues.
+    if (due.length === 0) return;
     await store.transaction(async (tx) => {
+      // A workflow with an open job stays due: once that job ends, its most
+      // recent missed slot runs (once), then the schedule continues.
+      const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
       for (const w of due) {
-        if (w.buildCompletedAt === null) continue;
+        if (busy.has(w.id) || w.buildCompletedAt === null) continue;
         const intervalMs = w.intervalMinutes * 60_000;
         const slot = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
         await tx.jobs.insert(newJob(w, 'AUTOMATIC', slot, now));
         await tx.workflows.setNextDue(w.id, slot + intervalMs);
       }
     });
-    return due.length;
   }
 
   // ---- dispatch -------------------------------------------------------------
 
-  private async dispatch(now: number): Promise<number> {
+  private async dispatch(now: number): Promise<void> {
     const { store } = this.deps;
     const jobs = await store.jobs.dispatchable(now, this.config.batchSize);
-    if (jobs.length === 0) return 0;
+    if (jobs.length === 0) return;
     const workflows = new Map((await store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
     const queued: [Job, Workflow][] = [];
     for (const job of jobs) {
@@ -223,7 +207,6 @@ export class Scheduler {
       if (moved) queued.push([moved, workflow]);
     }
     await this.sendJobs(queued);
-    return jobs.length;
   }
 
   /** The one-active-job-per-workflow key refuses a second QUEUED job; that job simply waits. */

@@ -232,16 +232,13 @@ export class JobsRepo {
 
   /** Records that these attempts' messages were confirmed by the bus. */
   async markDispatched(attempts: readonly { id: string; attempts: number }[], now: number): Promise<void> {
-    // in chunks: one OR term per job keeps expressions well below the engines' depth limits
-    for (let i = 0; i < attempts.length; i += 100) {
-      const chunk = attempts.slice(i, i + 100);
-      await this.db
-        .updateTable('jobs')
-        .set({ dispatched_at: now })
-        .where('status', '=', 'QUEUED')
-        .where((eb) => eb.or(chunk.map((a) => eb.and([eb('id', '=', a.id), eb('attempts', '=', a.attempts)]))))
-        .execute();
-    }
+    if (attempts.length === 0) return;
+    await this.db
+      .updateTable('jobs')
+      .set({ dispatched_at: now })
+      .where('status', '=', 'QUEUED')
+      .where((eb) => eb.or(attempts.map((a) => eb.and([eb('id', '=', a.id), eb('attempts', '=', a.attempts)]))))
+      .execute();
   }
 
   /**
@@ -277,6 +274,19 @@ export class JobsRepo {
       .limit(limit)
       .execute();
     return rows.map(toJob);
+  }
+
+  /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */
+  async workflowsWithOpenJobs(workflowIds: readonly string[]): Promise<Set<string>> {
+    if (workflowIds.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select('workflow_id')
+      .distinct()
+      .where('workflow_id', 'in', workflowIds)
+      .where('status', 'in', ['PENDING', 'QUEUED', 'RUNNING'])
+      .execute();
+    return new Set(rows.map((r) => r.workflow_id));
   }
 
   /** RUNNING jobs of terminated workflows whose runners were not asked to stop since `askedBefore`. */

@@ -251,45 +251,18 @@ export class WorkflowsRepo {
     return Number(r.numUpdatedRows) === 1;
   }
 
-  /**
-   * Active, built workflows whose next slot is due at `now` and that have no
-   * open job: a workflow with one waits (it stays due) until that job ends.
-   */
+  /** Active, built workflows whose next slot is due at `now`. */
   async due(now: number, limit: number): Promise<Workflow[]> {
     const rows = await this.db
-      .selectFrom('workflows as w')
-      .selectAll('w')
-      .where('w.next_due_at', '<=', now)
-      .where('w.build_status', '=', 'COMPLETED')
-      .where('w.terminated_at', 'is', null)
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('jobs as j')
-              .select('j.id')
-              .whereRef('j.workflow_id', '=', 'w.id')
-              .where('j.status', 'in', ['PENDING', 'QUEUED', 'RUNNING']),
-          ),
-        ),
-      )
-      .orderBy('w.next_due_at')
-      .limit(limit)
-      .execute();
-    return rows.map(toWorkflow);
-  }
-
-  /** The earliest next slot of any active, built workflow (when the leader should look next). */
-  async earliestDue(): Promise<number | undefined> {
-    const row = await this.db
       .selectFrom('workflows')
-      .select('next_due_at')
-      .where('next_due_at', 'is not', null)
+      .selectAll()
+      .where('next_due_at', '<=', now)
       .where('build_status', '=', 'COMPLETED')
       .where('terminated_at', 'is', null)
       .orderBy('next_due_at')
-      .limit(1)
-      .executeTakeFirst();
-    return row?.next_due_at ?? undefined;
+      .limit(limit)
+      .execute();
+    return rows.map(toWorkflow);
   }
 
   async setNextDue(id: string, nextDueAt: number): Promise<void> {
