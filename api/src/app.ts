@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import Koa from 'koa';
 import Router from '@koa/router';
-import { OrlojError, type Clock, type Logger, type ResolvedConfig, type Store } from '@orloj/common';
+import { OrlojError, type Clock, type Logger, type ResolvedConfig, type SignedBus, type Store } from '@orloj/common';
 import type { ApiDeps } from './deps.js';
 import { errorMiddleware, sendProblem, withHeaders } from './http/problem.js';
 import { corsMiddleware } from './http/cors.js';
@@ -13,6 +13,9 @@ import { authRoutes } from './routes/auth.routes.js';
 import { usersRoutes } from './routes/users.routes.js';
 import { workflowsRoutes } from './routes/workflows.routes.js';
 import { jobsRoutes } from './routes/jobs.routes.js';
+import { logsRoutes } from './routes/logs.routes.js';
+import { eventsRoutes } from './routes/events.routes.js';
+import { LiveTailHub, type LiveTailSettings } from './http/live-tail.js';
 import { openApiDocument } from './openapi.js';
 
 export interface AppOptions {
@@ -20,6 +23,27 @@ export interface AppOptions {
   config: ResolvedConfig;
   clock: Clock;
   logger: Logger;
+  /**
+   * The bus as the api role (`roleBus({ bus, role: 'api', … })`): live tails
+   * then get lines from log-ingest's broadcasts. Without it they poll the store.
+   */
+  bus?: SignedBus | undefined;
+  /** Live tail timings and limits (tests shorten them). */
+  liveTail?: Partial<LiveTailSettings> | undefined;
+  /** The tails registry; ApiServer passes its own so stop() can end open streams. */
+  tails?: LiveTailHub | undefined;
+}
+
+/** The live tails of an app built from these options. */
+export function createLiveTailHub(options: AppOptions): LiveTailHub {
+  return new LiveTailHub({
+    store: options.store,
+    clock: options.clock,
+    logger: options.logger,
+    bus: options.bus,
+    // With in-process limits off, the ingress enforces the stream limit too.
+    settings: { ...(options.config.rateLimit.enabled ? {} : { maxStreamsPerClient: 0 }), ...options.liveTail },
+  });
 }
 
 /** The production ingress serves every route below this prefix; orloj serves both forms. */
@@ -35,6 +59,7 @@ export function createApp(options: AppOptions): Koa {
   const { config, clock, logger } = options;
   const deps: ApiDeps = {
     ...options,
+    tails: options.tails ?? createLiveTailHub(options),
     sessions: new SessionManager(options.store, config, clock),
     idempotency: new IdempotencyGuard(options.store, clock),
   };
@@ -77,7 +102,7 @@ export function createApp(options: AppOptions): Koa {
     ctx.set('Cache-Control', 'public, max-age=300');
     ctx.body = openApiDocument;
   });
-  for (const r of [authRoutes(deps), usersRoutes(deps), workflowsRoutes(deps), jobsRoutes(deps)]) router.use(r.routes());
+  for (const r of [authRoutes(deps), usersRoutes(deps), workflowsRoutes(deps), jobsRoutes(deps), logsRoutes(deps), eventsRoutes(deps)]) router.use(r.routes());
   app.use(router.routes());
   const allowed = router.allowedMethods();
   // After the routes: OPTIONS answers 204 with Allow, a known path with a wrong

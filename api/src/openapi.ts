@@ -67,6 +67,15 @@ const cursorParam = {
   schema: { type: 'string' },
 };
 
+const logLimitParam = { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } };
+const logStreamParam = { name: 'stream', in: 'query', description: 'Exact match.', schema: { enum: ['stdout', 'stderr'] } };
+const logQueryParam = (more: string) => ({
+  name: 'q',
+  in: 'query',
+  description: `Case-insensitive literal substring of the message (no pattern characters: % _ \\ * are plain). Omit it to filter by stream only. ${more}`,
+  schema: { type: 'string', minLength: 1, maxLength: 1000 },
+});
+
 export const openApiDocument = {
   openapi: '3.1.0',
   info: {
@@ -186,6 +195,69 @@ export const openApiDocument = {
         properties: {
           jobs: { type: 'array', items: { allOf: [ref('Job'), { required: ['attempts'] }] } },
           cursor: { type: 'string', description: 'Empty when there is no further page.' },
+        },
+        additionalProperties: false,
+      },
+      LogEntry: {
+        type: 'object',
+        required: ['timestamp', 'message', 'sequence_num', 'stream', 'event_id'],
+        properties: {
+          timestamp: dateTime,
+          message: {
+            type: 'string',
+            description: 'The line as captured. In search results every match is wrapped in the page\'s `highlight_token` (before and after).',
+          },
+          sequence_num: { type: 'integer', minimum: 0, description: 'Order of the line within the job attempt, from 0, shared by both streams.' },
+          stream: { enum: ['stdout', 'stderr'] },
+          event_id: { type: 'string', description: '`<job_id>:<attempt>:<sequence_num>`: stable and unique.' },
+        },
+        additionalProperties: false,
+      },
+      LogPage: {
+        type: 'object',
+        required: ['id', 'workflow_id', 'logs', 'cursor', 'highlight_token'],
+        properties: {
+          id: { ...uuid, description: 'The job id.' },
+          workflow_id: uuid,
+          logs: { type: 'array', items: ref('LogEntry'), description: 'Newest first (sequence_num descending).' },
+          cursor: { type: 'string', description: 'Empty when there is no further page.' },
+          highlight_token: {
+            type: 'string',
+            pattern: '^[0-9a-f]{32}$',
+            description: 'Fresh per response; in search results it is inserted immediately before and after every match, and nowhere else.',
+          },
+        },
+        additionalProperties: false,
+      },
+      LogDownloadEntry: {
+        type: 'object',
+        required: ['timestamp', 'sequence_num', 'stream', 'event_id', 'message_raw'],
+        properties: {
+          timestamp: dateTime,
+          sequence_num: { type: 'integer', minimum: 0 },
+          stream: { enum: ['stdout', 'stderr'] },
+          event_id: { type: 'string' },
+          message_raw: { type: 'string', description: 'The line exactly as captured.' },
+          message_json: { description: 'Present when message_raw is valid JSON (any JSON value): that value.' },
+        },
+        additionalProperties: false,
+      },
+      LogDownload: {
+        type: 'object',
+        required: ['id', 'workflow_id', 'filters', 'logs'],
+        properties: {
+          id: { ...uuid, description: 'The job id.' },
+          workflow_id: uuid,
+          filters: {
+            type: 'object',
+            required: ['q', 'stream'],
+            properties: {
+              q: { type: 'string', description: 'The text filter; empty when none was given.' },
+              stream: { enum: ['all', 'stdout', 'stderr'] },
+            },
+            additionalProperties: false,
+          },
+          logs: { type: 'array', items: ref('LogDownloadEntry'), description: 'Oldest first (sequence_num ascending).' },
         },
         additionalProperties: false,
       },
@@ -399,6 +471,111 @@ export const openApiDocument = {
           ...invalid,
           ...common,
           '404': problem('No such job of this workflow of yours.'),
+        },
+      },
+    },
+    '/workflows/{workflow_id}/jobs/{job_id}/logs': {
+      parameters: [workflowIdParam, jobIdParam],
+      get: {
+        summary: "List a job's log lines, newest first",
+        description: "The lines of the job's current attempt. Cursors are bound to the job and that attempt.",
+        security: [{ session: [] }],
+        parameters: [cursorParam, logLimitParam],
+        responses: {
+          '200': { description: 'A page.', content: json(ref('LogPage')) },
+          ...invalid,
+          ...common,
+          '404': problem('No such job of this workflow of yours.'),
+          '412': problem('The workflow does not retain logs (log_retention_disabled): every HEARTBEAT workflow, CONTAINER with log_retention off.'),
+        },
+      },
+    },
+    '/workflows/{workflow_id}/jobs/{job_id}/logs/search': {
+      parameters: [workflowIdParam, jobIdParam],
+      get: {
+        summary: "Search a job's log lines, newest first, with highlights",
+        security: [{ session: [] }],
+        parameters: [cursorParam, logLimitParam, logQueryParam('Matches are wrapped in `highlight_token`.'), logStreamParam],
+        responses: {
+          '200': { description: 'A page of matching lines; every match is wrapped in highlight_token.', content: json(ref('LogPage')) },
+          ...invalid,
+          ...common,
+          '404': problem('No such job of this workflow of yours.'),
+          '412': problem('The workflow does not retain logs (log_retention_disabled).'),
+        },
+      },
+    },
+    '/workflows/{workflow_id}/jobs/{job_id}/logs/raw': {
+      parameters: [workflowIdParam, jobIdParam],
+      get: {
+        summary: "Download a finished job's log, oldest first",
+        description:
+          'Streamed from the store in sequence_num order. txt: each message followed by a line feed; jsonl: one LogDownloadEntry per line, each followed by a line feed; json: one LogDownload document.',
+        security: [{ session: [] }],
+        parameters: [
+          { name: 'format', in: 'query', schema: { enum: ['txt', 'json', 'jsonl'], default: 'txt' } },
+          logStreamParam,
+          logQueryParam('No highlights in downloads.'),
+        ],
+        responses: {
+          '200': {
+            description:
+              'The log, as an attachment named `<job_id>.<format>`: text/plain for txt, application/x-ndjson (one LogDownloadEntry per line) for jsonl, application/json (a LogDownload) for json.',
+            headers: {
+              'Content-Disposition': {
+                description: '`attachment; filename="<job_id>.<format>"`',
+                required: true,
+                schema: { type: 'string', pattern: '^attachment; filename="[0-9a-f-]{36}\\.(txt|json|jsonl)"$' },
+              },
+            },
+            content: {
+              'text/plain': {},
+              'application/json': { schema: ref('LogDownload') },
+              'application/x-ndjson': {},
+            },
+          },
+          '400': problem('Invalid format, stream, q or path parameter; or the job is not terminal yet (job_not_terminal).'),
+          ...common,
+          '404': problem('No such job of this workflow of yours.'),
+          '412': problem('The workflow does not retain logs (log_retention_disabled).'),
+        },
+      },
+    },
+    '/workflows/{workflow_id}/jobs/{job_id}/events': {
+      parameters: [workflowIdParam, jobIdParam],
+      get: {
+        summary: "Live tail of a job's log (server-sent events)",
+        description: [
+          'Events: `connected` (first; data `{id, workflow_id}`), one `log` per line (`id:` = sequence_num, data = a LogEntry),',
+          '`end` once the job is terminal and every line was sent (data `{id, workflow_id, status}`), then the stream closes.',
+          'A refused open is a 200 stream with a single `error` event whose data is a problem document',
+          '(404 `not_found`, 412 `log_retention_disabled`), then the stream closes.',
+          'Lines after `Last-Event-ID` (or else `since`) are replayed from the store first; without either, every stored line is.',
+          'Comment lines keep the stream alive every 15 s. At most 5 concurrent streams per client address (the sixth is 429).',
+        ].join(' '),
+        security: [{ session: [] }],
+        parameters: [
+          {
+            name: 'since',
+            in: 'query',
+            description: 'Replay lines with a sequence_num above this one. Last-Event-ID wins when both are sent.',
+            schema: { type: 'integer', minimum: 0, maximum: 2147483647 },
+          },
+          {
+            name: 'Last-Event-ID',
+            in: 'header',
+            description: 'The id of the last `log` event received (EventSource sends it when it reconnects).',
+            schema: { type: 'string', pattern: '^\\d{1,10}$' },
+          },
+        ],
+        responses: {
+          '200': { description: 'The event stream.', content: { 'text/event-stream': {} } },
+          '400': problem('Invalid path parameter, since or Last-Event-ID.'),
+          '401': common['401'],
+          '429': {
+            ...rateLimited,
+            description: 'Rate limit exceeded, or 5 streams from this client address are open already.',
+          },
         },
       },
     },

@@ -1,8 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Clock, Logger, ResolvedConfig, Store } from '@orloj/common';
-import { createApp } from './app.js';
+import { createApp, createLiveTailHub, type AppOptions } from './app.js';
+import type { LiveTailHub } from './http/live-tail.js';
 
 const MAINTENANCE_EVERY_MS = 10 * 60 * 1000;
 
@@ -39,12 +40,29 @@ export class ApiServer {
   private server: http.Server | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopping: Promise<void> | undefined;
+  private tails: LiveTailHub | undefined;
+  private readonly busy = new Map<Socket, number>();
 
-  constructor(private readonly deps: { store: Store; config: ResolvedConfig; clock: Clock; logger: Logger }) {}
+  /** `bus` (the api role's) feeds live log tails across processes; `liveTail` tunes them. */
+  constructor(private readonly deps: Omit<AppOptions, 'tails'>) {}
 
   async start(): Promise<AddressInfo> {
-    const app = createApp(this.deps);
+    const tails = createLiveTailHub(this.deps);
+    this.tails = tails;
+    const app = createApp({ ...this.deps, tails });
     const server = http.createServer(app.callback());
+    // Requests in progress per connection, so stop() can close the rest.
+    server.on('connection', (socket: Socket) => {
+      this.busy.set(socket, 0);
+      socket.once('close', () => this.busy.delete(socket));
+    });
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const socket = req.socket;
+      this.busy.set(socket, (this.busy.get(socket) ?? 0) + 1);
+      res.once('close', () => {
+        if (this.busy.has(socket)) this.busy.set(socket, Math.max(0, (this.busy.get(socket) ?? 1) - 1));
+      });
+    });
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
     server.requestTimeout = 5 * 60_000;
@@ -80,10 +98,23 @@ export class ApiServer {
       if (this.timer) clearInterval(this.timer);
       const server = this.server;
       if (!server) return;
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Event streams never end by themselves: end them (clients reconnect
+      // elsewhere with Last-Event-ID). Then every connection goes as soon as
+      // no request is in progress on it: keep-alive ones, ones a client opened
+      // but never used (Node's closeIdleConnections leaves those to
+      // headersTimeout), and the rest once their response is done.
+      await this.tails?.stop();
+      const closeIdle = () => {
+        for (const [socket, requests] of this.busy) if (requests === 0) socket.destroy();
+      };
+      closeIdle();
+      const idle = setInterval(closeIdle, 50);
+      try {
+        await closed;
+      } finally {
+        clearInterval(idle);
+      }
     })();
     return this.stopping;
   }

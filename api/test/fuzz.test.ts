@@ -512,7 +512,11 @@ class Sender {
       this.sent++;
       const type = String(res.headers['content-type'] ?? '');
       let textBody = '';
-      if (type.startsWith('text/event-stream')) res.body.destroy();
+      if (type.startsWith('text/event-stream')) {
+        // A live tail may never end: hang up (undici reports that as an abort error on the body).
+        res.body.on('error', () => undefined);
+        res.body.destroy();
+      }
       else textBody = await res.body.text();
       return { status: res.statusCode, headers: res.headers, text: textBody };
     };

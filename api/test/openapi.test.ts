@@ -4,6 +4,7 @@ import { newId, reasons, silentLogger, systemClock, type Job } from '@orloj/comm
 import { ApiServer, openApiDocument } from '@orloj/api';
 import { TestClient, type HttpResponse } from './support/client.js';
 import { describeApi, key, testConfig, uniqueEmail, workflowBody } from './support/harness.js';
+import { containerWorkflow, insertJob, insertLines, lines } from './support/logs.js';
 import { Conformance, doc, fill, METHODS, newAjv, openApi31Validator, operations, pointer, schemaAt } from './support/conformance.js';
 
 /**
@@ -628,6 +629,116 @@ describeApi('openapi document matches real responses', (h) => {
       assert.ok(!listItem(base), 'attempts is required in lists');
       assert.ok(!one({ ...base, status_reason_code: 'NON_ZERO_EXIT', status_reason_message: 'x' }), 'a reason on a PENDING job');
       assert.ok(!one({ ...failed, status_reason_message: undefined }), 'a FAILED job without its message');
+    });
+  });
+
+  describe('logs', () => {
+    const LOGS = '/workflows/{workflow_id}/jobs/{job_id}/logs';
+    const SEARCH = '/workflows/{workflow_id}/jobs/{job_id}/logs/search';
+    const RAW = '/workflows/{workflow_id}/jobs/{job_id}/logs/raw';
+    const EVENTS = '/workflows/{workflow_id}/jobs/{job_id}/events';
+
+    /** A signed-in user with a retaining workflow, a finished job with lines, a running job and a workflow without retention. */
+    async function world() {
+      const u = await h().user();
+      const wid = await containerWorkflow(u);
+      const done = await insertJob(h().db.store, wid, 'COMPLETED');
+      await insertLines(h(), done.id, done.attempts, lines(['{"level":"info"}', 'Hello ÜNÏCÖDÉ', '', 'hello again', '42']));
+      const running = await insertJob(h().db.store, wid, 'RUNNING');
+      const off = await containerWorkflow(u, { logRetention: false });
+      const offJob = await insertJob(h().db.store, off, 'COMPLETED');
+      return { u, wid, done, running, off, offJob };
+    }
+
+    it('GET …/logs and …/logs/search: 200, 400, 401, 404, 412', async () => {
+      const { u, wid, done, off, offJob } = await world();
+      for (const [template, suffix, queries] of [
+        [LOGS, '', ['', '?limit=2', '?limit=1000']],
+        [SEARCH, '/search', ['?q=hello', '?q=%25&stream=stderr', '?stream=stdout', '', '?q=nothing&limit=1']],
+      ] as const) {
+        const path = `/workflows/${wid}/jobs/${done.id}/logs${suffix}`;
+        for (const q of queries) {
+          const res = await u.get(path + q);
+          assert.equal(res.status, 200, q);
+          check('get', template, res);
+        }
+        const first = await u.get(`${path}${suffix ? '?q=l&' : '?'}limit=1`);
+        assert.ok(first.json.cursor);
+        check('get', template, await u.get(`${path}${suffix ? '?q=l&' : '?'}limit=1&cursor=${first.json.cursor}`));
+        for (const q of ['?limit=0', '?cursor=%%%', ...(suffix ? ['?q=', '?stream=both'] : [])]) {
+          const r = await u.get(path + q);
+          assert.equal(r.status, 400, q);
+          check('get', template, r);
+        }
+        check('get', template, await u.get(`/workflows/nope/jobs/${done.id}/logs${suffix}`));
+        check('get', template, await h().client().get(path));
+        const missing = await u.get(`/workflows/${wid}/jobs/${crypto.randomUUID()}/logs${suffix}`);
+        assert.equal(missing.status, 404);
+        check('get', template, missing);
+        const stranger = await (await other()).get(path);
+        assert.equal(stranger.status, 404);
+        check('get', template, stranger);
+        const retention = await u.get(`/workflows/${off}/jobs/${offJob.id}/logs${suffix}`);
+        assert.equal(retention.status, 412);
+        check('get', template, retention);
+      }
+    });
+
+    it('GET …/logs/raw: 200 in every format, 400, 401, 404, 412', async () => {
+      const { u, wid, done, running, off, offJob } = await world();
+      const path = `/workflows/${wid}/jobs/${done.id}/logs/raw`;
+      for (const q of ['', '?format=txt', '?format=json', '?format=jsonl', '?format=json&q=hello&stream=stdout', '?format=jsonl&stream=stderr']) {
+        const res = await u.get(path + q);
+        assert.equal(res.status, 200, q);
+        check('get', RAW, res);
+      }
+      for (const p of [`${path}?format=xml`, `${path}?stream=all`, `${path}?q=`, `/workflows/${wid}/jobs/${running.id}/logs/raw`, '/workflows/nope/jobs/nope/logs/raw']) {
+        const r = await u.get(p);
+        assert.equal(r.status, 400, p);
+        check('get', RAW, r);
+      }
+      check('get', RAW, await h().client().get(path));
+      check('get', RAW, await u.get(`/workflows/${wid}/jobs/${crypto.randomUUID()}/logs/raw`));
+      check('get', RAW, await (await other()).get(path));
+      const retention = await u.get(`/workflows/${off}/jobs/${offJob.id}/logs/raw`);
+      assert.equal(retention.status, 412);
+      check('get', RAW, retention);
+    });
+
+    it('GET …/events: 200 (a whole stream, a refused open), 400, 401', async () => {
+      const { u, wid, done, off, offJob } = await world();
+      const whole = await u.get(`/workflows/${wid}/jobs/${done.id}/events`);
+      assert.equal(whole.status, 200);
+      assert.match(whole.text, /^event: connected\n/);
+      assert.match(whole.text, /event: end\n/);
+      check('get', EVENTS, whole);
+      const refused = await u.get(`/workflows/${off}/jobs/${offJob.id}/events`);
+      assert.equal(refused.status, 200);
+      assert.match(refused.text, /^event: error\ndata: \{.*"code":"log_retention_disabled"/);
+      check('get', EVENTS, refused);
+      for (const [p, headers] of [
+        [`/workflows/${wid}/jobs/${done.id}/events?since=x`, {}],
+        [`/workflows/${wid}/jobs/${done.id}/events`, { 'last-event-id': 'x' }],
+        [`/workflows/${wid}/jobs/nope/events`, {}],
+      ] as [string, Record<string, string>][]) {
+        const r = await u.get(p, { headers });
+        assert.equal(r.status, 400, p);
+        check('get', EVENTS, r);
+      }
+      check('get', EVENTS, await h().client().get(`/workflows/${wid}/jobs/${done.id}/events`));
+    });
+
+    it('the log schemas describe what the routes send', () => {
+      const page = schemaAt('components', 'schemas', 'LogPage');
+      const entry = { timestamp: '2030-01-01T00:00:00.000Z', message: 'm', sequence_num: 0, stream: 'stdout', event_id: 'x:1:0' };
+      const base = { id: crypto.randomUUID(), workflow_id: crypto.randomUUID(), logs: [entry], cursor: '', highlight_token: 'a'.repeat(32) };
+      assert.ok(page(base));
+      assert.ok(!page({ ...base, highlight_token: 'A'.repeat(32) }), 'lowercase hex only');
+      assert.ok(!page({ ...base, logs: [{ ...entry, stream: 'stdin' }] }));
+      const download = schemaAt('components', 'schemas', 'LogDownload');
+      const d = { id: base.id, workflow_id: base.workflow_id, filters: { q: '', stream: 'all' }, logs: [{ timestamp: entry.timestamp, sequence_num: 0, stream: 'stderr', event_id: 'x', message_raw: 'null', message_json: null }] };
+      assert.ok(download(d));
+      assert.ok(!download({ ...d, filters: { q: '' } }));
     });
   });
 

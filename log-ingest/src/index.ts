@@ -1,2 +1,1 @@
-// Placeholder: this role is not implemented yet (see README.md).
-export {};
+export { LogIngester, readLogBatch, isConnectionError, type LogIngesterOptions, type LogIngesterMetrics } from './log-ingester.js';

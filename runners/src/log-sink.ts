@@ -1,14 +1,19 @@
 import type { ContainerLogLine } from './executors/container.executor.js';
 
 /**
- * Where a CONTAINER job's captured lines go. This is the seam for the logs
- * milestone: a sink that batches lines onto QUEUES.logs for log-ingest will
- * replace the default, which only counts (the runner's metrics show the
- * count). Until then captured lines are NOT published anywhere.
+ * Where a CONTAINER job's captured lines go. In production it is the
+ * BusLogSink (bus-log-sink.ts), which batches lines onto QUEUES.logs for
+ * log-ingest; the default only counts them (the runner's metrics show the
+ * count) and drops them.
  */
 export interface LogSink {
   /** Called once per CONTAINER attempt, before its container is created. */
   open(job: LogSinkJob): JobLogWriter;
+  /**
+   * The runner's stop() gave up on unreported work: stop retrying, and let
+   * pending writes and close() reject. Optional.
+   */
+  abandon?(): void;
 }
 
 export interface LogSinkJob {

@@ -70,7 +70,7 @@ export interface RunnerOptions {
   abortGraceMs?: number;
   /** build.run messages handled at once (image pulls). Default 2. */
   buildConcurrency?: number;
-  /** Where captured container lines go. Default: counted, then dropped (the logs milestone plugs in here). */
+  /** Where captured container lines go: a BusLogSink in production. Default: counted, then dropped. */
   logSink?: LogSink;
   /** Backoff between attempts to publish job.finished: doubling from initialMs up to maxMs, with jitter. */
   resultRetry?: { initialMs?: number; maxMs?: number };
@@ -276,6 +276,7 @@ export class Runner {
       }
     }
     this.abandoning.abort();
+    this.logSink.abandon?.();
     await this.controlSub?.cancel();
     this.log.info(this.metrics(), 'runner stopped');
   }

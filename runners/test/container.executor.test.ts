@@ -67,9 +67,9 @@ describe('ContainerExecutor with an unreachable runtime', () => {
   }
 });
 
-/** One Docker log frame (timestamps=1 style prefix included). */
+/** One frame of Docker's multiplexed attach stream. */
 function logFrame(stream: 1 | 2, text: string): Buffer {
-  const body = Buffer.from(`${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} ${text}`, 'utf8');
+  const body = Buffer.from(text, 'utf8');
   const head = Buffer.alloc(8);
   head[0] = stream;
   head.writeUInt32BE(body.length, 4);
@@ -135,7 +135,7 @@ describe('ContainerExecutor with a scripted runtime', () => {
       const url = req.url ?? '';
       if (url.startsWith('/containers/create')) return json(res, 201, { Id: id, Warnings: [] });
       if (url.endsWith('/start')) return void res.writeHead(204).end();
-      if (url.includes('/logs')) {
+      if (url.includes('/attach')) {
         res.writeHead(200, { 'content-type': 'application/vnd.docker.raw-stream' });
         res.write(logFrame(1, 'before the crash\n'));
         return;
@@ -169,7 +169,7 @@ describe('ContainerExecutor with a scripted runtime', () => {
       const url = req.url ?? '';
       if (url.startsWith('/containers/create')) return json(res, 201, { Id: id, Warnings: [] });
       if (url.endsWith('/start')) return void res.writeHead(204).end();
-      if (url.includes('/logs')) {
+      if (url.includes('/attach')) {
         res.writeHead(200, { 'content-type': 'application/vnd.docker.raw-stream' });
         res.write(Buffer.concat([logFrame(1, 'out\n'), logFrame(2, 'partial without newline')]));
         return; // never ends
@@ -427,6 +427,35 @@ describe('ContainerExecutor against a real runtime', function () {
       out,
       Array.from({ length: 3000 }, (_, i) => String(i + 1)),
     );
+  });
+
+  it('loses no line of a container that writes fast (Podman 4 follow streams did)', async () => {
+    const n = 100_000;
+    const { result, out, err } = await run(spec(['sh', '-c', `awk 'BEGIN { for (i = 1; i <= ${n}; i++) print "fast " i }'; echo done >&2`]));
+    assert.equal(result.status, 'COMPLETED');
+    assert.equal(result.lineCount, n + 1);
+    const firstWrong = out.findIndex((l, i) => l !== `fast ${i + 1}`);
+    assert.equal(firstWrong, -1, `stdout line ${firstWrong} is ${JSON.stringify(out[firstWrong])}`);
+    assert.equal(out.length, n);
+    assert.deepEqual(err, ['done']);
+  });
+
+  it('pauses the container while onLine is pending: back-pressure reaches its output', async () => {
+    // The container writes 50 000 lines (5 MB), then stamps the time. The reader stalls 1.5 s
+    // after the first line; a container writing into a pipe nobody reads has to wait.
+    let stalled = false;
+    let resumedAt = 0;
+    const { result, err } = await run(spec(['sh', '-c', `awk 'BEGIN { for (i = 1; i <= 50000; i++) print "line " i, "${'x'.repeat(100)}" }'; date +%s >&2`]), {
+      onLine: async () => {
+        if (stalled) return;
+        stalled = true;
+        await new Promise((r) => setTimeout(r, 1_500));
+        resumedAt = Date.now();
+      },
+    });
+    assert.equal(result.status, 'COMPLETED');
+    const finishedWriting = Number(err[0]) * 1000;
+    assert.ok(finishedWriting >= Math.floor(resumedAt / 1000) * 1000, 'the container finished writing while its output was not read');
   });
 
   it('rejects when onLine throws, after killing and removing the container', async () => {

@@ -21,7 +21,8 @@ import {
 } from '@orloj/common';
 import { ApiServer } from '@orloj/api';
 import { Scheduler } from '@orloj/scheduler';
-import { ContainerExecutor, HttpCheckExecutor, Runner } from '@orloj/runners';
+import { BusLogSink, ContainerExecutor, HttpCheckExecutor, Runner } from '@orloj/runners';
+import { LogIngester } from '@orloj/log-ingest';
 import type { Role } from './roles.js';
 
 export interface Service {
@@ -57,7 +58,8 @@ async function loadKeys(config: ResolvedConfig, env: Env): Promise<RoleKeys> {
 /**
  * The composition root: opens what the chosen roles need (runners get no
  * database), and starts the roles. Shutdown runs in reverse: HTTP first, then
- * runners, the scheduler, the bus and the store.
+ * runners (flushing their log lines), log-ingest, the scheduler, the bus and
+ * the store.
  */
 export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Clock; logger?: Logger }): Promise<RunningOrloj> {
   const env = options.env ?? process.env;
@@ -109,13 +111,26 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       await scheduler.start();
       started.push(scheduler);
     }
+    // Before the runners: stopped after them, so it takes the lines they flush at shutdown.
+    if (roles.has('log-ingest') && store) {
+      const log = logger.child({ role: 'log-ingest' });
+      const ingester = new LogIngester({ store, bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log }), clock, logger: log });
+      await ingester.start();
+      started.push(ingester);
+    }
     if (roles.has('runners')) {
       const log = logger.child({ role: 'runners' });
       const containers = config.runner.dockerHost ? new ContainerExecutor({ dockerHost: config.runner.dockerHost, logger: log, clock }) : undefined;
       if (!containers) log.warn('no DOCKER_HOST and no /var/run/docker.sock: CONTAINER jobs will fail with SYSTEM_ERROR');
       else if (!(await containers.ping())) log.warn({ dockerHost: config.runner.dockerHost }, 'the container runtime does not answer; CONTAINER jobs fail until it does');
+      const runnerBus = roleBus({ bus, role: 'runners', keys, clock, logger: log });
+      // Captured container lines go to log-ingest in batches (docs/logs.md). On the
+      // in-process bus nobody outside this process could take them: without a
+      // log-ingest here they would pile up in memory, so they are only counted.
+      const inProcessOnly = config.busUrl.startsWith('memory:') && !roles.has('log-ingest');
+      if (inProcessOnly) log.warn('BUS_URL=memory: without the log-ingest role in this process: container log lines are not kept');
       const runner = new Runner({
-        bus: roleBus({ bus, role: 'runners', keys, clock, logger: log }),
+        bus: runnerBus,
         logger: log,
         clock,
         runnerId: config.runner.id,
@@ -124,12 +139,13 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         concurrency: config.runner.concurrency,
         leaseTtlMs: config.scheduler.jobLeaseTtlMs,
         shutdownGraceMs: config.runner.shutdownGraceMs,
+        ...(inProcessOnly ? {} : { logSink: new BusLogSink({ bus: runnerBus, logger: log, clock }) }),
       });
       await runner.start();
       started.push(runner);
     }
     if (roles.has('api') && store) {
-      const api = new ApiServer({ store, config, clock, logger: logger.child({ role: 'api' }) });
+      const api = new ApiServer({ store, config, clock, logger: logger.child({ role: 'api' }), bus: roleBus({ bus, role: 'api', keys, clock, logger }) });
       port = (await api.start()).port;
       started.push(api);
     }

@@ -81,7 +81,7 @@ describe('orloj command', function () {
   it('starts on the embedded default with no setup, serves requests, and drains on SIGTERM', async () => {
     const child = orloj(['start'], { DATA_DIR: dir, PORT: '0' });
     const exit = finish(child);
-    await waitForLine(child, /orloj is running \(api, scheduler, runners\)/);
+    await waitForLine(child, /orloj is running \(api, scheduler, runners, log-ingest\)/);
     const secrets = JSON.parse(fs.readFileSync(path.join(dir, 'secrets.json'), 'utf8')) as Record<string, string>;
     assert.ok(secrets.sessionSecret && secrets.csrfSecret);
     assert.ok(fs.existsSync(path.join(dir, 'orloj.db')));
@@ -106,7 +106,7 @@ describe('orloj command', function () {
 
 describe('parseRoles', () => {
   it('expands all to the available roles and refuses unknown ones', () => {
-    assert.deepEqual(parseRoles('all'), ['api', 'scheduler', 'runners']);
+    assert.deepEqual(parseRoles('all'), ['api', 'scheduler', 'runners', 'log-ingest']);
     assert.deepEqual(parseRoles('api,api'), ['api']);
     assert.throws(() => parseRoles('web'), /unknown role/);
     assert.throws(() => parseRoles('notifier'), /not available/);

@@ -1,4 +1,7 @@
-import { reasons, toIso, type Job, type User, type Workflow } from '@orloj/common';
+import { logEventId, reasons, toIso, type Job, type Store, type User, type Workflow } from '@orloj/common';
+
+/** A stored log line as the store's read side returns it. */
+export type LogLine = Awaited<ReturnType<Store['logQueries']['page']>>[number];
 
 /** Wire shapes: snake_case, RFC 3339 UTC timestamps, unset optionals omitted. */
 export function presentUser(u: User) {
@@ -55,4 +58,57 @@ export function presentJob(j: Job, options: { inList?: boolean } = {}) {
         : { status_reason_code: fallback.code, status_reason_message: fallback.message }
       : {}),
   };
+}
+
+export interface LogEntryWire {
+  timestamp: string;
+  message: string;
+  sequence_num: number;
+  stream: 'stdout' | 'stderr';
+  event_id: string;
+}
+
+/** A log entry (list, search, live tail); `message` may carry search highlights. */
+export function presentLogEntry(l: LogLine, message: string = l.message): LogEntryWire {
+  return {
+    timestamp: toIso(l.timestamp),
+    message,
+    sequence_num: l.sequenceNum,
+    stream: l.stream,
+    event_id: logEventId(l.jobId, l.attempt, l.sequenceNum),
+  };
+}
+
+// A JSON text starts, after optional whitespace, with one of these.
+const JSON_START = /^[ \t\r\n]*[{["\-0-9tfn]/;
+
+/**
+ * The message as it may stand for a JSON value, or undefined when it is not a
+ * JSON text. The text itself is used, not a re-serialisation, so numbers keep
+ * every digit (1e400, 12345678901234567890); CR and LF can only be
+ * insignificant whitespace in valid JSON and become spaces, so an entry stays
+ * on one line.
+ */
+function jsonMessage(message: string): string | undefined {
+  if (!JSON_START.test(message)) return undefined;
+  try {
+    JSON.parse(message);
+  } catch {
+    return undefined;
+  }
+  return /[\r\n]/.test(message) ? message.replace(/[\r\n]/g, ' ') : message;
+}
+
+/**
+ * A log download entry as JSON text (raw json and jsonl), keys in the
+ * contract's order; `message_json` only when `message_raw` is valid JSON (any
+ * JSON value: object, array, string, number, true, false, null).
+ */
+export function logDownloadEntryJson(l: LogLine): string {
+  const json = jsonMessage(l.message);
+  return (
+    `{"timestamp":"${toIso(l.timestamp)}","sequence_num":${l.sequenceNum},"stream":${JSON.stringify(l.stream)},` +
+    `"event_id":${JSON.stringify(logEventId(l.jobId, l.attempt, l.sequenceNum))},"message_raw":${JSON.stringify(l.message)}` +
+    (json === undefined ? '}' : `,"message_json":${json}}`)
+  );
 }

@@ -1,13 +1,24 @@
 import type { Context, Middleware } from 'koa';
 import { isOrlojError, OrlojError, type ErrorCode, type FieldError, type Logger } from '@orloj/common';
 
+/**
+ * Codes only the log routes raise so far.
+ * TODO(lead): move them into ErrorCode (common/src/errors.ts) and drop apiError().
+ */
+export type ApiErrorCode = 'log_retention_disabled' | 'job_not_terminal';
+
+export function apiError(code: ApiErrorCode, message: string): OrlojError {
+  return new OrlojError(code as unknown as ErrorCode, message);
+}
+
 /** The HTTP status of every error code: the one place errors meet HTTP. */
-const STATUS: Record<ErrorCode, number> = {
+const STATUS: Record<ErrorCode | ApiErrorCode, number> = {
   validation_failed: 400,
   malformed_json: 400,
   unsupported_media_type: 400,
   idempotency_key_missing: 400,
   idempotency_key_invalid: 400,
+  job_not_terminal: 400,
   unauthenticated: 401,
   invalid_credentials: 401,
   csrf_failed: 403,
@@ -21,6 +32,7 @@ const STATUS: Record<ErrorCode, number> = {
   workflow_active: 412,
   workflow_has_running_jobs: 412,
   workflow_build_failed: 412,
+  log_retention_disabled: 412,
   body_too_large: 413,
   rate_limited: 429,
   internal_error: 500,
@@ -46,7 +58,7 @@ export interface ProblemDocument {
   title: string;
   status: number;
   detail: string;
-  code: ErrorCode;
+  code: ErrorCode | ApiErrorCode;
   errors?: FieldError[];
 }
 

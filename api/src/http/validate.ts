@@ -109,3 +109,17 @@ export function requireUuidParam(name: string, value: string | undefined, isUuid
   }
   return value as string;
 }
+
+/** Several UUID path parameters at once; the 400 names every one that is not a UUID. */
+export function requireUuidParams<K extends string>(
+  values: Record<K, string | undefined>,
+  isUuid: (v: unknown) => boolean,
+): Record<K, string> {
+  const bad = (Object.keys(values) as K[]).filter((name) => !isUuid(values[name]));
+  if (bad.length) {
+    throw new OrlojError('validation_failed', `The path parameter${bad.length > 1 ? 's' : ''} ${bad.join(' and ')} must be a UUID.`, {
+      fields: bad.map((field) => ({ field, message: 'must be a UUID' })),
+    });
+  }
+  return values as Record<K, string>;
+}

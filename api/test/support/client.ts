@@ -55,7 +55,7 @@ export class TestClient {
     }
     let json: any;
     const type = String(res.headers['content-type'] ?? '');
-    if (text && type.includes('json')) json = JSON.parse(text);
+    if (text && type.includes('json') && !type.includes('ndjson')) json = JSON.parse(text);
     return { status: res.statusCode, headers: res.headers, text, json, setCookies };
   }
 

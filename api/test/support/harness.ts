@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
-import { loadConfig, resolveSecrets, silentLogger, systemClock, type Clock, type ResolvedConfig } from '@orloj/common';
-import { ApiServer } from '@orloj/api';
+import { loadConfig, resolveSecrets, silentLogger, systemClock, type Clock, type ResolvedConfig, type SignedBus } from '@orloj/common';
+import { ApiServer, type LiveTailSettings } from '@orloj/api';
 import { describeEachEngine, type Engine, type TestDatabase } from '../../../common/test/support/stores.js';
 import { TestClient } from './client.js';
 
@@ -42,14 +42,28 @@ export function testConfig(env: Record<string, string> = {}): ResolvedConfig {
 export function describeApi(
   title: string,
   body: (h: () => ApiHarness, engine: Engine) => void,
-  options: { env?: Record<string, string>; clock?: Clock } = {},
+  options: {
+    env?: Record<string, string>;
+    clock?: Clock;
+    /** Live tail timings (tests shorten them). */
+    liveTail?: Partial<LiveTailSettings>;
+    /** The api role's bus, built once the test's hooks have run. */
+    bus?: () => SignedBus;
+  } = {},
 ): void {
   describeEachEngine(title, (db, engine) => {
     let harness: ApiHarness | undefined;
     let server: ApiServer | undefined;
     before(async () => {
       const config = testConfig(options.env);
-      server = new ApiServer({ store: db().store, config, clock: options.clock ?? systemClock, logger: silentLogger });
+      server = new ApiServer({
+        store: db().store,
+        config,
+        clock: options.clock ?? systemClock,
+        logger: silentLogger,
+        bus: options.bus?.(),
+        liveTail: options.liveTail,
+      });
       const address = await server.start();
       const baseUrl = `http://127.0.0.1:${address.port}`;
       harness = {

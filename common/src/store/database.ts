@@ -14,7 +14,7 @@ import {
   type Driver,
 } from 'kysely';
 import type { Database } from './schema.js';
-import { postgresHelpers, sqliteHelpers, type DialectHelpers } from './dialect.js';
+import { foldCase, postgresHelpers, sqliteHelpers, SQLITE_CONTAINS_FOLDED_FUNCTION, SQLITE_FOLD_FUNCTION, type DialectHelpers } from './dialect.js';
 import { migrationProvider } from './migrations/index.js';
 
 export interface DatabaseHandle {
@@ -68,6 +68,11 @@ function openSqlite(file: string): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  // Case-insensitive log search (dialect.containsFolded): the same fold as the needle's.
+  sqlite.function(SQLITE_FOLD_FUNCTION, { deterministic: true }, (text: unknown) => (typeof text === 'string' ? foldCase(text) : text));
+  sqlite.function(SQLITE_CONTAINS_FOLDED_FUNCTION, { deterministic: true }, (text: unknown, needle: unknown) =>
+    typeof text === 'string' && typeof needle === 'string' && foldCase(text).includes(needle) ? 1 : 0,
+  );
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(new SqliteDialect({ database: withStatementCache(sqlite) })) });
   return handle(db, sqliteHelpers, () => db.destroy());
 }

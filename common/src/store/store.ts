@@ -7,6 +7,8 @@ import { WorkflowsRepo } from './repos/workflows.repo.js';
 import { IdempotencyRepo } from './repos/idempotency.repo.js';
 import { JobsRepo } from './repos/jobs.repo.js';
 import { LeasesRepo } from './repos/leases.repo.js';
+import { LogQueriesRepo } from './repos/log-queries.repo.js';
+import { LogsRepo } from './repos/logs.repo.js';
 import type { DatabaseHandle } from './database.js';
 
 /**
@@ -21,6 +23,9 @@ export class Store {
   readonly idempotency: IdempotencyRepo;
   readonly jobs: JobsRepo;
   readonly leases: LeasesRepo;
+  readonly logQueries: LogQueriesRepo;
+  /** Job log lines and counts: the write side (log-ingest). */
+  readonly logs: LogsRepo;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -32,6 +37,8 @@ export class Store {
     this.idempotency = new IdempotencyRepo(db);
     this.jobs = new JobsRepo(db);
     this.leases = new LeasesRepo(db);
+    this.logQueries = new LogQueriesRepo(db, dialect);
+    this.logs = new LogsRepo(db, dialect);
   }
 
   static fromHandle(h: DatabaseHandle): Store {

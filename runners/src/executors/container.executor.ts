@@ -17,7 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { reasons, systemClock, type Clock, type JobReason, type Logger } from '@orloj/common';
-import { DockerFrameDemuxer, LineSplitter, splitTimestampPrefix, type StreamName } from './line-splitter.js';
+import { DockerFrameDemuxer, LineSplitter, type StreamName } from './line-splitter.js';
 
 export const MANAGED_LABEL = 'orloj.managed';
 export const JOB_ID_LABEL = 'orloj.job_id';
@@ -313,6 +313,7 @@ export class ContainerExecutor {
     let startedAt: number | undefined;
 
     let stopCause: StopCause | undefined;
+    let output: LogStream | undefined;
     let timer: NodeJS.Timeout | undefined;
     let healthTimer: NodeJS.Timeout | undefined;
     let killing: Promise<void> | undefined;
@@ -343,6 +344,15 @@ export class ContainerExecutor {
       hooks.signal?.addEventListener('abort', onAbort, { once: true });
       if (hooks.signal?.aborted) return done({ status: 'CANCELED' }, { containerId });
 
+      // Attached before the start, so no output can pass unseen (see streamLogs).
+      try {
+        output = (await this.api('container attach', () =>
+          container.attach({ stream: true, stdout: true, stderr: true, logs: false }),
+        )) as LogStream;
+      } catch (err) {
+        clog.error({ err }, 'could not attach to the container output; its lines will be missing');
+      }
+
       try {
         await this.api('container start', () => container.start());
         startedAt = this.clock.now();
@@ -361,7 +371,8 @@ export class ContainerExecutor {
       timer = setTimeout(() => stop('timeout'), spec.timeoutMs);
 
       let exited = false;
-      const drain = this.streamLogs(container, hooks, clog, () => exited, () => lineCount++);
+      const drain = this.streamLogs(output, hooks, clog, () => exited, () => lineCount++);
+      output = undefined; // streamLogs owns it now
       // onLine failed: kill the container at once (the error is rethrown below).
       drain.catch(() => stop('cancel'));
       // The runtime's health while we wait: a wait on a connection to a dead
@@ -423,31 +434,32 @@ export class ContainerExecutor {
       clearInterval(healthTimer);
       clearTimeout(giveUpTimer);
       hooks.signal?.removeEventListener('abort', onAbort);
+      output?.destroy?.(); // attached, but the container never ran
       await this.remove(container, clog);
     }
   }
 
   /**
-   * Follows the container's logs (stdout and stderr, runtime timestamps) and
-   * passes each line to onLine, awaiting it. Resolves when the stream ends and
-   * every line, including a final one without a newline, has been delivered.
+   * Reads the container's attached output (stdout and stderr, multiplexed)
+   * and passes each line to onLine, awaiting it. Resolves when the stream
+   * ends and every line, including a final one without a newline, has been
+   * delivered.
+   *
+   * Attach, not `logs?follow=1`: Podman 4's follow stream loses records when a
+   * container writes fast (a container printing 200 000 lines lost most of
+   * them, from the middle too), while the attach stream delivered every line
+   * in every run. Attach also carries back-pressure: while onLine is pending
+   * the stream is not read, and the container blocks on its full pipe. Lines
+   * are stamped when they are read (attach carries no runtime timestamps).
    */
   private async streamLogs(
-    container: Docker.Container,
+    stream: LogStream | undefined,
     hooks: ContainerRunHooks,
     log: Logger,
     exited: () => boolean,
     counted: () => void,
   ): Promise<void> {
-    let stream: NodeJS.ReadableStream & AsyncIterable<Buffer> & { destroy?: (err?: Error) => void };
-    try {
-      stream = (await this.api('container logs', () =>
-        container.logs({ follow: true, stdout: true, stderr: true, timestamps: true }),
-      )) as typeof stream;
-    } catch (err) {
-      log.error({ err }, 'could not open the container log stream');
-      return;
-    }
+    if (!stream) return;
 
     const demux = new DockerFrameDemuxer();
     const splitters: Record<StreamName, LineSplitter<number>> = {
@@ -484,10 +496,9 @@ export class ContainerExecutor {
       armIdle();
       for await (const chunk of stream) {
         clearTimeout(idleTimer);
+        const timestamp = this.clock.now();
         for (const frame of demux.push(chunk)) {
-          const ts = splitTimestampPrefix(frame.payload);
-          const timestamp = ts ? this.refineTimestamp(ts.ms, ts.subSecond) : this.clock.now();
-          for (const line of splitters[frame.stream].push(ts ? ts.rest : frame.payload, timestamp)) {
+          for (const line of splitters[frame.stream].push(frame.payload, timestamp)) {
             await deliver(frame.stream, line.text, line.meta);
           }
         }
@@ -512,17 +523,6 @@ export class ContainerExecutor {
     } catch (err) {
       throw err instanceof SinkFailure ? err.cause : err;
     }
-  }
-
-  /**
-   * Podman stamps log records with whole seconds only. When the clock is
-   * inside that second (the usual live case) the clock's milliseconds are
-   * used; otherwise (a delayed read) the runtime's time stands.
-   */
-  private refineTimestamp(ms: number, subSecond: boolean): number {
-    if (subSecond) return ms;
-    const now = this.clock.now();
-    return now >= ms && now < ms + 1000 ? now : ms;
   }
 
   private async kill(container: Docker.Container, log: Logger): Promise<void> {
@@ -623,6 +623,9 @@ export class ContainerExecutor {
     });
   }
 }
+
+/** The attached output of a container: Docker's multiplexed stream. */
+type LogStream = NodeJS.ReadableStream & AsyncIterable<Buffer> & { destroy?: (err?: Error) => void };
 
 /** Wraps an error thrown by onLine, so it is not mistaken for a stream failure. */
 class SinkFailure extends Error {

@@ -3,7 +3,8 @@
  * - {@link DockerFrameDemuxer}: Docker's multiplexed stream format (8-byte frame
  *   header: stream type, 3 zero bytes, big-endian payload length).
  * - {@link splitTimestampPrefix}: the RFC 3339 prefix that `timestamps=1` adds
- *   to every log record (one record = one frame).
+ *   to every log record (one record = one frame). Unused by the executor since
+ *   it attaches instead of following logs (docs/container-runtime.md).
  * - {@link LineSplitter}: bytes → lines on `\n` (a trailing `\r` stripped), lines
  *   longer than {@link MAX_LINE_BYTES} cut into pieces of at most that many
  *   UTF-8 bytes (never inside a character), never dropped.

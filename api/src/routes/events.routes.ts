@@ -1,0 +1,83 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { isOrlojError, OrlojError } from '@orloj/common';
+import type { ApiDeps } from '../deps.js';
+import { problemOf, withHeaders } from '../http/problem.js';
+import { requireSession } from '../http/session.js';
+import { SseStream } from '../http/sse.js';
+import { QueryReader } from '../http/validate.js';
+import { logPathParams, openJobLogs } from './logs.routes.js';
+
+const MAX_SEQUENCE = 2_147_483_647;
+
+/**
+ * Where a (re)connecting client left off: the Last-Event-ID header (sent by
+ * EventSource on reconnection, so it wins over `since`, which stays in the
+ * URL), else `since`, else -1 (every stored line).
+ */
+function resumeAfter(ctx: Context, q: QueryReader): number {
+  const since = q.int('since', 0, MAX_SEQUENCE);
+  const header = ctx.get('Last-Event-ID').trim();
+  if (header !== '') {
+    if (!/^\d{1,10}$/.test(header) || Number(header) > MAX_SEQUENCE) {
+      q.fail('Last-Event-ID', `must be a sequence_num: an integer from 0 to ${MAX_SEQUENCE}`);
+      return -1;
+    }
+    return Number(header);
+  }
+  return since ?? -1;
+}
+
+export function eventsRoutes(deps: ApiDeps): Router {
+  const { store, tails } = deps;
+  const router = new Router();
+  const session = requireSession(deps.sessions, deps.config);
+
+  /**
+   * Live tail of a job's log as server-sent events: `connected`, then one
+   * `log` event per line (id = sequence_num), `end` once the job is terminal
+   * and its lines are all sent; `error` (data = problem document) instead
+   * when the open is refused (not found, retention off), then the stream
+   * closes. Request errors (401, 400, 429) are plain problem responses.
+   */
+  router.get('/workflows/:workflow_id/jobs/:job_id/events', session, async (ctx) => {
+    const { workflowId, jobId } = logPathParams(ctx);
+    const q = new QueryReader(ctx.query);
+    const after = resumeAfter(ctx, q);
+    q.done();
+    if (ctx.method === 'HEAD') {
+      ctx.status = 200;
+      ctx.type = 'text/event-stream';
+      return;
+    }
+    const release = tails.acquire(ctx.state.clientAddress as string);
+    if (!release) {
+      throw withHeaders(
+        new OrlojError('rate_limited', `At most ${tails.settings.maxStreamsPerClient} event streams may be open at once from one address; close one first.`),
+        { 'Retry-After': '1' },
+      );
+    }
+    const sse = new SseStream();
+    void sse.closed.then(release);
+    try {
+      let opened;
+      try {
+        opened = await openJobLogs(store, ctx.state.session.userId as string, workflowId, jobId);
+      } catch (err) {
+        if (!isOrlojError(err)) throw err;
+        sse.respond(ctx);
+        sse.event('error', problemOf(err));
+        sse.end();
+        return;
+      }
+      sse.respond(ctx);
+      await tails.open({ sse, jobId, workflowId, attempt: opened.job.attempts, after });
+    } catch (err) {
+      sse.body.destroy();
+      release();
+      throw err;
+    }
+  });
+
+  return router;
+}

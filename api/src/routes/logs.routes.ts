@@ -1,0 +1,163 @@
+import crypto from 'node:crypto';
+import { Readable } from 'node:stream';
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { decodeCursor, encodeCursor, isUuid, notFound, type Job, type Store, type Workflow } from '@orloj/common';
+import type { ApiDeps } from '../deps.js';
+import { apiError } from '../http/problem.js';
+import { logDownloadEntryJson, presentLogEntry, type LogLine } from '../http/present.js';
+import { requireSession } from '../http/session.js';
+import { QueryReader, requireUuidParams } from '../http/validate.js';
+
+export const LOG_PAGE_SIZE = 100;
+export const LOG_PAGE_MAX = 1000;
+/** Longest search text `q`, in UTF-16 code units. */
+export const LOG_QUERY_MAX = 1000;
+/** Rows per store query while streaming a download. */
+export const DOWNLOAD_BATCH = 1000;
+
+export const LOG_STREAMS = ['stdout', 'stderr'] as const;
+export const DOWNLOAD_FORMATS = ['txt', 'json', 'jsonl'] as const;
+const TERMINAL: ReadonlySet<Job['status']> = new Set(['COMPLETED', 'FAILED', 'CANCELED']);
+
+type LogMatcher = ReturnType<Store['logQueries']['matcher']>;
+
+const userIdOf = (ctx: Context) => ctx.state.session.userId as string;
+
+export function logPathParams(ctx: Context): { workflowId: string; jobId: string } {
+  const p = requireUuidParams({ workflow_id: ctx.params.workflow_id, job_id: ctx.params.job_id }, isUuid);
+  return { workflowId: p.workflow_id, jobId: p.job_id };
+}
+
+/** `q`: a case-insensitive literal substring, 1 to LOG_QUERY_MAX characters; absent means no text filter. */
+export function readSearchText(q: QueryReader): string | undefined {
+  const text = q.string('q', LOG_QUERY_MAX);
+  if (text === '') q.fail('q', `must be 1 to ${LOG_QUERY_MAX} characters (omit it to filter by stream only)`);
+  return text || undefined;
+}
+
+export function isTerminal(status: Job['status']): boolean {
+  return TERMINAL.has(status);
+}
+
+/**
+ * The job whose logs are asked for, or the refusal: 404 when the job is not
+ * the caller's (or not this workflow's), 412 when its workflow keeps no logs
+ * (every HEARTBEAT workflow, CONTAINER with log_retention=false).
+ */
+export async function openJobLogs(store: Store, userId: string, workflowId: string, jobId: string): Promise<{ job: Job; workflow: Workflow }> {
+  const job = await store.jobs.findForUser(userId, workflowId, jobId);
+  const workflow = job && (await store.workflows.findForUser(userId, workflowId));
+  if (!job || !workflow) throw notFound('The job');
+  if (!workflow.logRetention) {
+    throw apiError('log_retention_disabled', "The workflow does not retain logs (log_retention is off, as for every HEARTBEAT workflow).");
+  }
+  return { job, workflow };
+}
+
+/** A fresh marker: 32 random lowercase hex characters that occur in none of the page's messages. */
+function highlightToken(messages: readonly string[]): string {
+  for (;;) {
+    const token = crypto.randomBytes(16).toString('hex');
+    if (!messages.some((m) => m.includes(token))) return token;
+  }
+}
+
+export function logsRoutes(deps: ApiDeps): Router {
+  const { store, logger } = deps;
+  const router = new Router();
+  const session = requireSession(deps.sessions, deps.config);
+
+  /**
+   * One page, newest first. Cursors are keyset positions bound to the job and
+   * its current attempt (a retry starts a new list: the old cursor is 400).
+   */
+  async function page(ctx: Context, search: boolean): Promise<void> {
+    const { workflowId, jobId } = logPathParams(ctx);
+    const q = new QueryReader(ctx.query);
+    const cursor = q.string('cursor', 512);
+    const limit = q.int('limit', 1, LOG_PAGE_MAX) ?? LOG_PAGE_SIZE;
+    const text = search ? readSearchText(q) : undefined;
+    const stream = search ? q.enumOf('stream', LOG_STREAMS) : undefined;
+    q.done();
+    const { job } = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
+    const list = `logs:${jobId}:${job.attempts}`;
+    const before = decodeCursor(list, cursor)?.k;
+    const match: LogMatcher | undefined = text === undefined ? undefined : store.logQueries.matcher(text);
+    const rows = await store.logQueries.page({
+      jobId,
+      attempt: job.attempts,
+      ...(stream ? { stream } : {}),
+      ...(match ? { match } : {}),
+      ...(before !== undefined ? { before } : {}),
+      limit: limit + 1,
+    });
+    const lines = rows.slice(0, limit);
+    const last = lines[lines.length - 1];
+    const token = highlightToken(lines.map((l) => l.message));
+    ctx.body = {
+      id: jobId,
+      workflow_id: workflowId,
+      logs: lines.map((l) => presentLogEntry(l, match ? match.highlight(l.message, token) : l.message)),
+      cursor: rows.length > limit && last ? encodeCursor(list, { k: last.sequenceNum, id: jobId }) : '',
+      highlight_token: token,
+    };
+  }
+
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs', session, (ctx) => page(ctx, false));
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs/search', session, (ctx) => page(ctx, true));
+
+  /**
+   * The whole log of a finished job, oldest first, streamed: the store is
+   * read in keyset batches as the client takes the bytes (Readable.from pulls
+   * the next batch only when the socket has drained), so memory stays bounded
+   * by one batch whatever the log's size.
+   */
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs/raw', session, async (ctx) => {
+    const { workflowId, jobId } = logPathParams(ctx);
+    const q = new QueryReader(ctx.query);
+    const format = q.enumOf('format', DOWNLOAD_FORMATS) ?? 'txt';
+    const stream = q.enumOf('stream', LOG_STREAMS);
+    const text = readSearchText(q);
+    q.done();
+    const { job } = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
+    if (!isTerminal(job.status)) {
+      throw apiError('job_not_terminal', `The job is ${job.status}: its log can be downloaded once it has COMPLETED, FAILED or been CANCELED.`);
+    }
+    const filter = {
+      jobId,
+      attempt: job.attempts,
+      ...(stream ? { stream } : {}),
+      ...(text !== undefined ? { match: store.logQueries.matcher(text) } : {}),
+    };
+    const render: (l: LogLine) => string = format === 'txt' ? (l) => `${l.message}\n` : format === 'jsonl' ? (l) => `${logDownloadEntryJson(l)}\n` : logDownloadEntryJson;
+    const separator = format === 'json' ? ',' : '';
+    async function* body(): AsyncGenerator<string> {
+      try {
+        if (format === 'json') {
+          yield `{"id":"${jobId}","workflow_id":"${workflowId}","filters":${JSON.stringify({ q: text ?? '', stream: stream ?? 'all' })},"logs":[`;
+        }
+        let first = true;
+        for await (const batch of store.logQueries.scan(filter, DOWNLOAD_BATCH)) {
+          let chunk = '';
+          for (const line of batch) {
+            chunk += (first ? '' : separator) + render(line);
+            first = false;
+          }
+          yield chunk;
+        }
+        if (format === 'json') yield ']}';
+      } catch (err) {
+        // Headers are gone: the response is cut short (no final chunk), which clients see as an incomplete download.
+        logger.error({ err, jobId, reqId: ctx.state.reqId as string | undefined }, 'log download failed midway');
+        throw err;
+      }
+    }
+    ctx.status = 200;
+    ctx.type = format === 'txt' ? 'text/plain; charset=utf-8' : format === 'json' ? 'application/json; charset=utf-8' : 'application/x-ndjson; charset=utf-8';
+    ctx.set('Content-Disposition', `attachment; filename="${jobId}.${format}"`);
+    ctx.body = Readable.from(body(), { objectMode: false, highWaterMark: 64 * 1024 });
+  });
+
+  return router;
+}

@@ -1,0 +1,129 @@
+import crypto from 'node:crypto';
+import {
+  AmqpBus,
+  createBus,
+  MESSAGE_TYPES,
+  newId,
+  newJob,
+  PRODUCER_ROLES,
+  QUEUES,
+  roleBus,
+  silentLogger,
+  systemClock,
+  type Bus,
+  type Clock,
+  type LogBatchMessage,
+  type LogLineMessage,
+  type ProducerRole,
+  type RoleKeys,
+  type SignedBus,
+  type Store,
+  type Workflow,
+} from '@orloj/common';
+
+export function generateKeys(): RoleKeys {
+  const privateKeys: RoleKeys['privateKeys'] = {};
+  const publicKeys: RoleKeys['publicKeys'] = {};
+  for (const role of PRODUCER_ROLES as readonly ProducerRole[]) {
+    const pair = crypto.generateKeyPairSync('ed25519');
+    privateKeys[role] = pair.privateKey;
+    publicKeys[role] = pair.publicKey;
+  }
+  return { privateKeys, publicKeys };
+}
+
+/** The in-process bus, or RabbitMQ under a random prefix (deleted by close()). */
+export async function openBus(amqpUrl?: string): Promise<{ bus: Bus; prefix: string; close(): Promise<void> }> {
+  const prefix = `orloj-test-${crypto.randomBytes(4).toString('hex')}.`;
+  const bus = await createBus(amqpUrl ?? 'memory:', { logger: silentLogger, prefix });
+  return { bus, prefix, close: () => (bus instanceof AmqpBus ? bus.destroy() : bus.close()) };
+}
+
+export function busFor(bus: Bus, role: ProducerRole, keys: RoleKeys, clock: Clock = systemClock): SignedBus {
+  return roleBus({ bus, role, keys, clock, logger: silentLogger });
+}
+
+export interface TestJob {
+  jobId: string;
+  workflowId: string;
+  userId: string;
+}
+
+/** A user, a CONTAINER workflow retaining logs, and one job of it. */
+export async function insertJob(store: Store, overrides: Partial<Workflow> = {}): Promise<TestJob> {
+  const userId = newId();
+  await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
+  const w: Workflow = {
+    id: newId(),
+    userId,
+    name: 'logs',
+    payload: JSON.stringify({ image: 'localhost/orloj-test/busybox:1', cmd: ['true'] }),
+    kind: 'CONTAINER',
+    buildStatus: 'COMPLETED',
+    intervalMinutes: 60,
+    consecutiveJobFailuresCount: 0,
+    maxConsecutiveJobFailuresAllowed: 3,
+    logRetention: true,
+    generation: 0,
+    createdAt: 0,
+    updatedAt: 0,
+    terminatedAt: null,
+    buildCompletedAt: 0,
+    nextDueAt: null,
+    buildToken: 0,
+    ...overrides,
+  };
+  await store.workflows.insert(w);
+  const job = newJob(w, 'MANUAL', 0, 0);
+  await store.jobs.insert(job);
+  return { jobId: job.id, workflowId: w.id, userId };
+}
+
+export function lines(from: number, to: number, text: (i: number) => string = (i) => `line ${i}`): LogLineMessage[] {
+  const out: LogLineMessage[] = [];
+  for (let i = from; i < to; i++) out.push({ sequence_num: i, stream: i % 3 === 0 ? 'stderr' : 'stdout', message: text(i), timestamp: 1767225600000 + i });
+  return out;
+}
+
+export function publishBatch(
+  runners: SignedBus,
+  job: TestJob,
+  batchLines: LogLineMessage[],
+  extra: Partial<LogBatchMessage> = {},
+): Promise<unknown> {
+  const body: LogBatchMessage = { job_id: job.jobId, workflow_id: job.workflowId, attempt: 1, retain: true, lines: batchLines, ...extra };
+  return runners.publish(QUEUES.logs, MESSAGE_TYPES.logBatch, body, { ttlMs: 60 * 60_000 });
+}
+
+export interface StoredLine {
+  sequence_num: number;
+  stream: string;
+  message: string;
+  timestamp: number;
+}
+
+export async function storedLines(store: Store, jobId: string, attempt = 1): Promise<StoredLine[]> {
+  return store.db
+    .selectFrom('job_logs')
+    .select(['sequence_num', 'stream', 'message', 'timestamp'])
+    .where('job_id', '=', jobId)
+    .where('attempt', '=', attempt)
+    .orderBy('sequence_num')
+    .execute();
+}
+
+export async function rowCount(store: Store, jobId: string): Promise<number> {
+  const row = await store.db.selectFrom('job_logs').select((eb) => eb.fn.countAll<number | string>().as('n')).where('job_id', '=', jobId).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Polls (state written by another component, announced by nothing we can await). */
+export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${JSON.stringify(v).slice(0, 300)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
