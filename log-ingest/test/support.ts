@@ -5,7 +5,6 @@ import {
   MESSAGE_TYPES,
   newId,
   newJob,
-  PRODUCER_ROLES,
   QUEUES,
   roleBus,
   silentLogger,
@@ -13,24 +12,16 @@ import {
   type Bus,
   type Clock,
   type LogBatchMessage,
-  type LogLineMessage,
   type ProducerRole,
+  type LogLineMessage,
   type RoleKeys,
   type SignedBus,
   type Store,
   type Workflow,
 } from '@orloj/common';
+import { generateKeys } from '../../common/test/support/keys.js';
 
-export function generateKeys(): RoleKeys {
-  const privateKeys: RoleKeys['privateKeys'] = {};
-  const publicKeys: RoleKeys['publicKeys'] = {};
-  for (const role of PRODUCER_ROLES as readonly ProducerRole[]) {
-    const pair = crypto.generateKeyPairSync('ed25519');
-    privateKeys[role] = pair.privateKey;
-    publicKeys[role] = pair.publicKey;
-  }
-  return { privateKeys, publicKeys };
-}
+export { generateKeys };
 
 /** The in-process bus, or RabbitMQ under a random prefix (deleted by close()). */
 export async function openBus(amqpUrl?: string): Promise<{ bus: Bus; prefix: string; close(): Promise<void> }> {

@@ -1,10 +1,8 @@
-import crypto from 'node:crypto';
 import {
   ManualClock,
   MemoryBus,
   MESSAGE_TYPES,
   newId,
-  PRODUCER_ROLES,
   QUEUES,
   roleBus,
   silentLogger,
@@ -14,23 +12,14 @@ import {
   type JobRunMessage,
   type JobStopMessage,
   type BuildRunMessage,
-  type ProducerRole,
   type RoleKeys,
   type SignedBus,
   type Store,
   type Workflow,
 } from '@orloj/common';
+import { generateKeys } from '../../common/test/support/keys.js';
 
-export function generateKeys(): RoleKeys {
-  const privateKeys: RoleKeys['privateKeys'] = {};
-  const publicKeys: RoleKeys['publicKeys'] = {};
-  for (const role of PRODUCER_ROLES as readonly ProducerRole[]) {
-    const pair = crypto.generateKeyPairSync('ed25519');
-    privateKeys[role] = pair.privateKey;
-    publicKeys[role] = pair.publicKey;
-  }
-  return { privateKeys, publicKeys };
-}
+export { generateKeys };
 
 /**
  * The runners' side of the protocol, played by the test: it collects the job
