@@ -37,14 +37,16 @@ export function readBuildRun(body: unknown): BuildRunMessage | undefined {
   return { workflow_id, build_token: build_token as number, image };
 }
 
-export function readJobStop(body: unknown): { job_id: string; reason: JobReason } | undefined {
+export function readJobStop(body: unknown): { job_id: string; attempt?: number; reason: JobReason } | undefined {
   if (!isRecord(body) || !isId(body.job_id)) return undefined;
+  // A stop for one (stale) attempt must not touch the job's current attempt.
+  const attempt = typeof body.attempt === 'number' && Number.isSafeInteger(body.attempt) && body.attempt > 0 ? body.attempt : undefined;
   const r = body.reason;
   const reason =
     isRecord(r) && isReasonCode(r.code) && typeof r.message === 'string' && r.message !== ''
       ? { code: r.code, message: r.message }
       : reasons.cancellationUnavailable();
-  return { job_id: body.job_id, reason };
+  return { job_id: body.job_id, ...(attempt === undefined ? {} : { attempt }), reason };
 }
 
 function isReasonCode(value: unknown): value is ReasonCode {

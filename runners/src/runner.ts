@@ -361,7 +361,7 @@ export class Runner {
 
   /** True when the message must be dropped (acked without running). */
   private skip(job: JobRunMessage, key: string, log: Logger): boolean {
-    if (this.stoppedJobs.has(job.job_id)) {
+    if (this.stoppedJobs.has(job.job_id) || this.stoppedJobs.has(key)) {
       this.counts.dropped += 1;
       log.info('dropped job.run: the job was stopped');
       return true;
@@ -549,9 +549,11 @@ export class Runner {
       return;
     }
     // Remembered in any case: a later (re)delivery of its job.run is dropped.
-    this.stoppedJobs.add(stop.job_id);
+    // A stop naming an attempt (a stale execution) concerns that attempt only.
+    this.stoppedJobs.add(stop.attempt === undefined ? stop.job_id : `${stop.job_id}:${stop.attempt}`);
     for (const attempt of this.attempts.values()) {
       if (attempt.job.job_id !== stop.job_id) continue;
+      if (stop.attempt !== undefined && attempt.job.attempt !== stop.attempt) continue;
       attempt.stopReason ??= stop.reason;
       attempt.controller.abort();
       attempt.log.info({ reason: stop.reason.code }, 'stopping the job');

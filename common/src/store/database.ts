@@ -116,6 +116,11 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   });
   // An idle client losing its server (restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  // Nor may a lent-out one: pg-pool drops its error listener while a client is checked out, so a
+  // backend terminated between two statements (a restart during a transaction) emits 'error' on
+  // the client with nobody listening. Its queries fail (the caller sees that) and the pool
+  // discards the client on release.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return handle(db, postgresHelpers, () => db.destroy());
 }
