@@ -4,17 +4,22 @@
 // Environment: BENCH_DURATION (s, default 20), BENCH_CONNECTIONS (64),
 // BENCH_WARMUP (s, 3), BENCH_DATABASE_URL (PostgreSQL, default
 // postgres://postgres@127.0.0.1:5432/orloj_test), BENCH_CPU_PROF=<dir> (V8
-// profiles of the server processes). `npm run bench -- --list` lists suites.
+// profiles of the server processes; the scheduling and containers suites add
+// one of the orloj process over each measured window). Suites read their own
+// variables too (BENCH_SCHED_*, BENCH_CONTAINER_*: see each suite's section).
+// `npm run bench -- --list` lists suites.
 import path from 'node:path';
 import { REPO_ROOT } from './lib/child.js';
 import { loadSettingsFromEnv } from './lib/load.js';
 import { machineInfo } from './lib/machine.js';
 import { renderSection, writeSection } from './lib/markdown.js';
 import type { BenchSuite } from './lib/suite.js';
+import { containers } from './containers.bench.js';
+import { scheduling } from './scheduling.bench.js';
 import { workflowsList } from './workflows-list.bench.js';
 
 /** Every suite, in run order. Add new ones here. */
-const SUITES: BenchSuite[] = [workflowsList];
+const SUITES: BenchSuite[] = [workflowsList, scheduling, containers];
 
 async function main(filters: string[]): Promise<number> {
   if (filters.includes('--list')) {

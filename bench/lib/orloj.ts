@@ -82,22 +82,25 @@ export async function startOrloj(databaseUrl: string, env: Record<string, string
       await server.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
-    async registerUser() {
-      const email = `bench-${crypto.randomBytes(6).toString('hex')}@example.com`;
-      const res = await fetch(`${server.url}/auth/register`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email, password: 'benchmark password' }),
-      });
-      if (res.status !== 201) throw new Error(`register answered ${res.status}: ${await res.text()}`);
-      const cookie = res.headers
-        .getSetCookie()
-        .map((c) => c.split(';')[0])
-        .join('; ');
-      if (!cookie.includes('session=')) throw new Error('register set no session cookie');
-      return { email, cookie };
-    },
+    registerUser: () => registerUser(server.url),
   };
+}
+
+/** Registers a fresh user through HTTP; returns the Cookie header a browser would then send (session and CSRF cookies). */
+export async function registerUser(url: string): Promise<{ email: string; cookie: string }> {
+  const email = `bench-${crypto.randomBytes(6).toString('hex')}@example.com`;
+  const res = await fetch(`${url}/auth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password: 'benchmark password' }),
+  });
+  if (res.status !== 201) throw new Error(`register answered ${res.status}: ${await res.text()}`);
+  const cookie = res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+  if (!cookie.includes('session=')) throw new Error('register set no session cookie');
+  return { email, cookie };
 }
 
 /** A fresh database and an orloj server over it (`env` as for startOrloj) for the callback; both are gone afterwards. */

@@ -1,0 +1,280 @@
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import path from 'node:path';
+import { REPO_ROOT } from './lib/child.js';
+import { startEmbeddedOrloj, type EmbeddedOrloj } from './lib/embedded.js';
+import { createBenchDatabase } from './lib/orloj.js';
+import { startScheduleDb, type JobRow } from './lib/schedule-db.js';
+import { envInt, fmt, ms, sleep, summarize, type Summary } from './lib/stats.js';
+import type { BenchSuite, SuiteContext, SuiteReport } from './lib/suite.js';
+import { codeVersion } from './lib/versions.js';
+
+const IMAGE = 'localhost/orloj-test/busybox:1';
+const TARGET_RATIO = 1.0;
+const POLL_MS = 20;
+const JOB_TIMEOUT_MS = 120_000;
+/** Random pause before each orloj job, up to the default SCHEDULER_TICK. */
+const JITTER_MS = 1_000;
+
+interface Settings {
+  jobs: number;
+  warmup: number;
+  tick: string | undefined;
+}
+
+function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
+  return {
+    jobs: envInt('BENCH_CONTAINER_JOBS', 30, 1),
+    warmup: envInt('BENCH_CONTAINER_WARMUP', 2, 0),
+    tick: env.BENCH_SCHED_TICK?.trim() || undefined,
+  };
+}
+
+/** `scripts/container-runtime.sh ensure`: the DOCKER_HOST of the podman service, or why there is none. */
+function ensureRuntime(): { dockerHost: string } | { failure: string } {
+  const r = spawnSync('bash', [path.join(REPO_ROOT, 'scripts', 'container-runtime.sh'), 'ensure'], { encoding: 'utf8', timeout: 10 * 60_000 });
+  const dockerHost = r.stdout?.trim();
+  if (r.status === 0 && dockerHost) return { dockerHost };
+  const why = (r.stderr ?? '').trim().split('\n').slice(-3).join(' / ') || r.error?.message || `exit ${r.status}`;
+  return { failure: `scripts/container-runtime.sh ensure failed: ${why}` };
+}
+
+/** Wall time of one CLI run, spawn to exit (ms); rejects on a non-zero exit. */
+function timeCommand(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const elapsed = performance.now() - started;
+      if (code === 0) resolve(elapsed);
+      else reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${stderr.trim().slice(0, 300)}`));
+    });
+  });
+}
+
+async function api(orloj: EmbeddedOrloj, cookie: string, method: string, url: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(`${orloj.url}${url}`, {
+    method,
+    headers: {
+      cookie,
+      ...(method === 'GET' ? {} : { 'idempotency-key': crypto.randomUUID() }),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? (JSON.parse(text) as unknown) : undefined };
+}
+
+async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await read();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v)}`);
+    await sleep(POLL_MS);
+  }
+}
+
+interface Measured {
+  orlojApi: number[];
+  orlojDb: number[];
+  bare: number[];
+  bareNoNet: number[];
+  rows: JobRow[];
+  failures: string[];
+  buildMs: number;
+}
+
+async function measure(ctx: SuiteContext, s: Settings, dockerHost: string, containersConf: string): Promise<Measured> {
+  const db = await createBenchDatabase('sqlite');
+  const podmanEnv = { ...process.env, CONTAINERS_CONF: containersConf };
+  const out: Measured = { orlojApi: [], orlojDb: [], bare: [], bareNoNet: [], rows: [], failures: [], buildMs: 0 };
+  let orloj: EmbeddedOrloj | undefined;
+  try {
+    orloj = await startEmbeddedOrloj(db.url, { DOCKER_HOST: dockerHost, ...(s.tick ? { SCHEDULER_TICK: s.tick } : {}) });
+    const { cookie } = await orloj.registerUser();
+    const created = await api(orloj, cookie, 'POST', '/workflows', {
+      name: 'bench true',
+      kind: 'CONTAINER',
+      // a week between automatic runs: only the manual jobs run during the benchmark
+      interval: 10_080,
+      max_consecutive_job_failures_allowed: 3,
+      payload: JSON.stringify({ image: IMAGE, cmd: ['true'], timeout: '1m' }),
+    });
+    if (created.status !== 201) throw new Error(`POST /workflows answered ${created.status}: ${JSON.stringify(created.json)}`);
+    const id = created.json.id as string;
+    const buildStarted = performance.now();
+    const w = await until(
+      () => api(orloj!, cookie, 'GET', `/workflows/${id}`).then((r) => r.json as { build_status: string }),
+      (v) => v.build_status === 'COMPLETED' || v.build_status === 'FAILED',
+      'the build',
+      60_000,
+    );
+    if (w.build_status !== 'COMPLETED') throw new Error(`the build of the CONTAINER workflow ended ${w.build_status}`);
+    out.buildMs = performance.now() - buildStarted;
+    ctx.log(`workflow built in ${fmt(out.buildMs)} ms; ${s.warmup} warm-up + ${s.jobs} rounds of (orloj job, podman run, podman run --network none)`);
+
+    const ids: string[] = [];
+    let endProfile: (() => Promise<string | undefined>) | undefined;
+    for (let i = 0; i < s.warmup + s.jobs; i++) {
+      if (i === s.warmup) endProfile = await orloj.profile('containers');
+      const counted = i >= s.warmup;
+      // A user's request lands at any moment of the scheduler's tick: a random
+      // pause keeps the rounds from locking onto its phase.
+      await sleep(Math.random() * JITTER_MS);
+      // orloj: POST …/jobs/schedule, then GET the job until it is done
+      const started = performance.now();
+      const scheduled = await api(orloj, cookie, 'POST', `/workflows/${id}/jobs/schedule`);
+      if (scheduled.status !== 201) throw new Error(`POST /workflows/${id}/jobs/schedule answered ${scheduled.status}: ${JSON.stringify(scheduled.json)}`);
+      const jobId = scheduled.json.id as string;
+      const job = await until(
+        () => api(orloj!, cookie, 'GET', `/workflows/${id}/jobs/${jobId}`).then((r) => r.json as { status: string; status_reason_code?: string }),
+        (j) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(j.status),
+        `job ${jobId}`,
+        JOB_TIMEOUT_MS,
+      );
+      const elapsed = performance.now() - started;
+      if (job.status !== 'COMPLETED') out.failures.push(`orloj job ${jobId} ended ${job.status} (${job.status_reason_code ?? '?'})`);
+      if (counted) {
+        out.orlojApi.push(elapsed);
+        ids.push(jobId);
+      }
+      // the same container with the podman CLI, as a user would start it by hand
+      try {
+        const bare = await timeCommand('podman', ['run', '--rm', IMAGE, 'true'], podmanEnv);
+        const noNet = await timeCommand('podman', ['run', '--rm', '--network', 'none', IMAGE, 'true'], podmanEnv);
+        if (counted) {
+          out.bare.push(bare);
+          out.bareNoNet.push(noNet);
+        }
+      } catch (err) {
+        out.failures.push(err instanceof Error ? err.message : String(err));
+      }
+      if (counted && (i - s.warmup + 1) % 10 === 0) ctx.log(`${i - s.warmup + 1} / ${s.jobs} rounds`);
+    }
+    const profileFile = await endProfile?.();
+    if (profileFile) ctx.log(`CPU profile of the measured rounds in ${profileFile}`);
+    await orloj.stop();
+    orloj = undefined;
+    const tool = await startScheduleDb(db.url);
+    try {
+      out.rows = await tool.jobRows(ids);
+    } finally {
+      await tool.stop();
+    }
+    for (const r of out.rows) if (r.completed_at !== null) out.orlojDb.push(r.completed_at - r.scheduled_at);
+    return out;
+  } finally {
+    await orloj?.stop();
+    await db.drop();
+  }
+}
+
+function phaseLine(rows: JobRow[]): string {
+  const step = (name: string, pick: (r: JobRow) => [number | null, number | null]) => {
+    const v = summarize(
+      rows.flatMap((r) => {
+        const [a, b] = pick(r);
+        return a === null || b === null ? [] : [b - a];
+      }),
+    );
+    return `${name} ${ms(v.p50)} / ${ms(v.p99)}`;
+  };
+  return [
+    '- Where an orloj job\'s time goes, p50 / p99 ms per step (from the jobs table):',
+    step('request → scheduler tick that QUEUED it', (r) => [r.scheduled_at, r.queued_at]) + ';',
+    step('that tick → started by the runner', (r) => [r.queued_at, r.started_at]) + ';',
+    step('started → finished (image check, create, start, logs, wait, remove)', (r) => [r.started_at, r.completed_at]) + ';',
+    step('finished → COMPLETED in the store', (r) => [r.completed_at, r.updated_at]) + '.',
+  ].join(' ');
+}
+
+function podmanVersion(): string {
+  const r = spawnSync('podman', ['--version'], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : 'podman (version unknown)';
+}
+
+const row = (label: string, v: Summary, baseline: number | undefined): string[] => [
+  label,
+  fmt(v.count),
+  ms(v.p50),
+  ms(v.p90),
+  ms(v.p99),
+  ms(v.max),
+  ms(v.mean),
+  baseline ? `${fmt(v.p50 / baseline, 2)}×` : 'n/a',
+];
+
+export const containers: BenchSuite = {
+  name: 'containers',
+  title: 'CONTAINER jobs: end-to-end time of a job running `true`, against `podman run`',
+
+  async run(ctx): Promise<SuiteReport> {
+    const s = settingsFromEnv();
+    const stateDir = process.env.ORLOJ_PODMAN_DIR?.trim() || '/var/tmp/orloj-podman';
+    const containersConf = path.join(stateDir, 'containers.conf');
+    const description = [
+      `End-to-end time of a manual CONTAINER job on the embedded orloj (api + scheduler + runners in one child process, SQLite, \`BUS_URL=memory:\`, real clock): \`POST /workflows/{id}/jobs/schedule\` until \`GET /workflows/{id}/jobs/{job_id}\` answers COMPLETED (polled every ${POLL_MS} ms), for a workflow whose image \`${IMAGE}\` runs \`true\`.`,
+      'Beside it, in the same run and interleaved round by round, the same container started with the podman CLI on the same runtime (podman with runc, `CONTAINERS_CONF` from `scripts/container-runtime.sh`): `podman run --rm` as is, and with `--network none` as orloj runs it.',
+    ].join(' ');
+    const settings: Array<[string, string]> = [
+      ['Code', codeVersion()],
+      ['orloj', `all roles in one child process (TypeScript sources via tsx), \`NODE_ENV=production\`, \`SCHEDULER_TICK=${s.tick ?? '1s (default)'}\`, \`RUNNER_CONCURRENCY=4\` (default), \`LOG_LEVEL=warn\`, \`DOCKER_HOST\` = the podman service of \`scripts/container-runtime.sh\``],
+      ['Jobs', `${s.jobs} measured rounds after ${s.warmup} warm-up rounds; each round: a random pause of 0-${JITTER_MS} ms (so requests land at any phase of the scheduler tick), one orloj job, one \`podman run --rm ${IMAGE} true\`, one with \`--network none\`; one at a time`],
+      ['Overrides', 'BENCH_CONTAINER_JOBS, BENCH_CONTAINER_WARMUP, BENCH_SCHED_TICK (SCHEDULER_TICK), ORLOJ_PODMAN_DIR (state dir of the runtime script), BENCH_CPU_PROF (adds orloj-containers-<pid>.cpuprofile: the orloj process during the measured rounds)'],
+    ];
+    const columns = ['Target', 'runs', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'mean ms', 'p50 vs podman run'];
+
+    const runtime = ensureRuntime();
+    if ('failure' in runtime) {
+      ctx.log(`skipped: ${runtime.failure}`);
+      return {
+        description,
+        settings,
+        table: { columns, rows: [['(all)', `not run: ${runtime.failure}`, '', '', '', '', '', '']] },
+        verdict: [`Target: p50 of an orloj CONTAINER job ≤ ${TARGET_RATIO}× the p50 of \`podman run --rm\`.`, '', '- **not measured**: no container runtime (see the row).'],
+        notes: ['- Skipped because `scripts/container-runtime.sh ensure` failed; the numbers of an earlier run are gone with this section.'],
+        valid: true,
+      };
+    }
+    ctx.log(`runtime ${runtime.dockerHost}, ${podmanVersion()}`);
+    const m = await measure(ctx, s, runtime.dockerHost, containersConf);
+    const api = summarize(m.orlojApi);
+    const dbTimes = summarize(m.orlojDb);
+    const bare = summarize(m.bare);
+    const noNet = summarize(m.bareNoNet);
+    const baseline = bare.count ? bare.p50 : undefined;
+    const ratio = baseline ? api.p50 / baseline : Number.NaN;
+    const ok = Number.isFinite(ratio) && ratio <= TARGET_RATIO;
+    return {
+      description,
+      settings,
+      table: {
+        columns,
+        rows: [
+          row('orloj job: POST schedule → GET shows COMPLETED', api, baseline),
+          row('orloj job: scheduled_at → completed_at (jobs table)', dbTimes, baseline),
+          row(`podman run --rm ${IMAGE} true`, bare, baseline),
+          row(`podman run --rm --network none ${IMAGE} true`, noNet, baseline),
+        ],
+      },
+      verdict: [
+        `Target: p50 of an orloj CONTAINER job ≤ ${TARGET_RATIO}× the p50 of \`podman run --rm\`.`,
+        '',
+        `- ${fmt(ratio, 2)}× (${ms(api.p50)} ms against ${ms(bare.p50)} ms) → **${ok ? 'met' : 'missed'}**; against \`--network none\` (orloj's own network mode): ${fmt(api.p50 / noNet.p50, 2)}×`,
+      ],
+      notes: [
+        phaseLine(m.rows),
+        `- ${podmanVersion()}, runtime ${runtime.dockerHost}; the workflow's build (image check) took ${fmt(m.buildMs)} ms before the first job.`,
+        '- orloj talks to the podman API service over its socket (dockerode): image inspect, create (no network, all capabilities dropped, no-new-privileges, memory and pids limits), start, follow the logs, wait, remove; the CLI runs podman in-process, with podman\'s default network unless `--network none`.',
+        '- A manual job waits for the scheduler\'s next pass over the store (at most `SCHEDULER_TICK` away): that is the "request → scheduler tick" step above.',
+        ...(m.failures.length ? [`- **Invalid run**: ${m.failures.slice(0, 5).join('; ')}${m.failures.length > 5 ? ` (+${m.failures.length - 5} more)` : ''}.`] : []),
+      ],
+      valid: m.failures.length === 0 && api.count === s.jobs,
+    };
+  },
+};

@@ -1,0 +1,65 @@
+// The whole embedded orloj in one process, as `orloj start` runs it: api +
+// scheduler + runners over the DATABASE_URL and BUS_URL the parent passes
+// (startOrloj, the composition root). Besides, it reports its own resource use
+// over IPC: CPU time, RSS (current and peak), event-loop utilisation and delay,
+// and a V8 CPU profile of exactly the stretch the parent measures (unlike
+// --cpu-prof, it does not depend on a clean exit of a process that may be
+// overloaded).
+import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import path from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { startOrloj } from '@orloj/server';
+import { serveParent } from '../lib/child.js';
+import type { ProcessUsage } from '../lib/embedded.js';
+
+const running = await startOrloj({ roles: ['api', 'scheduler', 'runners'], env: process.env });
+const delay = monitorEventLoopDelay({ resolution: 10 });
+delay.enable();
+let profiler: Session | undefined;
+
+serveParent(
+  running.port ?? 0,
+  {
+    async usage(): Promise<ProcessUsage> {
+      const cpu = process.cpuUsage();
+      const mem = process.memoryUsage();
+      const elu = performance.eventLoopUtilization();
+      const reading: ProcessUsage = {
+        at: Date.now(),
+        cpuUser: cpu.user,
+        cpuSystem: cpu.system,
+        rss: mem.rss,
+        maxRss: process.resourceUsage().maxRSS * 1024,
+        heapUsed: mem.heapUsed,
+        eluIdle: elu.idle,
+        eluActive: elu.active,
+        delayP50: delay.percentile(50) / 1e6,
+        delayP99: delay.percentile(99) / 1e6,
+        delayMax: delay.max / 1e6,
+      };
+      delay.reset();
+      return reading;
+    },
+    async profileStart() {
+      profiler = new Session();
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    },
+    /** Writes the profile since profileStart() to `file` (a .cpuprofile for Chrome DevTools). */
+    async profileStop(arg: { file: string }) {
+      if (!profiler) throw new Error('profileStart() was not called');
+      const { profile } = await profiler.post('Profiler.stop');
+      profiler.disconnect();
+      profiler = undefined;
+      fs.mkdirSync(path.dirname(arg.file), { recursive: true });
+      fs.writeFileSync(arg.file, JSON.stringify(profile));
+      return { file: arg.file };
+    },
+  },
+  async () => {
+    if (profiler) await profiler.post('Profiler.stop').catch(() => undefined);
+    await running.stop();
+  },
+);
