@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { foldCase, newId, newJob, type LogLineInput, type Store, type Workflow } from '@orloj/common';
+import { foldCase, newId, newJob, type LogLineInput, type Store } from '@orloj/common';
 import { describeEachEngine } from './support/stores.js';
+import { workflowFixture } from './support/fixtures.js';
 
 /** The reference: the simple lowercase mapping of every code point on its own. */
 function foldByCodePoint(s: string): string {
@@ -41,25 +42,13 @@ describeEachEngine('logs repo and log search', (db, engine) => {
   async function insertJob(store: Store): Promise<string> {
     const userId = newId();
     await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
-    const w: Workflow = {
-      id: newId(),
-      userId,
-      name: 'w',
+    const w = workflowFixture(userId, {
       payload: '{}',
       kind: 'CONTAINER',
       buildStatus: 'COMPLETED',
-      intervalMinutes: 1,
-      consecutiveJobFailuresCount: 0,
-      maxConsecutiveJobFailuresAllowed: 3,
       logRetention: true,
-      generation: 0,
-      createdAt: 0,
-      updatedAt: 0,
-      terminatedAt: null,
       buildCompletedAt: 0,
-      nextDueAt: null,
-      buildToken: 0,
-    };
+    });
     await store.workflows.insert(w);
     const job = newJob(w, 'MANUAL', 0, 0);
     await store.jobs.insert(job);

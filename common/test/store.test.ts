@@ -1,29 +1,18 @@
 import assert from 'node:assert/strict';
 import { newId, type Workflow } from '@orloj/common';
 import { describeEachEngine } from './support/stores.js';
+import { workflowFixture } from './support/fixtures.js';
 
 function workflow(userId: string, overrides: Partial<Workflow> = {}): Workflow {
   const now = Date.UTC(2026, 0, 1);
-  return {
-    id: newId(),
-    userId,
+  return workflowFixture(userId, {
     name: 'Ping',
     payload: '{"endpoint":"https://example.com"}',
-    kind: 'HEARTBEAT',
-    buildStatus: 'QUEUED',
     intervalMinutes: 5,
-    consecutiveJobFailuresCount: 0,
-    maxConsecutiveJobFailuresAllowed: 3,
-    logRetention: false,
-    generation: 0,
     createdAt: now,
     updatedAt: now,
-    terminatedAt: null,
-    buildCompletedAt: null,
-    nextDueAt: null,
-    buildToken: 0,
     ...overrides,
-  };
+  });
 }
 
 describeEachEngine('store', (db) => {

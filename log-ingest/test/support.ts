@@ -20,6 +20,7 @@ import {
   type Workflow,
 } from '@orloj/common';
 import { generateKeys } from '../../common/test/support/keys.js';
+import { workflowFixture } from '../../common/test/support/fixtures.js';
 
 export { generateKeys };
 
@@ -44,26 +45,16 @@ export interface TestJob {
 export async function insertJob(store: Store, overrides: Partial<Workflow> = {}): Promise<TestJob> {
   const userId = newId();
   await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
-  const w: Workflow = {
-    id: newId(),
-    userId,
+  const w = workflowFixture(userId, {
     name: 'logs',
     payload: JSON.stringify({ image: 'localhost/orloj-test/busybox:1', cmd: ['true'] }),
     kind: 'CONTAINER',
     buildStatus: 'COMPLETED',
     intervalMinutes: 60,
-    consecutiveJobFailuresCount: 0,
-    maxConsecutiveJobFailuresAllowed: 3,
     logRetention: true,
-    generation: 0,
-    createdAt: 0,
-    updatedAt: 0,
-    terminatedAt: null,
     buildCompletedAt: 0,
-    nextDueAt: null,
-    buildToken: 0,
     ...overrides,
-  };
+  });
   await store.workflows.insert(w);
   const job = newJob(w, 'MANUAL', 0, 0);
   await store.jobs.insert(job);

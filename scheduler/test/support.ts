@@ -18,6 +18,7 @@ import {
   type Workflow,
 } from '@orloj/common';
 import { generateKeys } from '../../common/test/support/keys.js';
+import { workflowFixture } from '../../common/test/support/fixtures.js';
 
 export { generateKeys };
 
@@ -108,26 +109,12 @@ export async function insertUser(store: Store): Promise<string> {
 }
 
 export async function insertWorkflow(store: Store, userId: string, now: number, overrides: Partial<Workflow> = {}): Promise<Workflow> {
-  const w: Workflow = {
-    id: newId(),
-    userId,
-    name: 'w',
+  const w = workflowFixture(userId, {
     payload: JSON.stringify({ endpoint: 'http://127.0.0.1:9/' }),
-    kind: 'HEARTBEAT',
-    buildStatus: 'QUEUED',
-    intervalMinutes: 1,
-    consecutiveJobFailuresCount: 0,
-    maxConsecutiveJobFailuresAllowed: 3,
-    logRetention: false,
-    generation: 0,
     createdAt: now,
     updatedAt: now,
-    terminatedAt: null,
-    buildCompletedAt: null,
-    nextDueAt: null,
-    buildToken: 0,
     ...overrides,
-  };
+  });
   await store.workflows.insert(w);
   return w;
 }
