@@ -8,40 +8,39 @@
 // again and again, lets the system settle, and then checks the guarantees
 // from the database. Exit code: 0 all checks hold, 1 a check failed, 2 the
 // harness itself failed.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import amqp, { type Channel } from 'amqplib';
-import pg from 'pg';
-import {
-  AcceleratedClock,
-  DEAD_LETTER_SUFFIX,
-  ensureKeyDir,
-  newId,
-  openDatabase,
-  parseDuration,
-  parsePayload,
-  QUEUES,
-  Store,
-  TERMINAL_JOB_STATUSES,
-  TOPICS,
-  type DatabaseHandle,
-  type JobsTable,
-  type Selectable,
-  type Workflow,
-  type WorkflowsTable,
-} from '@orloj/common';
+import { AcceleratedClock, ensureKeyDir, newId, parseDuration, QUEUES, type DatabaseHandle } from '@orloj/common';
 import { DEFAULT_SCHEDULER_CONFIG, LEADER_LEASE } from '@orloj/scheduler';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const BIN = path.join(ROOT, 'server/src/bin.ts');
-const INTERVAL_MINUTES = 1;
-const INTERVAL_MS = INTERVAL_MINUTES * 60_000;
+import {
+  countErrorLines,
+  createSchema,
+  deleteBusNames,
+  dropSchema,
+  freezeSchedules,
+  INTERVAL_MINUTES,
+  INTERVAL_MS,
+  iso,
+  Member,
+  openConsumerCounter,
+  openHarnessStore,
+  processEnv,
+  seedWorkflows,
+  sleepReal,
+  startTarget,
+  stopMembers,
+  summarizeJobs,
+  verify,
+  waitJobsEnded,
+  waitSchedulesPast,
+  type Incident,
+  type LeaderSample,
+  type QueueProbe,
+  type Target,
+} from './chaos-lib.js';
 
 const HELP = `chaos: SIGKILLs scheduler leaders and runners while jobs run, then checks the guarantees.
 
@@ -146,338 +145,11 @@ class UsageError extends Error {}
 
 // ---- small helpers --------------------------------------------------------------
 
-const sleepReal = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 function log(message: string): void {
   console.log(`[chaos ${new Date().toISOString().slice(11, 23)}] ${message}`);
 }
 
 let aborted = false;
-
-// ---- orloj processes --------------------------------------------------------------
-
-type Role = 'scheduler' | 'runners';
-
-interface Incident {
-  name: string;
-  code: number | null;
-  signal: string | null;
-}
-
-/** One replica slot (scheduler-2, runner-1…): a process, restarted under a new incarnation after each kill. */
-class Member {
-  child: ChildProcess | undefined;
-  id = '';
-  incarnation = 0;
-  /** Date.now() of the latest start. */
-  startedAt = 0;
-  /** Set before we signal it: an exit then is expected. */
-  private expectExit = false;
-  exited: Promise<void> = Promise.resolve();
-
-  constructor(
-    readonly role: Role,
-    readonly index: number,
-    private readonly env: Record<string, string>,
-    private readonly logDir: string,
-    private readonly onUnexpectedExit: (incident: Incident, member: Member) => void,
-  ) {}
-
-  get name(): string {
-    return `${this.role === 'scheduler' ? 'scheduler' : 'runner'}-${this.index}`;
-  }
-
-  get alive(): boolean {
-    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  start(): void {
-    if (this.alive) return;
-    this.incarnation += 1;
-    this.startedAt = Date.now();
-    this.expectExit = false;
-    // Schedulers get a new id per incarnation (the default id carries the pid);
-    // runner ids stay stable across restarts, as docs/operations.md asks.
-    this.id = this.role === 'scheduler' ? `chaos-${this.name}.${this.incarnation}` : `chaos-${this.name}`;
-    const idEnv = this.role === 'scheduler' ? { SCHEDULER_ID: this.id } : { RUNNER_ID: this.id };
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start', '--roles', this.role], {
-      cwd: ROOT,
-      env: { ...this.env, ...idEnv },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const out = fs.createWriteStream(path.join(this.logDir, `${this.name}.log`), { flags: 'a' });
-    out.write(`--- ${this.id} (incarnation ${this.incarnation}) pid ${child.pid} at ${new Date().toISOString()}\n`);
-    child.stdout!.pipe(out, { end: false });
-    child.stderr!.pipe(out, { end: false });
-    this.child = child;
-    this.exited = new Promise((resolve) => {
-      child.once('exit', (code, signal) => {
-        out.end(`--- ${this.id} exited (${signal ?? `code ${code}`})\n`);
-        if (!this.expectExit) this.onUnexpectedExit({ name: this.id, code, signal }, this);
-        resolve();
-      });
-    });
-  }
-
-  kill(signal: 'SIGKILL' | 'SIGTERM'): void {
-    if (!this.alive) return;
-    this.expectExit = true;
-    this.child!.kill(signal);
-  }
-}
-
-// ---- the local HTTP target ----------------------------------------------------------
-
-interface Target {
-  url: string;
-  requests: number;
-  failures: number;
-  close(): Promise<void>;
-}
-
-async function startTarget(failRate: number): Promise<Target> {
-  const target: Target = { url: '', requests: 0, failures: 0, close: async () => undefined };
-  const server = http.createServer((req, res) => {
-    target.requests += 1;
-    req.resume();
-    const fail = Math.random() < failRate;
-    if (fail) target.failures += 1;
-    res.writeHead(fail ? 500 : 200, { 'content-type': 'text/plain' });
-    res.end(fail ? 'chaos says no\n' : 'ok\n');
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('the target has no TCP address');
-  target.url = `http://127.0.0.1:${address.port}`;
-  target.close = () =>
-    new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-  return target;
-}
-
-// ---- leadership observations -----------------------------------------------------------
-
-interface LeaderSample {
-  /** clock time of the observation */
-  at: number;
-  holder: string | undefined;
-  token: number | undefined;
-  /** the lease is unexpired and its holder's process is alive */
-  live: boolean;
-}
-
-// ---- verification -------------------------------------------------------------------
-
-type JobRow = Selectable<JobsTable>;
-type WorkflowRow = Selectable<WorkflowsTable>;
-
-interface Verification {
-  violations: string[];
-  explained: string[];
-  checkedSlots: number;
-}
-
-const iso = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-
-function verify(input: {
-  workflows: WorkflowRow[];
-  jobs: JobRow[];
-  killEnd: number;
-  tickMs: number;
-  samples: LeaderSample[];
-  maxAttempts: number;
-}): Verification {
-  const { workflows, jobs, killEnd, tickMs, samples, maxAttempts } = input;
-  const violations: string[] = [];
-  const explained: string[] = [];
-  let checkedSlots = 0;
-  const add = (list: string[], message: string) => {
-    if (list.length < 200) list.push(message);
-    else if (list.length === 200) list.push('… (more)');
-  };
-  const byWorkflow = new Map<string, JobRow[]>();
-  for (const w of workflows) byWorkflow.set(w.id, []);
-  for (const j of jobs) {
-    const list = byWorkflow.get(j.workflow_id);
-    if (list) list.push(j);
-    else add(violations, `job ${j.id} belongs to an unknown workflow ${j.workflow_id}`);
-  }
-
-  for (const w of workflows) {
-    const own = byWorkflow.get(w.id)!;
-    const anchor = w.build_completed_at;
-    const interval = w.interval_minutes * 60_000;
-    if (anchor === null) {
-      add(violations, `(d) workflow ${w.id} was never built (build_status ${w.build_status})`);
-      continue;
-    }
-    const automatic = own.filter((j) => j.trigger === 'AUTOMATIC').sort((a, b) => a.slot_at - b.slot_at);
-
-    // (a) one job per (workflow, slot), and the stronger property: every slot
-    // lies on the workflow's grid, each job was created while its slot was the
-    // most recent one (slot ≤ created_at < slot + interval), and slots only
-    // move forward in creation order — so no two jobs ever served one window,
-    // and no older slot ran after a newer one.
-    const perSlot = new Map<number, JobRow[]>();
-    for (const j of automatic) perSlot.set(j.slot_at, [...(perSlot.get(j.slot_at) ?? []), j]);
-    for (const [slot, list] of perSlot) {
-      if (list.length > 1) add(violations, `(a) workflow ${w.id} has ${list.length} jobs for slot ${iso(slot)}: ${list.map((j) => j.id).join(', ')}`);
-      const k = (slot - anchor) / interval;
-      if (!Number.isInteger(k) || k < 1) add(violations, `(a) job ${list[0]!.id} of workflow ${w.id} has slot ${iso(slot)}, off the grid build + k×interval (k = ${k})`);
-      for (const j of list) {
-        if (j.created_at < slot || j.created_at >= slot + interval) {
-          add(violations, `(a) job ${j.id} for slot ${iso(slot)} was created at ${iso(j.created_at)}, outside its slot's window`);
-        }
-      }
-    }
-
-    const byCreation = [...automatic].sort((a, b) => a.created_at - b.created_at || a.slot_at - b.slot_at);
-    for (let i = 1; i < byCreation.length; i++) {
-      const [a, b] = [byCreation[i - 1]!, byCreation[i]!];
-      if (b.slot_at <= a.slot_at) {
-        add(violations, `(a) workflow ${w.id}: job ${b.id} for slot ${iso(b.slot_at)} was created after job ${a.id} for the later or same slot ${iso(a.slot_at)}`);
-      }
-    }
-
-    // (b) terminal, (e) attempts
-    for (const j of own) {
-      if (!TERMINAL_JOB_STATUSES.includes(j.status)) add(violations, `(b) job ${j.id} (workflow ${w.id}, slot ${iso(j.slot_at)}) is still ${j.status}`);
-      if (j.attempts > maxAttempts) add(violations, `(e) job ${j.id} took ${j.attempts} attempts (at most ${maxAttempts})`);
-    }
-
-    // (c) runs of one workflow never overlap
-    const runs = own.filter((j) => j.started_at !== null).sort((a, b) => a.started_at! - b.started_at!);
-    for (let i = 1; i < runs.length; i++) {
-      const prev = runs[i - 1]!;
-      const next = runs[i]!;
-      if (prev.completed_at === null || prev.completed_at > next.started_at!) {
-        add(
-          violations,
-          `(c) workflow ${w.id}: job ${prev.id} [${iso(prev.started_at!)}, ${prev.completed_at === null ? 'open' : iso(prev.completed_at)}] overlaps job ${next.id} started ${iso(next.started_at!)}`,
-        );
-      }
-    }
-
-    // (d) no misses: every slot up to one interval before the end of the
-    // killing phase has a job, unless the most-recent-missed-slot rule explains it.
-    for (let slot = anchor + interval; slot <= killEnd - interval; slot += interval) {
-      const count = perSlot.get(slot)?.length ?? 0;
-      if (count >= 1) {
-        checkedSlots += 1;
-        continue;
-      }
-      const windowEnd = slot + interval;
-      const prev = [...automatic].reverse().find((j) => j.slot_at < slot);
-      const next = automatic.find((j) => j.slot_at > slot);
-      // The scheduler-side time the previous job ended: its last transition.
-      const prevEnd = prev ? (TERMINAL_JOB_STATUSES.includes(prev.status) ? prev.updated_at : Number.POSITIVE_INFINITY) : undefined;
-      const where = `workflow ${w.id}, slot ${iso(slot)}`;
-      if (!next) {
-        add(violations, `(d) ${where}: no job for this slot or any later one`);
-      } else if (prev && prevEnd! >= windowEnd - 2 * tickMs) {
-        add(
-          explained,
-          `${where}: the previous job (slot ${iso(prev.slot_at)}, ${prev.attempts} attempt(s), ${prev.status}) ended ${Number.isFinite(prevEnd) ? iso(prevEnd!) : 'never'}, ` +
-            `at or after this slot's window closed (${iso(windowEnd)}); the next job ran for slot ${iso(next.slot_at)}`,
-        );
-      } else {
-        const from = Math.max(slot, prevEnd ?? slot);
-        const seen = samples.filter((s) => s.at >= from && s.at < windowEnd);
-        if (seen.length > 0 && seen.every((s) => !s.live)) {
-          add(explained, `${where}: no live scheduler leader from ${iso(from)} to ${iso(windowEnd)}; the next job ran for slot ${iso(next.slot_at)}`);
-        } else {
-          add(
-            violations,
-            `(d) ${where}: missed although the workflow was free from ${iso(from)} and a leader was live in ${seen.filter((s) => s.live).length}/${seen.length} observations before ${iso(windowEnd)}; ` +
-              `the next job (slot ${iso(next.slot_at)}) was created ${iso(next.created_at)}`,
-          );
-        }
-      }
-    }
-  }
-  return { violations, explained, checkedSlots };
-}
-
-// ---- readiness ------------------------------------------------------------------
-
-/**
- * Consumers attached to a queue: every runner consumes QUEUES.jobs and every
- * scheduler QUEUES.jobEvents, so the counts tell when all processes are up
- * (their signal handlers are installed by then, and a SIGKILLed process's
- * consumer goes away with its connection).
- */
-async function openConsumerCounter(
-  amqpUrl: string,
-): Promise<{ count(queue: string): Promise<number>; depth(queue: string): Promise<number>; close(): Promise<void> }> {
-  const conn = await amqp.connect(amqpUrl);
-  conn.on('error', () => {});
-  let channel: Channel | undefined;
-  const check = async (queue: string) => {
-    try {
-      if (!channel) {
-        channel = await conn.createChannel();
-        channel.on('error', () => {});
-      }
-      return await channel.checkQueue(queue);
-    } catch {
-      channel = undefined; // not declared yet: the failed check closed the channel
-      return { consumerCount: 0, messageCount: 0 };
-    }
-  };
-  return {
-    count: async (queue) => (await check(queue)).consumerCount,
-    depth: async (queue) => (await check(queue)).messageCount,
-    close: () => conn.close().catch(() => undefined),
-  };
-}
-
-// ---- cleanup -------------------------------------------------------------------
-
-async function deleteBusNames(amqpUrl: string, prefix: string): Promise<number> {
-  const queues = new Set<string>();
-  for (const q of Object.values(QUEUES)) {
-    queues.add(prefix + q);
-    queues.add(prefix + q + DEAD_LETTER_SUFFIX);
-  }
-  // Anything else under the prefix, when rabbitmqctl can list queues here.
-  const listed = spawnSync('rabbitmqctl', ['-s', 'list_queues', 'name'], { encoding: 'utf8', timeout: 20_000 });
-  if (listed.status === 0) {
-    for (const line of listed.stdout.split('\n')) if (line.trim().startsWith(prefix)) queues.add(line.trim());
-  }
-  const conn = await amqp.connect(amqpUrl);
-  conn.on('error', () => {});
-  let deleted = 0;
-  try {
-    let channel = await conn.createChannel();
-    channel.on('error', () => {});
-    const attempt = async (op: (ch: Channel) => Promise<unknown>) => {
-      try {
-        await op(channel);
-        return true;
-      } catch {
-        // A failed operation closes the channel: continue on a new one.
-        channel = await conn.createChannel();
-        channel.on('error', () => {});
-        return false;
-      }
-    };
-    for (const q of queues) {
-      // checkQueue first: deleting a queue that never existed is not an error on every broker version.
-      if ((await attempt((ch) => ch.checkQueue(q))) && (await attempt((ch) => ch.deleteQueue(q)))) deleted += 1;
-    }
-    for (const t of Object.values(TOPICS)) {
-      if ((await attempt((ch) => ch.checkExchange(prefix + t))) && (await attempt((ch) => ch.deleteExchange(prefix + t)))) deleted += 1;
-    }
-  } finally {
-    await conn.close().catch(() => undefined);
-  }
-  return deleted;
-}
 
 // ---- main -------------------------------------------------------------------------
 
@@ -514,7 +186,7 @@ async function main(argv: string[]): Promise<number> {
   const unexpected: Incident[] = [];
   const timers = new Set<NodeJS.Timeout>();
   let target: Target | undefined;
-  let consumers: Awaited<ReturnType<typeof openConsumerCounter>> | undefined;
+  let consumers: QueueProbe | undefined;
   let database: DatabaseHandle | undefined;
   let schemaCreated = false;
   let busUsed = false;
@@ -534,17 +206,7 @@ async function main(argv: string[]): Promise<number> {
         log(`kept: schema ${schema}, bus prefix ${prefix}, logs in ${logDir}`);
         return;
       }
-      if (schemaCreated) {
-        const admin = new pg.Client({ connectionString: baseDbUrl });
-        try {
-          await admin.connect();
-          await admin.query(`drop schema if exists ${schema} cascade`);
-        } catch (err) {
-          console.error(`could not drop schema ${schema}:`, err instanceof Error ? err.message : err);
-        } finally {
-          await admin.end().catch(() => undefined);
-        }
-      }
+      if (schemaCreated) await dropSchema(baseDbUrl, schema);
       if (busUsed) {
         try {
           await deleteBusNames(amqpUrl, prefix);
@@ -574,19 +236,11 @@ async function main(argv: string[]): Promise<number> {
 
   try {
     // -- services
-    const admin = new pg.Client({ connectionString: baseDbUrl });
-    await admin.connect();
-    try {
-      await admin.query(`create schema ${schema}`);
-      schemaCreated = true;
-    } finally {
-      await admin.end();
-    }
-    const dbUrl = new URL(baseDbUrl);
-    dbUrl.searchParams.set('options', `-c search_path=${schema}`);
-    database = openDatabase(dbUrl.toString(), { poolSize: 4 });
-    await database.migrate();
-    const store = Store.fromHandle(database);
+    const dbUrl = await createSchema(baseDbUrl, schema);
+    schemaCreated = true;
+    const opened = await openHarnessStore(dbUrl);
+    database = opened.database;
+    const store = opened.store;
     busUsed = true;
 
     target = await startTarget(o.failRate);
@@ -612,25 +266,19 @@ async function main(argv: string[]): Promise<number> {
     await store.users.insert({ id: userId, email: `chaos-${tag}@example.test`, passwordHash: 'x', notificationPreference: 'NONE', createdAt: now0, updatedAt: now0 });
 
     // -- processes
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? os.homedir(),
-      DATABASE_URL: dbUrl.toString(),
-      DB_POOL_SIZE: '4',
-      BUS_URL: amqpUrl,
-      BUS_PREFIX: prefix,
-      DATA_DIR: dataDir,
-      SESSION_SECRET: crypto.randomBytes(32).toString('hex'),
-      CSRF_HMAC_SECRET: crypto.randomBytes(32).toString('hex'),
-      ORLOJ_CLOCK: `accelerated:${origin}:${o.speed}`,
-      LOG_LEVEL: o.logLevel,
-      JOB_LEASE_TTL: o.jobLeaseTtl,
-      SCHEDULER_TICK: o.tick,
-      JOB_QUEUE_TIMEOUT: o.queueTimeout,
-      RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
-      RUNNER_CONCURRENCY: String(o.runnerConcurrency),
-      RUNNER_SHUTDOWN_GRACE: '30s',
-    };
+    const env = processEnv({
+      dbUrl,
+      amqpUrl,
+      prefix,
+      dataDir,
+      origin,
+      speed: o.speed,
+      logLevel: o.logLevel,
+      jobLeaseTtl: o.jobLeaseTtl,
+      tick: o.tick,
+      queueTimeout: o.queueTimeout,
+      runnerConcurrency: o.runnerConcurrency,
+    });
     let stopping = false;
     const running = () => !aborted && !stopping;
     const restartLater = (m: Member) => {
@@ -696,42 +344,16 @@ async function main(argv: string[]): Promise<number> {
     log(`all processes up; leader: ${samples.at(-1)!.holder}`);
 
     // -- seed, spread over one interval so the slots are spread too
-    const seeding = (async () => {
-      const batches = Math.min(10, o.workflows);
-      for (let b = 0; b < batches && !aborted; b++) {
-        const from = Math.floor((b * o.workflows) / batches);
-        const to = Math.floor(((b + 1) * o.workflows) / batches);
-        await store.transaction(async (tx) => {
-          for (let i = from; i < to; i++) {
-            const now = clock.now();
-            const payload = JSON.stringify({ endpoint: `${target!.url}/w/${i}`, method: 'GET', expected_status_code: 200, timeout: '30s' });
-            if (!parsePayload('HEARTBEAT', payload).ok) throw new Error(`seed payload is invalid: ${payload}`);
-            const w: Workflow = {
-              id: newId(),
-              userId,
-              name: `chaos ${i}`,
-              payload,
-              kind: 'HEARTBEAT',
-              buildStatus: 'QUEUED',
-              intervalMinutes: INTERVAL_MINUTES,
-              consecutiveJobFailuresCount: 0,
-              // occasional 500s must never terminate a workflow: its slots would stop
-              maxConsecutiveJobFailuresAllowed: 100,
-              logRetention: false,
-              generation: 0,
-              createdAt: now,
-              updatedAt: now,
-              terminatedAt: null,
-              buildCompletedAt: null,
-              nextDueAt: null,
-              buildToken: 0,
-            };
-            await tx.workflows.insert(w);
-          }
-        });
-        await sleepReal(realIntervalMs / batches);
-      }
-    })();
+    const seeding = seedWorkflows({
+      store,
+      clock,
+      userId,
+      targetUrl: target.url,
+      count: o.workflows,
+      spreadMs: realIntervalMs,
+      namePrefix: 'chaos',
+      stopped: () => aborted,
+    });
 
     // -- progress (--verbose)
     let monitoring = o.verbose;
@@ -808,50 +430,14 @@ async function main(argv: string[]): Promise<number> {
     await sleepReal(o.restartAfterS * 1000 + 100);
     for (const m of members) if (!m.alive) m.start();
     await allUp('after the killing phase');
-    const caughtUpBy = Date.now() + Math.max(30_000, 5 * realIntervalMs);
-    for (;;) {
-      const behind = await store.db
-        .selectFrom('workflows')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where((eb) => eb.or([eb('next_due_at', 'is', null), eb('next_due_at', '<=', killEnd)]))
-        .where('terminated_at', 'is', null)
-        .executeTakeFirstOrThrow();
-      if (Number(behind.n) === 0) break;
-      if (Date.now() > caughtUpBy) {
-        log(`${behind.n} workflows have not moved past the end of the killing phase; checking anyway`);
-        break;
-      }
-      if (aborted) return 130;
-      await sleepReal(200);
-    }
+    await waitSchedulesPast(store, killEnd, 'the end of the killing phase', Math.max(30_000, 5 * realIntervalMs), log, () => aborted);
+    if (aborted) return 130;
 
     // Freeze the schedules (no new slots come due), then wait for every job to end.
-    // A leader tick in flight may write next_due_at back once, so repeat until two passes find nothing.
-    for (let quiet = 0; quiet < 2; ) {
-      const r = await store.db.updateTable('workflows').set({ next_due_at: null }).where('next_due_at', 'is not', null).executeTakeFirst();
-      quiet = Number(r.numUpdatedRows) === 0 ? quiet + 1 : 0;
-      await sleepReal(Math.max(200, (3 * tickMs) / o.speed));
-    }
+    await freezeSchedules(store, Math.max(200, (3 * tickMs) / o.speed));
     log('schedules frozen; waiting for every job to end');
-    const settleBy = Date.now() + o.settleTimeoutS * 1000;
-    let lastOpen = -1;
-    for (;;) {
-      const open = await store.db
-        .selectFrom('jobs')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('status', 'in', ['PENDING', 'QUEUED', 'RUNNING'])
-        .executeTakeFirstOrThrow();
-      const n = Number(open.n);
-      if (n === 0) break;
-      if (n !== lastOpen) log(`${n} jobs still open`);
-      lastOpen = n;
-      if (Date.now() > settleBy) {
-        log(`gave up waiting after ${o.settleTimeoutS} s: ${n} jobs are still open`);
-        break;
-      }
-      if (aborted) return 130;
-      await sleepReal(250);
-    }
+    await waitJobsEnded(store, o.settleTimeoutS, log, () => aborted);
+    if (aborted) return 130;
 
     // -- orderly shutdown, once every process is up (a process still loading has no signal handlers yet)
     await allUp('before shutdown');
@@ -862,21 +448,7 @@ async function main(argv: string[]): Promise<number> {
     await observer;
     for (const t of timers) clearTimeout(t);
     timers.clear();
-    const shutdownProblems: string[] = [];
-    await Promise.all(
-      members.map(async (m) => {
-        if (!m.alive) return;
-        const child = m.child!;
-        m.kill('SIGTERM');
-        const force = setTimeout(() => {
-          shutdownProblems.push(`${m.id} did not exit within 30 s of SIGTERM`);
-          child.kill('SIGKILL');
-        }, 30_000);
-        await m.exited;
-        clearTimeout(force);
-        if (child.exitCode !== 0 && child.signalCode !== 'SIGKILL') shutdownProblems.push(`${m.id} exited with ${child.signalCode ?? `code ${child.exitCode}`} after SIGTERM`);
-      }),
-    );
+    const shutdownProblems = await stopMembers(members);
     if (aborted) return 130;
 
     // -- verify
@@ -890,21 +462,7 @@ async function main(argv: string[]): Promise<number> {
       ...result.violations,
     ];
 
-    const byStatus = new Map<string, number>();
-    const byReason = new Map<string, number>();
-    let retried = 0;
-    let extraAttempts = 0;
-    let maxSeen = 0;
-    for (const j of jobs) {
-      byStatus.set(j.status, (byStatus.get(j.status) ?? 0) + 1);
-      if (j.status_reason_code) byReason.set(j.status_reason_code, (byReason.get(j.status_reason_code) ?? 0) + 1);
-      if (j.attempts > 1) {
-        retried += 1;
-        extraAttempts += j.attempts - 1;
-      }
-      maxSeen = Math.max(maxSeen, j.attempts);
-    }
-    const fmtMap = (m: Map<string, number>) => [...m].sort().map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
+    const { byStatus, byReason, retried, extraAttempts, maxSeen } = summarizeJobs(jobs);
     const clockMinutes = (killEnd - origin) / 60_000;
     const errorLines = countErrorLines(logDir);
     console.log('');
@@ -912,8 +470,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(`workflows      ${workflows.length} × ${INTERVAL_MINUTES} min, ${o.schedulers} schedulers, ${o.runners} runners, speed ${o.speed}`);
     console.log(`time           ${((Date.now() - killStart) / 1000).toFixed(0)} s real; killing phase ${o.durationS} s real = ${clockMinutes.toFixed(1)} min clock`);
     console.log(`kills          ${stats.leaderKills} leaders, ${stats.runnerKills} runners in ${stats.rounds} rounds (${stats.noLeader} found no live leader, ${stats.skipped} kills skipped while a restarted process was still starting); ${tokens.size} leadership terms`);
-    console.log(`jobs           ${jobs.length}: ${fmtMap(byStatus)}`);
-    console.log(`reasons        ${fmtMap(byReason)}`);
+    console.log(`jobs           ${jobs.length}: ${byStatus}`);
+    console.log(`reasons        ${byReason}`);
     console.log(`retries        ${retried} jobs took more than one attempt (${extraAttempts} extra attempts, at most ${maxSeen})`);
     console.log(`target         ${target.requests} requests, ${target.failures} answered 500`);
     console.log(`slots checked  ${result.checkedSlots} due slots up to ${iso(killEnd - INTERVAL_MS)} had exactly one job`);
@@ -939,14 +497,6 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** Lines at pino level error (50) or fatal (60) in the processes' logs. */
-function countErrorLines(dir: string): number {
-  let n = 0;
-  for (const f of fs.readdirSync(dir)) {
-    for (const line of fs.readFileSync(path.join(dir, f), 'utf8').split('\n')) if (/"level":(50|60)\b/.test(line)) n += 1;
-  }
-  return n;
-}
 
 main(process.argv.slice(2)).then(
   (code) => {
