@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
-import { newId, type Workflow } from '@orloj/common';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { sql } from 'kysely';
+import { newId, openDatabase, type Workflow } from '@orloj/common';
 import { describeEachEngine } from './support/stores.js';
 import { workflowFixture } from './support/fixtures.js';
 
@@ -145,5 +149,38 @@ describeEachEngine('store', (db) => {
       );
       assert.deepEqual(await db().store.idempotency.claim(userId, key, 'fp', 1000, 100), { outcome: 'claimed' });
     });
+  });
+});
+
+describe('store on SQLite: planner statistics', () => {
+  it('analyzes grown tables at open, so the job queue is searched by id, not by status', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-stats-'));
+    try {
+      const url = `sqlite:${path.join(dir, 'orloj.db')}`;
+      const first = openDatabase(url);
+      await first.migrate();
+      // 2,000 workflows with a queued job each: before analysis "status = ?" looks as selective as an id.
+      await sql`insert into users (id, email, password_hash, notification_preference, created_at, updated_at) values ('u', 'stats@example.com', 'x', 'ALL', 1, 1)`.execute(first.db);
+      await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 2000)
+        insert into workflows (id, user_id, name, name_folded, payload, kind, build_status, interval_minutes, max_consecutive_job_failures_allowed, log_retention, created_at, updated_at)
+        select 'w' || i, 'u', 'w', 'w', '{}', 'HEARTBEAT', 'COMPLETED', 1, 3, 0, i, i from n`.execute(first.db);
+      await sql`insert into jobs (id, workflow_id, user_id, generation, trigger, status, slot_at, scheduled_at, attempts, created_at, updated_at)
+        select 'j' || substr(id, 2), id, 'u', 0, 'AUTOMATIC', 'QUEUED', created_at, created_at, 1, created_at, created_at from workflows`.execute(first.db);
+      await first.close();
+
+      const second = openDatabase(url);
+      try {
+        const stats = await sql<{ idx: string }>`select idx from sqlite_stat1 where tbl = 'jobs'`.execute(second.db);
+        assert.ok(stats.rows.some((r) => r.idx === 'jobs_status_idx'), 'jobs analyzed at open');
+        const plan = await sql<{ detail: string }>`explain query plan
+          update jobs set dispatched_at = 1 where status = 'QUEUED' and ((id = 'j1' and attempts = 1) or (id = 'j2' and attempts = 1))`.execute(second.db);
+        const steps = plan.rows.map((r) => r.detail).join('; ');
+        assert.ok(!steps.includes('jobs_status_idx'), steps);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -43,7 +43,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
   throw new Error(`DATABASE_URL must start with sqlite: or postgres:// (got "${url.split(':')[0]}:")`);
 }
 
-function handle(db: Kysely<Database>, dialect: DialectHelpers, close: () => Promise<void>): DatabaseHandle {
+function handle(db: Kysely<Database>, dialect: DialectHelpers, close: () => Promise<void>, afterMigrate?: () => void): DatabaseHandle {
   return {
     db,
     dialect,
@@ -55,6 +55,7 @@ function handle(db: Kysely<Database>, dialect: DialectHelpers, close: () => Prom
       const migrator = new Migrator({ db, provider: migrationProvider(dialect), ...(schema ? { migrationTableSchema: schema } : {}) });
       const { error, results } = await migrator.migrateToLatest();
       if (error) throw error instanceof Error ? error : new Error(String(error));
+      afterMigrate?.();
       return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
     },
     close,
@@ -74,7 +75,53 @@ function openSqlite(file: string): DatabaseHandle {
     typeof text === 'string' && typeof needle === 'string' && foldCase(text).includes(needle) ? 1 : 0,
   );
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(new SqliteDialect({ database: withStatementCache(sqlite) })) });
-  return handle(db, sqliteHelpers, () => db.destroy());
+  const stopOptimizing = keepPlannerStatistics(sqlite);
+  return handle(
+    db,
+    sqliteHelpers,
+    async () => {
+      stopOptimizing();
+      await db.destroy();
+    },
+    () => optimize(sqlite, OPTIMIZE_ALL_TABLES),
+  );
+}
+
+/** How often SQLite re-checks its planner statistics (cheap when nothing changed). */
+const OPTIMIZE_EVERY_MS = 60_000;
+/** `PRAGMA optimize` mask: analyze every table that needs it, not only those this connection queried. */
+const OPTIMIZE_ALL_TABLES = 0x10002;
+
+/**
+ * Without statistics SQLite guesses how selective an index is, and for the job
+ * queue it guesses badly: "status = 'QUEUED' and (id = ? and attempts = ?) or …"
+ * scanned every queued job through the status index instead of looking the ids
+ * up (945 ms instead of 8 ms for 500 jobs among 100,000). `PRAGMA optimize`,
+ * as SQLite recommends, at open, after migrations and then every minute,
+ * re-analyzes just the tables whose size changed a lot since their last
+ * analysis; `analysis_limit` bounds each ANALYZE to a sample, so a check
+ * costs microseconds and a re-analysis milliseconds even on large tables.
+ * Returns the function that stops it (at close).
+ */
+function keepPlannerStatistics(sqlite: SQLite.Database): () => void {
+  sqlite.pragma('analysis_limit = 1000');
+  optimize(sqlite, OPTIMIZE_ALL_TABLES);
+  const timer = setInterval(() => optimize(sqlite), OPTIMIZE_EVERY_MS);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    optimize(sqlite);
+  };
+}
+
+function optimize(sqlite: SQLite.Database, mask?: number): void {
+  // Not inside a transaction of ours (a timer can fire between its statements).
+  if (!sqlite.open || sqlite.inTransaction) return;
+  try {
+    sqlite.pragma(mask === undefined ? 'optimize' : `optimize = ${mask}`);
+  } catch {
+    // Busy (another process holds the write lock past busy_timeout): the next round retries.
+  }
 }
 
 /**
