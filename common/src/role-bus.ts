@@ -1,22 +1,24 @@
 import type { Bus } from './bus/bus.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logging/logger.js';
-import { EnvelopeSigner, EnvelopeVerifier, SignedBus } from './envelope/envelope.js';
+import { EnvelopeSigner, EnvelopeVerifier, SignedBus, type SignatureMode } from './envelope/envelope.js';
 import type { ProducerRole, RoleKeys } from './envelope/keys.js';
 import { PRODUCER_POLICY } from './messages.js';
 
 /**
  * The bus as one role sees it: everything it publishes is signed with that
  * role's key, everything it consumes is verified against every role's public
- * key and orloj's producer policy.
+ * key and orloj's producer policy. On the in-process bus envelopes go
+ * unsigned (`SignatureMode`), unless `signatures: 'required'` asks otherwise.
  */
-export function roleBus(options: { bus: Bus; role: ProducerRole; keys: RoleKeys; clock: Clock; logger: Logger }): SignedBus {
+export function roleBus(options: { bus: Bus; role: ProducerRole; keys: RoleKeys; clock: Clock; logger: Logger; signatures?: SignatureMode }): SignedBus {
   const { bus, role, keys, clock, logger } = options;
+  const signatures = options.signatures ?? (bus.inProcess ? 'in-process' : 'required');
   const privateKey = keys.privateKeys[role];
   return new SignedBus({
     bus,
     logger,
-    verifier: new EnvelopeVerifier({ publicKeys: keys.publicKeys, policy: PRODUCER_POLICY, clock }),
-    ...(privateKey ? { signer: new EnvelopeSigner({ role, privateKey, clock }) } : {}),
+    verifier: new EnvelopeVerifier({ publicKeys: keys.publicKeys, policy: PRODUCER_POLICY, clock, signatures }),
+    ...(privateKey ? { signer: new EnvelopeSigner({ role, privateKey, clock, signatures }) } : {}),
   });
 }

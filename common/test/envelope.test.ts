@@ -19,6 +19,8 @@ import {
   type RejectionReason,
 } from '../src/envelope/index.js';
 import { silentLogger } from '../src/logging/logger.js';
+import { MESSAGE_TYPES, QUEUES } from '../src/messages.js';
+import { roleBus } from '../src/role-bus.js';
 import { Inbox } from './support/async.js';
 
 const pairs = Object.fromEntries(PRODUCER_ROLES.map((role) => [role, crypto.generateKeyPairSync('ed25519')])) as Record<
@@ -222,6 +224,46 @@ describe('SignedBus', () => {
   it('refuses to publish without a signing key', async () => {
     const consumer = new SignedBus({ bus, verifier, logger: silentLogger });
     await assert.rejects(consumer.publish('commands', 'workflow.terminate', {}), /no signing key/);
+  });
+});
+
+describe('roleBus', () => {
+  const keys = { privateKeys: Object.fromEntries(PRODUCER_ROLES.map((r) => [r, pairs[r].privateKey])), publicKeys };
+  const clock = new ManualClock();
+
+  it('seals envelopes unsigned on the in-process bus and still enforces the producer policy', async () => {
+    const bus = new MemoryBus({ logger: silentLogger, prefix: 'test.' });
+    try {
+      const scheduler = roleBus({ bus, role: 'scheduler', keys, clock, logger: silentLogger });
+      const runners = roleBus({ bus, role: 'runners', keys, clock, logger: silentLogger });
+      const received = new Inbox<Envelope>();
+      await runners.consume(QUEUES.jobs, (envelope) => received.push(envelope));
+      // A job.run may come from the scheduler only: the runners' own is dropped, the scheduler's arrives.
+      await runners.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { from: 'runners' });
+      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { from: 'scheduler' });
+      assert.equal(sent.sig, '-');
+      assert.deepEqual(await received.next(), sent);
+    } finally {
+      await bus.close();
+    }
+  });
+
+  it('signs on any other bus, and a signing bus refuses unsigned envelopes', async () => {
+    const memory = new MemoryBus({ logger: silentLogger, prefix: 'test.' });
+    const remote: Bus = { publish: (...a) => memory.publish(...a), consume: (...a) => memory.consume(...a), broadcast: (...a) => memory.broadcast(...a), subscribe: (...a) => memory.subscribe(...a), close: () => memory.close() };
+    try {
+      const scheduler = roleBus({ bus: remote, role: 'scheduler', keys, clock, logger: silentLogger });
+      const runners = roleBus({ bus: remote, role: 'runners', keys, clock, logger: silentLogger });
+      const unsignedScheduler = roleBus({ bus: memory, role: 'scheduler', keys, clock, logger: silentLogger });
+      const received = new Inbox<Envelope>();
+      await runners.consume(QUEUES.jobs, (envelope) => received.push(envelope));
+      await unsignedScheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { signed: false });
+      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { signed: true });
+      assert.match(sent.sig, /^[A-Za-z0-9_-]{86}$/);
+      assert.deepEqual(await received.next(), sent);
+    } finally {
+      await memory.close();
+    }
   });
 });
 

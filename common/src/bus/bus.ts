@@ -7,6 +7,12 @@ import { OrlojError } from '../errors.js';
  * (common/test/bus.test.ts); docs/bus.md describes the guarantees.
  */
 export interface Bus {
+  /**
+   * Messages never leave this process (the in-process bus): producer and
+   * consumer share one memory, so there is no one to authenticate and
+   * envelopes travel unsigned (see roleBus).
+   */
+  readonly inProcess?: boolean;
   /** Resolves once the broker holds the message (publisher confirm). */
   publish(queue: string, message: unknown, options?: PublishOptions): Promise<void>;
   /**

@@ -29,6 +29,7 @@ import {
  * re-enqueues lost work.
  */
 export class MemoryBus implements Bus {
+  readonly inProcess = true;
   private readonly options: ResolvedBusOptions;
   private readonly queues = new Map<string, MemoryQueue>();
   private readonly topics = new Map<string, Set<MemorySubscriber>>();
