@@ -41,8 +41,17 @@ export interface SchedulerConfig {
   buildTimeoutMs: number;
   /** Runner attempts per job before a SYSTEM failure becomes final. */
   maxAttempts: number;
-  /** Rows each step handles per tick. */
+  /** Rows each step handles per batch; a tick goes on with further batches while they come full. */
   batchSize: number;
+  /**
+   * Shortest pause between two passes over due slots. Between ticks the leader
+   * wakes when the next slot falls due, but never sooner than this after its
+   * last pass, so slots due every few milliseconds are taken in small batches
+   * instead of keeping it busy.
+   */
+  passGapMs: number;
+  /** Longest a pass goes on taking full batches before it yields to the next wake (real time). */
+  passBudgetMs: number;
   /** How often a stop request for a running job is repeated until the job ends. */
   stopResendMs: number;
   eventPrefetch: number;
@@ -57,6 +66,8 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   buildTimeoutMs: 5 * 60_000,
   maxAttempts: 3,
   batchSize: 500,
+  passGapMs: 50,
+  passBudgetMs: 500,
   stopResendMs: 30_000,
   eventPrefetch: 32,
 };
@@ -126,15 +137,31 @@ export class Scheduler {
     return this.stopping;
   }
 
+  /**
+   * The leader loop. Every `tickMs` a full tick (lease renewal, builds,
+   * recovery, stops); in between, passes over due slots timed by the earliest
+   * `next_due_at`, so a job starts close to its due time rather than up to a
+   * tick later.
+   */
   private async run(): Promise<void> {
     const { clock } = this.deps;
-    while (!this.abort.signal.aborted) {
+    const { signal } = this.abort;
+    let nextTick = clock.now();
+    while (!signal.aborted) {
+      let wakeAt: number;
       try {
-        if (await this.lease.renew()) await this.tick();
+        if (clock.now() >= nextTick) {
+          nextTick = clock.now() + this.config.tickMs;
+          if (await this.lease.renew()) await this.tick();
+        } else if (this.isLeader) {
+          await this.duePass(clock.now());
+        }
+        wakeAt = this.isLeader ? Math.min(nextTick, Math.max(clock.now() + this.config.passGapMs, await this.nextDueAt())) : nextTick;
       } catch (err) {
         this.log.error({ err }, 'scheduler tick failed; retrying on the next tick');
+        wakeAt = nextTick;
       }
-      await clock.sleep(this.config.tickMs, this.abort.signal);
+      await clock.sleep(Math.max(0, wakeAt - clock.now()), signal);
     }
   }
 
@@ -142,10 +169,30 @@ export class Scheduler {
   async tick(): Promise<void> {
     const now = this.deps.clock.now();
     await this.startBuilds(now);
-    await this.createDueJobs(now);
-    await this.dispatch(now);
+    await this.duePass(now);
     await this.recover(now);
     await this.requestStops(now);
+  }
+
+  /**
+   * Creates the jobs of due slots and hands out pending jobs, batch after
+   * batch while batches come full (a burst of due slots), yielding to the event
+   * loop between them so runner events keep being applied, for at most
+   * `passBudgetMs`; the next wake continues.
+   */
+  private async duePass(now: number): Promise<void> {
+    const until = performance.now() + this.config.passBudgetMs;
+    for (;;) {
+      const created = await this.createDueJobs(now);
+      const dispatched = await this.dispatch(now);
+      if ((created < this.config.batchSize && dispatched < this.config.batchSize) || performance.now() > until || this.abort.signal.aborted) return;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** When the next slot falls due, or a manual job waits to be handed out (then: now). */
+  private async nextDueAt(): Promise<number> {
+    return (await this.deps.store.workflows.nextDueAt()) ?? Number.POSITIVE_INFINITY;
   }
 
   // ---- builds ---------------------------------------------------------------
@@ -172,10 +219,11 @@ export class Scheduler {
 
   // ---- due slots ------------------------------------------------------------
 
-  private async createDueJobs(now: number): Promise<void> {
+  /** Returns how many due workflows it looked at (a full batch means there may be more). */
+  private async createDueJobs(now: number): Promise<number> {
     const { store } = this.deps;
     const due = await store.workflows.due(now, this.config.batchSize);
-    if (due.length === 0) return;
+    if (due.length === 0) return 0;
     await store.transaction(async (tx) => {
       // A workflow with an open job stays due: once that job ends, its most
       // recent missed slot runs (once), then the schedule continues.
@@ -188,14 +236,16 @@ export class Scheduler {
         await tx.workflows.setNextDue(w.id, slot + intervalMs);
       }
     });
+    return due.length;
   }
 
   // ---- dispatch -------------------------------------------------------------
 
-  private async dispatch(now: number): Promise<void> {
+  /** Returns how many pending jobs it looked at (a full batch means there may be more). */
+  private async dispatch(now: number): Promise<number> {
     const { store } = this.deps;
     const jobs = await store.jobs.dispatchable(now, this.config.batchSize);
-    if (jobs.length === 0) return;
+    if (jobs.length === 0) return 0;
     const workflows = new Map((await store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
     const queued: [Job, Workflow][] = [];
     for (const job of jobs) {
@@ -207,6 +257,7 @@ export class Scheduler {
       if (moved) queued.push([moved, workflow]);
     }
     await this.sendJobs(queued);
+    return jobs.length;
   }
 
   /** The one-active-job-per-workflow key refuses a second QUEUED job; that job simply waits. */

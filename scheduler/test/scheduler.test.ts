@@ -280,4 +280,51 @@ describeEachEngine('scheduler', (db) => {
     const statuses = (await jobsOf(store(), w.id)).map((j) => j.status).sort();
     assert.deepEqual(statuses, ['PENDING', 'QUEUED']);
   });
+
+  describe('with batches of 3', () => {
+    let small: Scheduler;
+    beforeEach(() => {
+      small = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { batchSize: 3 } });
+    });
+    afterEach(() => small.stop());
+
+    it('takes batch after batch in one tick when more slots are due than a batch holds', async () => {
+      const workflows = await Promise.all(Array.from({ length: 8 }, () => insertWorkflow(store(), userId, r.clock.now())));
+      await scheduler.tick(); // builds all eight
+      r.clock.advance(MINUTE);
+      await small.tick();
+      await r.runners.until(() => r.runners.jobs.length === 8, 'eight job.run');
+      for (const w of workflows) assert.equal((await jobsOf(store(), w.id)).length, 1);
+    });
+
+    it('does not let workflows whose jobs overrun hold back the others', async () => {
+      const overrunning = await Promise.all(Array.from({ length: 3 }, () => insertWorkflow(store(), userId, r.clock.now())));
+      await scheduler.tick();
+      r.clock.advance(MINUTE);
+      await small.tick();
+      await r.runners.until(() => r.runners.jobs.length === 3, 'three job.run');
+      // Their jobs are still QUEUED when the next slots come, and one more workflow is built and due.
+      const late = await insertWorkflow(store(), userId, r.clock.now());
+      await scheduler.tick();
+      r.clock.advance(MINUTE);
+      await small.tick();
+      await r.runners.until(() => r.runners.jobs.some((j) => j.workflow_id === late.id), "the other workflow's job.run");
+      for (const w of overrunning) assert.equal((await jobsOf(store(), w.id)).length, 1);
+    });
+  });
+
+  it('wakes when the next slot falls due instead of waiting for the next tick', async () => {
+    const looping = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { tickMs: 10 * MINUTE } });
+    try {
+      const w = await built({ intervalMinutes: 1 });
+      await looping.start();
+      // The loop's first (full) tick, then its sleep until the slot one minute on, well before its next tick.
+      await eventually(async () => looping.isLeader, Boolean, 'the loop leading');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      r.clock.advance(MINUTE);
+      await r.runners.until(() => r.runners.jobs.some((j) => j.workflow_id === w.id), 'a job.run before the next tick');
+    } finally {
+      await looping.stop();
+    }
+  });
 });

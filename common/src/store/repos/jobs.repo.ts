@@ -1,4 +1,5 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { type Kysely, type Selectable } from 'kysely';
+import { openJobOf } from './open-jobs.js';
 import type { Database, JobsTable } from '../schema.js';
 import type { Job } from '../../domain/job-record.js';
 import type { JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js';
@@ -205,16 +206,7 @@ export class JobsRepo {
       .where('j.scheduled_at', '<=', now)
       .where('w.build_status', '=', 'COMPLETED')
       .where('w.terminated_at', 'is', null)
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('jobs as a')
-              .select(sql.lit(1).as('one'))
-              .whereRef('a.workflow_id', '=', 'j.workflow_id')
-              .where('a.status', 'in', ['QUEUED', 'RUNNING']),
-          ),
-        ),
-      )
+      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))))
       .orderBy('j.scheduled_at')
       .orderBy('j.id')
       .limit(limit * 4)
