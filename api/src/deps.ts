@@ -1,4 +1,4 @@
-import type { Clock, Logger, ResolvedConfig, SignedBus, Store } from '@orloj/common';
+import { MESSAGE_TYPES, TOPICS, type Clock, type Logger, type ResolvedConfig, type SignedBus, type Store } from '@orloj/common';
 import type { SessionManager } from './http/session.js';
 import type { IdempotencyGuard } from './http/idempotency.js';
 import type { LiveTailHub } from './http/live-tail.js';
@@ -15,4 +15,15 @@ export interface ApiDeps {
   bus?: SignedBus | undefined;
   /** Open live log tails: the per-client limit and the broadcast fan-out. */
   tails: LiveTailHub;
+}
+
+/**
+ * Tells the scheduler leader there is new work (a build, a manual job) so it
+ * takes it now instead of at its next tick. Best effort: the tick finds the
+ * work anyway, so a lost nudge costs at most a tick of latency.
+ */
+export function nudgeScheduler(deps: Pick<ApiDeps, 'bus' | 'logger'>): void {
+  deps.bus
+    ?.broadcast(TOPICS.schedulerWake, MESSAGE_TYPES.schedulerWake, {}, { ttlMs: 60_000 })
+    .catch((err: unknown) => deps.logger.warn({ err }, 'could not nudge the scheduler; the work waits for its next tick'));
 }

@@ -22,6 +22,8 @@ export const TOPICS = {
   jobControl: 'job-control',
   /** log-ingest → all api replicas: lines for live tails */
   liveLogs: 'live-logs',
+  /** api → all scheduler replicas: new work (a build or a manual job) to take now rather than at the next tick */
+  schedulerWake: 'scheduler-wake',
 } as const;
 
 export const MESSAGE_TYPES = {
@@ -34,6 +36,7 @@ export const MESSAGE_TYPES = {
   logBatch: 'log.batch',
   liveLogs: 'log.live',
   jobStop: 'job.stop',
+  schedulerWake: 'scheduler.wake',
 } as const;
 
 /** Who may produce what: a runner's key cannot sign scheduler or api commands. */
@@ -47,6 +50,7 @@ export const PRODUCER_POLICY: ProducerPolicy = {
   [MESSAGE_TYPES.buildFinished]: ['runners'],
   [MESSAGE_TYPES.logBatch]: ['runners'],
   [MESSAGE_TYPES.liveLogs]: ['log-ingest'],
+  [MESSAGE_TYPES.schedulerWake]: ['api'],
 };
 
 export interface LogLineMessage {

@@ -7,6 +7,7 @@ import {
   parsePayload,
   QUEUES,
   reasons,
+  systemClock,
   TOPICS,
   type BuildFinishedMessage,
   type BuildRunMessage,
@@ -44,10 +45,10 @@ export interface SchedulerConfig {
   /** Rows each step handles per batch; a tick goes on with further batches while they come full. */
   batchSize: number;
   /**
-   * Shortest pause between two passes over due slots. Between ticks the leader
-   * wakes when the next slot falls due, but never sooner than this after its
-   * last pass, so slots due every few milliseconds are taken in small batches
-   * instead of keeping it busy.
+   * Shortest pause between two passes, in real time. Between ticks the leader
+   * wakes when the next slot falls due or the api nudges it, but never sooner
+   * than this after its last pass, so slots due every few milliseconds (or a
+   * stream of nudges) are taken in small batches instead of keeping it busy.
    */
   passGapMs: number;
   /** Longest a pass goes on taking full batches before it yields to the next wake (real time). */
@@ -101,6 +102,10 @@ export class Scheduler {
   private readonly abort = new AbortController();
   private loop: Promise<void> | undefined;
   private events: Subscription | undefined;
+  private wakes: Subscription | undefined;
+  /** Aborts the leader loop's current sleep (wake()). */
+  private sleeping: AbortController | undefined;
+  private woken = false;
   private stopping: Promise<void> | undefined;
 
   constructor(private readonly deps: SchedulerDeps) {
@@ -124,13 +129,17 @@ export class Scheduler {
     this.events = await this.deps.bus.consume(QUEUES.jobEvents, (envelope) => this.applyPatiently(envelope), {
       prefetch: this.config.eventPrefetch,
     });
-    if (options.leaderLoop !== false) this.loop = this.run();
+    if (options.leaderLoop !== false) {
+      this.wakes = await this.deps.bus.subscribe(TOPICS.schedulerWake, () => this.wake());
+      this.loop = this.run();
+    }
   }
 
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.abort.abort();
       await this.loop;
+      await this.wakes?.cancel();
       await this.events?.cancel();
       await this.lease.release();
     })();
@@ -150,19 +159,35 @@ export class Scheduler {
     while (!signal.aborted) {
       let wakeAt: number;
       try {
-        if (clock.now() >= nextTick) {
+        if (this.woken || clock.now() >= nextTick) {
+          this.woken = false;
           nextTick = clock.now() + this.config.tickMs;
           if (await this.lease.renew()) await this.tick();
         } else if (this.isLeader) {
           await this.duePass(clock.now());
         }
-        wakeAt = this.isLeader ? Math.min(nextTick, Math.max(clock.now() + this.config.passGapMs, await this.nextDueAt())) : nextTick;
+        wakeAt = this.isLeader ? Math.min(nextTick, await this.nextDueAt()) : nextTick;
       } catch (err) {
         this.log.error({ err }, 'scheduler tick failed; retrying on the next tick');
         wakeAt = nextTick;
       }
-      await clock.sleep(Math.max(0, wakeAt - clock.now()), signal);
+      // A floor in real time, whatever the clock: it bounds the leader's CPU, not the schedule.
+      await systemClock.sleep(this.config.passGapMs, signal);
+      if (this.woken || signal.aborted) continue;
+      this.sleeping = new AbortController();
+      await clock.sleep(Math.max(0, wakeAt - clock.now()), AbortSignal.any([signal, this.sleeping.signal]));
+      this.sleeping = undefined;
     }
+  }
+
+  /**
+   * Asks the leader for a tick now: the api nudges it when a build or a manual
+   * job is waiting. Nudges that come faster than `passGapMs` share one tick.
+   */
+  wake(): void {
+    if (!this.isLeader) return;
+    this.woken = true;
+    this.sleeping?.abort();
   }
 
   /** One pass of the leader's work. Safe to run concurrently with another leader. */

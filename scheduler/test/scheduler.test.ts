@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { newJob, silentLogger, type Job, type Store } from '@orloj/common';
+import { MESSAGE_TYPES, newJob, roleBus, silentLogger, TOPICS, type Job, type Store } from '@orloj/common';
 import { Scheduler } from '@orloj/scheduler';
 import { describeEachEngine } from '../../common/test/support/stores.js';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
@@ -323,6 +323,22 @@ describeEachEngine('scheduler', (db) => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       r.clock.advance(MINUTE);
       await r.runners.until(() => r.runners.jobs.some((j) => j.workflow_id === w.id), 'a job.run before the next tick');
+    } finally {
+      await looping.stop();
+    }
+  });
+
+  it('takes a manual job at once when the api nudges it, without waiting for the tick', async () => {
+    const looping = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { tickMs: 10 * MINUTE } });
+    const api = roleBus({ bus: r.bus, role: 'api', keys: r.keys, clock: r.clock, logger: silentLogger });
+    try {
+      const w = await built({ intervalMinutes: 60 });
+      await looping.start();
+      await eventually(async () => looping.isLeader, Boolean, 'the loop leading');
+      await store().jobs.insert(newJob(w, 'MANUAL', r.clock.now(), r.clock.now()));
+      await api.broadcast(TOPICS.schedulerWake, MESSAGE_TYPES.schedulerWake, {});
+      // The clock stands still: only the nudge can have the job handed out.
+      await r.runners.until(() => r.runners.jobs.some((j) => j.workflow_id === w.id), 'the manual job.run');
     } finally {
       await looping.stop();
     }

@@ -12,7 +12,7 @@ import {
   validationError,
   type FieldError,
 } from '@orloj/common';
-import type { ApiDeps } from '../deps.js';
+import { nudgeScheduler, type ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
 import { presentJob } from '../http/present.js';
@@ -87,6 +87,7 @@ export function jobsRoutes(deps: ApiDeps): Router {
       await tx.jobs.insert(job);
       return { status: 201, body: { id: job.id } };
     });
+    nudgeScheduler(deps);
   });
 
   router.get('/workflows/:workflow_id/jobs', session, async (ctx) => {

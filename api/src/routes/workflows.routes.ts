@@ -19,7 +19,7 @@ import {
   type Workflow,
   type WorkflowKind,
 } from '@orloj/common';
-import type { ApiDeps } from '../deps.js';
+import { nudgeScheduler, type ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
 import { presentWorkflow } from '../http/present.js';
@@ -87,6 +87,7 @@ export function workflowsRoutes(deps: ApiDeps): Router {
       await tx.workflows.insert(workflow);
       return { status: 201, body: { id: workflow.id } };
     });
+    nudgeScheduler(deps);
   });
 
   router.get('/workflows', session, async (ctx) => {
@@ -166,6 +167,7 @@ export function workflowsRoutes(deps: ApiDeps): Router {
       await tx.jobs.cancelOpen(id, reasons.workflowUpdated(), now, current.generation + 1);
       return { status: 204 };
     });
+    nudgeScheduler(deps);
   });
 
   router.patch('/workflows/:workflow_id', session, async (ctx) => {
