@@ -176,6 +176,14 @@ describe('store on SQLite: planner statistics', () => {
           update jobs set dispatched_at = 1 where status = 'QUEUED' and ((id = 'j1' and attempts = 1) or (id = 'j2' and attempts = 1))`.execute(second.db);
         const steps = plan.rows.map((r) => r.detail).join('; ');
         assert.ok(!steps.includes('jobs_status_idx'), steps);
+        // The leader's scans walk their own indexes, never every built workflow or every job.
+        for (const [query, index] of [
+          [sql`explain query plan select * from workflows where next_due_at <= 5 and build_status = 'COMPLETED' and terminated_at is null order by next_due_at limit 500`, 'workflows_due_idx'],
+          [sql`explain query plan select j.* from jobs j join workflows w on w.id = j.workflow_id where j.status = 'PENDING' and j.scheduled_at <= 5 and w.build_status = 'COMPLETED' order by j.scheduled_at, j.id limit 500`, 'jobs_pending_idx'],
+        ] as const) {
+          const detail = (await query.execute(second.db)).rows.map((r) => (r as { detail: string }).detail).join('; ');
+          assert.match(detail, new RegExp(`^SEARCH \\w+ USING INDEX ${index} `));
+        }
       } finally {
         await second.close();
       }

@@ -1,5 +1,6 @@
 import {
   applyJobOutcome,
+  firstSlotAfter,
   MESSAGE_TYPES,
   mostRecentSlot,
   newId,
@@ -53,6 +54,13 @@ export interface SchedulerConfig {
   passGapMs: number;
   /** Longest a pass goes on taking full batches before it yields to the next wake (real time). */
   passBudgetMs: number;
+  /**
+   * Most QUEUED jobs (handed out, not yet started). When the runners fall
+   * behind, the leader stops creating and handing out jobs until they catch
+   * up, instead of spending the CPU they need; due workflows then wait and run
+   * their most recent slot, as after downtime.
+   */
+  maxQueued: number;
   /** How often a stop request for a running job is repeated until the job ends. */
   stopResendMs: number;
   eventPrefetch: number;
@@ -69,6 +77,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   batchSize: 500,
   passGapMs: 50,
   passBudgetMs: 500,
+  maxQueued: 2_000,
   stopResendMs: 30_000,
   eventPrefetch: 32,
 };
@@ -208,16 +217,21 @@ export class Scheduler {
   private async duePass(now: number): Promise<void> {
     const until = performance.now() + this.config.passBudgetMs;
     for (;;) {
-      const created = await this.createDueJobs(now);
-      const dispatched = await this.dispatch(now);
-      if ((created < this.config.batchSize && dispatched < this.config.batchSize) || performance.now() > until || this.abort.signal.aborted) return;
+      const room = this.config.maxQueued - (await this.deps.store.jobs.countQueued(this.config.maxQueued));
+      if (room <= 0) return;
+      const limit = Math.min(this.config.batchSize, room);
+      const created = await this.createDueJobs(now, limit);
+      const dispatched = await this.dispatch(now, limit);
+      if ((created < limit && dispatched < limit) || performance.now() > until || this.abort.signal.aborted) return;
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
-  /** When the next slot falls due, or a manual job waits to be handed out (then: now). */
+  /** When the next slot falls due, or since when a manual job waits to be handed out. */
   private async nextDueAt(): Promise<number> {
-    return (await this.deps.store.workflows.nextDueAt()) ?? Number.POSITIVE_INFINITY;
+    const { store } = this.deps;
+    const times = [await store.workflows.nextDueAt(), await store.jobs.nextPendingAt()];
+    return Math.min(...times.map((t) => t ?? Number.POSITIVE_INFINITY));
   }
 
   // ---- builds ---------------------------------------------------------------
@@ -245,17 +259,22 @@ export class Scheduler {
   // ---- due slots ------------------------------------------------------------
 
   /** Returns how many due workflows it looked at (a full batch means there may be more). */
-  private async createDueJobs(now: number): Promise<number> {
+  private async createDueJobs(now: number, limit: number): Promise<number> {
     const { store } = this.deps;
-    const due = await store.workflows.due(now, this.config.batchSize);
+    const due = await store.workflows.due(now, limit);
     if (due.length === 0) return 0;
     await store.transaction(async (tx) => {
-      // A workflow with an open job stays due: once that job ends, its most
-      // recent missed slot runs (once), then the schedule continues.
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
       for (const w of due) {
-        if (busy.has(w.id) || w.buildCompletedAt === null) continue;
+        if (w.buildCompletedAt === null) continue;
         const intervalMs = w.intervalMinutes * 60_000;
+        if (busy.has(w.id)) {
+          // Runs never overlap: this slot is skipped for now. The workflow waits
+          // for its next slot, or, when its job ends first, runs this (most
+          // recent missed) slot then (applyJobOutcome).
+          await tx.workflows.setNextDue(w.id, firstSlotAfter(w.buildCompletedAt, intervalMs, now));
+          continue;
+        }
         const slot = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
         await tx.jobs.insert(newJob(w, 'AUTOMATIC', slot, now));
         await tx.workflows.setNextDue(w.id, slot + intervalMs);
@@ -267,9 +286,9 @@ export class Scheduler {
   // ---- dispatch -------------------------------------------------------------
 
   /** Returns how many pending jobs it looked at (a full batch means there may be more). */
-  private async dispatch(now: number): Promise<number> {
+  private async dispatch(now: number, limit: number): Promise<number> {
     const { store } = this.deps;
-    const jobs = await store.jobs.dispatchable(now, this.config.batchSize);
+    const jobs = await store.jobs.dispatchable(now, limit);
     if (jobs.length === 0) return 0;
     const workflows = new Map((await store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
     const queued: [Job, Workflow][] = [];

@@ -313,6 +313,27 @@ describeEachEngine('scheduler', (db) => {
     });
   });
 
+  it('hands out no more than maxQueued jobs until the runners start them', async () => {
+    // Earlier tests in this store left QUEUED jobs behind; room for two more.
+    const before = await store().jobs.countQueued(10_000);
+    const held = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { maxQueued: before + 2 } });
+    try {
+      await Promise.all(Array.from({ length: 5 }, () => insertWorkflow(store(), userId, r.clock.now())));
+      await scheduler.tick(); // builds
+      r.clock.advance(MINUTE);
+      await held.tick();
+      await r.runners.until(() => r.runners.jobs.length === 2, 'two job.run');
+      await held.tick();
+      assert.equal(r.runners.jobs.length, 2);
+      for (const job of r.runners.jobs) await r.runners.started(job, r.clock.now());
+      await eventually(() => store().jobs.countQueued(10_000), (n) => n === before, 'both started');
+      await held.tick();
+      await r.runners.until(() => r.runners.jobs.length === 4, 'two more job.run');
+    } finally {
+      await held.stop();
+    }
+  });
+
   it('wakes when the next slot falls due instead of waiting for the next tick', async () => {
     const looping = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { tickMs: 10 * MINUTE } });
     try {

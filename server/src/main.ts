@@ -106,6 +106,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
           jobLeaseTtlMs: config.scheduler.jobLeaseTtlMs,
           queueTimeoutMs: config.scheduler.queueTimeoutMs,
           buildTimeoutMs: config.scheduler.buildTimeoutMs,
+          maxQueued: config.scheduler.maxQueued,
         },
       });
       await scheduler.start();

@@ -45,6 +45,8 @@ export interface Config {
     readonly jobLeaseTtlMs: number;
     readonly queueTimeoutMs: number;
     readonly buildTimeoutMs: number;
+    /** Most jobs handed out and not yet started; beyond it the leader waits for the runners. */
+    readonly maxQueued: number;
   };
   readonly runner: {
     /** Names this runner; its containers carry it, and leftovers with it are removed at start. */
@@ -204,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
       jobLeaseTtlMs: r.duration('JOB_LEASE_TTL', '30s'),
       queueTimeoutMs: r.duration('JOB_QUEUE_TIMEOUT', '10m'),
       buildTimeoutMs: r.duration('BUILD_TIMEOUT', '5m'),
+      maxQueued: r.int('SCHEDULER_MAX_QUEUED', 2_000, 1, 1_000_000),
     },
     runner: {
       id: r.string('RUNNER_ID', `runner-${os.hostname()}`),

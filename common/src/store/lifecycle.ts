@@ -1,6 +1,7 @@
 import type { Store } from './store.js';
 import type { Job } from '../domain/job-record.js';
 import { reasons } from '../domain/job.js';
+import { mostRecentSlot } from '../domain/due-slots.js';
 
 /**
  * Workflow and job state changes that span several rows. Each runs inside the
@@ -34,5 +35,18 @@ export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise
       return { autoTerminated: await terminateWorkflow(tx, job.userId, job.workflowId, now) };
     }
   }
+  await runMissedSlot(tx, job, now);
   return { autoTerminated: false };
+}
+
+/**
+ * A slot that came while the job ran was skipped (runs never overlap) and the
+ * workflow was set to wait for its next slot. Its most recent missed slot runs
+ * now instead, once, as after any downtime.
+ */
+async function runMissedSlot(tx: Store, job: Job, now: number): Promise<void> {
+  const w = await tx.workflows.findById(job.workflowId);
+  if (!w || w.terminatedAt !== null || w.buildCompletedAt === null || w.nextDueAt === null || w.nextDueAt <= now) return;
+  const missed = mostRecentSlot(w.buildCompletedAt, w.intervalMinutes * 60_000, now);
+  if (missed <= now && missed > job.scheduledAt) await tx.workflows.setNextDue(w.id, now);
 }

@@ -222,6 +222,28 @@ export class JobsRepo {
     return out;
   }
 
+  /** QUEUED jobs (handed out, not started), counted up to `upTo`. */
+  async countQueued(upTo: number): Promise<number> {
+    const row = await this.db
+      .selectFrom((db) => db.selectFrom('jobs').select('id').where('status', '=', 'QUEUED').limit(upTo).as('queued'))
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** When the earliest pending (manual) job that may be handed out now was scheduled. */
+  async nextPendingAt(): Promise<number | undefined> {
+    const row = await this.db
+      .selectFrom('jobs as j')
+      .select('j.scheduled_at')
+      .where('j.status', '=', 'PENDING')
+      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))))
+      .orderBy('j.scheduled_at')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.scheduled_at;
+  }
+
   /** Records that these attempts' messages were confirmed by the bus. */
   async markDispatched(attempts: readonly { id: string; attempts: number }[], now: number): Promise<void> {
     if (attempts.length === 0) return;

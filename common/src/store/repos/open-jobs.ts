@@ -5,7 +5,7 @@ import type { JobStatus } from '../../domain/job.js';
 /** A subquery: a job of the given workflow (a column reference) in one of the statuses. */
 export function openJobOf(
   selectFrom: ExpressionBuilder<Database, never>['selectFrom'],
-  workflowRef: 'w.id' | 'j.workflow_id',
+  workflowRef: 'j.workflow_id',
   statuses: readonly JobStatus[],
 ) {
   return selectFrom('jobs as busy')

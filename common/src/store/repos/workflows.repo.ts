@@ -3,7 +3,6 @@ import type { DialectHelpers } from '../dialect.js';
 import type { Database, Selectable, WorkflowsTable } from '../schema.js';
 import type { BuildStatus, Workflow, WorkflowKind } from '../../domain/workflow.js';
 import type { KeysetPosition } from '../../cursor.js';
-import { openJobOf } from './open-jobs.js';
 
 export interface WorkflowListFilter {
   userId: string;
@@ -253,52 +252,25 @@ export class WorkflowsRepo {
   }
 
   /** Active, built workflows whose next slot is due at `now`. */
-  /**
-   * Workflows whose next slot is due and that have no job in flight, earliest
-   * first. One with an open job stays due (its most recent missed slot runs
-   * once that job ends) but is left out here, so overrunning workflows never
-   * fill a batch and hold back the others.
-   */
+  /** Built, active workflows whose next slot is due, earliest first. */
   async due(now: number, limit: number): Promise<Workflow[]> {
-    const rows = await this.schedulable()
-      .selectAll('w')
-      .where('w.next_due_at', '<=', now)
-      .orderBy('w.next_due_at')
+    const rows = await this.scheduled()
+      .selectAll()
+      .where('next_due_at', '<=', now)
+      .orderBy('next_due_at')
       .limit(limit)
       .execute();
     return rows.map(toWorkflow);
   }
 
-  /**
-   * The earliest time the leader has work: the next due slot of a workflow
-   * without a job in flight, or now-ish when a pending (manual) job waits.
-   */
+  /** The earliest next slot of a built, active workflow. */
   async nextDueAt(): Promise<number | undefined> {
-    const slot = await this.schedulable()
-      .select('w.next_due_at')
-      .where('w.next_due_at', 'is not', null)
-      .orderBy('w.next_due_at')
-      .limit(1)
-      .executeTakeFirst();
-    const pending = await this.db
-      .selectFrom('jobs as j')
-      .select('j.scheduled_at')
-      .where('j.status', '=', 'PENDING')
-      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))))
-      .orderBy('j.scheduled_at')
-      .limit(1)
-      .executeTakeFirst();
-    const times = [slot?.next_due_at, pending?.scheduled_at].filter((t): t is number => typeof t === 'number');
-    return times.length > 0 ? Math.min(...times) : undefined;
+    const row = await this.scheduled().select('next_due_at').where('next_due_at', 'is not', null).orderBy('next_due_at').limit(1).executeTakeFirst();
+    return row?.next_due_at ?? undefined;
   }
 
-  /** Built, active workflows without a pending, queued or running job. */
-  private schedulable() {
-    return this.db
-      .selectFrom('workflows as w')
-      .where('w.build_status', '=', 'COMPLETED')
-      .where('w.terminated_at', 'is', null)
-      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'w.id', ['PENDING', 'QUEUED', 'RUNNING']))));
+  private scheduled() {
+    return this.db.selectFrom('workflows').where('build_status', '=', 'COMPLETED').where('terminated_at', 'is', null);
   }
 
   async setNextDue(id: string, nextDueAt: number): Promise<void> {
