@@ -11,40 +11,26 @@
 // message and no lost work. Both services are running again when it exits,
 // whatever happened. Exit code: 0 all checks hold, 1 a check failed, 2 the
 // harness itself failed, 3 the services cannot be restarted here.
-import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { AcceleratedClock, DEAD_LETTER_SUFFIX, ensureKeyDir, newId, parseDuration, QUEUES, type DatabaseHandle, type Store } from '@orloj/common';
-import { DEFAULT_SCHEDULER_CONFIG, LEADER_LEASE } from '@orloj/scheduler';
+import { DEAD_LETTER_SUFFIX, QUEUES } from '@orloj/common';
 import {
   countErrorLines,
-  createSchema,
-  deleteBusNames,
-  dropSchema,
-  freezeSchedules,
+  exitWith,
+  HarnessRun,
   INTERVAL_MINUTES,
   INTERVAL_MS,
   iso,
-  Member,
-  openConsumerCounter,
-  openHarnessStore,
-  processEnv,
-  seedWorkflows,
+  numberOption,
+  openJobs,
+  readOptionsOrExitCode,
+  readSharedOptions,
+  serviceUrls,
+  SHARED_OPTION_ARGS,
   sleepReal,
-  startTarget,
-  stopMembers,
   summarizeJobs,
-  verify,
-  waitJobsEnded,
-  waitSchedulesPast,
-  type Incident,
+  UsageError,
   type JobRow,
-  type LeaderSample,
-  type QueueProbe,
-  type Role,
-  type Target,
+  type RunOptions,
 } from './chaos-lib.js';
 import {
   ensureBroker,
@@ -96,9 +82,7 @@ rabbitmqctl and pg_ctlcluster on this machine, and the rights to use them.
 
 type Service = 'broker' | 'database';
 
-interface Options {
-  workflows: number;
-  speed: number;
+interface Options extends RunOptions {
   combined: number;
   schedulers: number;
   runners: number;
@@ -108,20 +92,9 @@ interface Options {
   brokerOutageS: number;
   dbOutageS: number;
   brokerMethod: BrokerMethod;
-  failRate: number;
   targetDelayMs: number;
-  jobLeaseTtl: string;
-  tick: string;
-  queueTimeout: string;
-  runnerConcurrency: number;
-  settleTimeoutS: number;
-  logLevel: string;
-  keep: boolean;
   exitWithParent: boolean;
-  verbose: boolean;
 }
-
-class UsageError extends Error {}
 
 function readOptions(argv: string[]): Options | undefined {
   const { values } = parseArgs({
@@ -140,28 +113,12 @@ function readOptions(argv: string[]): Options | undefined {
       'broker-method': { type: 'string', default: 'stop_app' },
       'fail-rate': { type: 'string', default: '0' },
       'target-delay': { type: 'string', default: '2000' },
-      'job-lease-ttl': { type: 'string', default: '15s' },
-      tick: { type: 'string', default: '1s' },
-      'queue-timeout': { type: 'string', default: '10m' },
-      'runner-concurrency': { type: 'string', default: '8' },
-      'settle-timeout': { type: 'string', default: '120' },
-      'log-level': { type: 'string', default: 'warn' },
-      keep: { type: 'boolean', default: false },
       'exit-with-parent': { type: 'boolean', default: false },
-      verbose: { type: 'boolean', short: 'v', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
+      ...SHARED_OPTION_ARGS,
     },
   });
   if (values.help) return undefined;
-  const num = (name: keyof typeof values, min: number, max: number): number => {
-    const n = Number(values[name]);
-    if (!Number.isFinite(n) || n < min || n > max) throw new UsageError(`--${name} must be a number from ${min} to ${max} (got "${String(values[name])}")`);
-    return n;
-  };
-  const duration = (name: 'job-lease-ttl' | 'tick' | 'queue-timeout'): string => {
-    if (parseDuration(values[name]) === undefined) throw new UsageError(`--${name} must be a duration such as 15s (got "${values[name]}")`);
-    return values[name];
-  };
+  const num = (name: keyof typeof values, min: number, max: number) => numberOption(values, name, min, max);
   const restarts = values.restarts
     .split(',')
     .map((s) => s.trim())
@@ -183,30 +140,15 @@ function readOptions(argv: string[]): Options | undefined {
     brokerMethod: method,
     failRate: num('fail-rate', 0, 1),
     targetDelayMs: num('target-delay', 0, 20_000),
-    jobLeaseTtl: duration('job-lease-ttl'),
-    tick: duration('tick'),
-    queueTimeout: duration('queue-timeout'),
-    runnerConcurrency: Math.floor(num('runner-concurrency', 1, 1_024)),
-    settleTimeoutS: num('settle-timeout', 1, 86_400),
-    logLevel: values['log-level'],
-    keep: values.keep,
+    ...readSharedOptions(values),
     exitWithParent: values['exit-with-parent'],
-    verbose: values.verbose,
   };
   if (o.combined + o.schedulers === 0) throw new UsageError('no scheduler: set --combined or --schedulers');
   if (o.combined + o.runners === 0) throw new UsageError('no runner: set --combined or --runners');
   return o;
 }
 
-// ---- small helpers --------------------------------------------------------------
-
-function log(message: string): void {
-  console.log(`[restart ${new Date().toISOString().slice(11, 23)}] ${message}`);
-}
-
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-
-let aborted = false;
 
 /** One restart of one service, in real (Date.now) and clock time. */
 interface Outage {
@@ -229,58 +171,26 @@ interface Outage {
 // ---- main -------------------------------------------------------------------------
 
 async function main(argv: string[]): Promise<number> {
-  let options: Options | undefined;
-  try {
-    options = readOptions(argv);
-  } catch (err) {
-    console.error(`${err instanceof Error ? err.message : String(err)}\n\n${HELP}`);
-    return 2;
-  }
-  if (!options) {
-    process.stdout.write(HELP);
-    return 0;
-  }
-  const o = options;
-  const baseDbUrl = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/orloj_test';
-  const amqpUrl = process.env.TEST_AMQP_URL || 'amqp://guest:guest@127.0.0.1:5672';
+  const o = readOptionsOrExitCode(argv, HELP, readOptions);
+  if (typeof o === 'number') return o;
+  const { baseDbUrl, amqpUrl } = serviceUrls();
   const control = serviceControl(baseDbUrl, amqpUrl);
   if (typeof control === 'string') {
     console.error(`restart: ${control}`);
     return 3;
   }
-  const tag = crypto.randomBytes(5).toString('hex');
-  const schema = `orloj_restart_${tag}`;
-  const prefix = `orloj-restart-${tag}.`;
-  const tickMs = parseDuration(o.tick)!;
-  const maxAttempts = DEFAULT_SCHEDULER_CONFIG.maxAttempts;
-  const realIntervalMs = INTERVAL_MS / o.speed;
 
-  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-restart-'));
-  const dataDir = path.join(workDir, 'data');
-  const logDir = path.join(workDir, 'logs');
-  fs.mkdirSync(logDir, { recursive: true });
-
-  const members: Member[] = [];
-  const unexpected: Incident[] = [];
-  let target: Target | undefined;
-  let consumers: QueueProbe | undefined;
-  let database: DatabaseHandle | undefined;
-  let schemaCreated = false;
-  let busUsed = false;
-  let keepLogs = o.keep;
   /** Set while a service is down on purpose. */
   const down = new Set<Service>();
   /** A stop command in flight: the cleanup waits for it, or the service could go down after it was brought back. */
   let stopping: Promise<unknown> = Promise.resolve();
-
-  // Cleanup runs once: on the normal path, on failure, and on a signal. The
-  // services come back first: the schema and the queues need them, and so
-  // does whoever uses them next.
-  let cleaning: Promise<void> | undefined;
-  const cleanup = () =>
-    (cleaning ??= (async () => {
-      for (const m of members) m.kill('SIGKILL');
-      await Promise.all(members.map((m) => m.exited));
+  const run = new HarnessRun({
+    name: 'restart',
+    options: o,
+    toleratesExits: true,
+    recordsUnreachable: true,
+    // Both services are running again when the harness exits, whatever happened.
+    restoreServices: async () => {
       await stopping;
       for (const [what, ensure] of [
         ['RabbitMQ', () => ensureBroker(amqpUrl)],
@@ -288,41 +198,13 @@ async function main(argv: string[]): Promise<number> {
       ] as const) {
         try {
           const did = await ensure();
-          if (!did.endsWith('is up')) log(did);
+          if (!did.endsWith('is up')) run.log(did);
         } catch (err) {
           console.error(`could not bring ${what} back:`, err instanceof Error ? err.message : err);
         }
       }
-      await target?.close().catch(() => undefined);
-      await consumers?.close();
-      await database?.close().catch(() => undefined);
-      if (o.keep) {
-        log(`kept: schema ${schema}, bus prefix ${prefix}, logs in ${logDir}`);
-        return;
-      }
-      if (schemaCreated) await dropSchema(baseDbUrl, schema);
-      if (busUsed) {
-        try {
-          await deleteBusNames(amqpUrl, prefix);
-        } catch (err) {
-          console.error(`could not delete the queues under ${prefix}:`, err instanceof Error ? err.message : err);
-        }
-      }
-      if (keepLogs) log(`logs of the orloj processes: ${logDir}`);
-      else fs.rmSync(workDir, { recursive: true, force: true });
-    })());
-
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (aborted) {
-      for (const m of members) m.kill('SIGKILL');
-      process.exit(130);
-    }
-    aborted = true;
-    log(`${signal}: killing every orloj process, bringing the services back and cleaning up (send again to exit at once)`);
-    void cleanup().finally(() => process.exit(130));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+    },
+  });
   // A reader that went away (the parent was killed) must not turn the next log line into a crash that skips the cleanup.
   process.stdout.on('error', () => {});
   process.stderr.on('error', () => {});
@@ -330,140 +212,39 @@ async function main(argv: string[]): Promise<number> {
     // Killed without its after hooks (SIGKILL, a SIGTERM to mocha), the parent cannot stop us: do it ourselves.
     const parent = process.ppid;
     setInterval(() => {
-      if (process.ppid !== parent && !aborted) onSignal('SIGHUP');
+      if (process.ppid !== parent && !run.aborted) run.abort('SIGHUP');
     }, 500).unref();
   }
-  process.on('exit', () => {
-    for (const m of members) if (m.alive) m.child!.kill('SIGKILL');
-  });
 
-  try {
-    // -- services
-    const dbUrl = await createSchema(baseDbUrl, schema);
-    schemaCreated = true;
-    const opened = await openHarnessStore(dbUrl);
-    database = opened.database;
-    const store = opened.store;
-    busUsed = true;
-
-    target = await startTarget(o.failRate, o.targetDelayMs);
-    await ensureKeyDir(dataDir);
-    const origin = Date.now();
-    const clock = new AcceleratedClock(origin, o.speed);
-    log(
-      `schema ${schema}, bus prefix ${prefix}, target ${target.url}; ${o.workflows} workflows; processes: ${o.combined} api+scheduler+runners, ` +
+  return run.execute(async () => {
+    const { origin, clock, store, prefix, realIntervalMs, samples } = run;
+    run.log(
+      `schema ${run.schema}, bus prefix ${prefix}, target ${run.target.url}; ${o.workflows} workflows; processes: ${o.combined} api+scheduler+runners, ` +
         `${o.schedulers} scheduler, ${o.runners} runners; speed ${o.speed} (one ${INTERVAL_MINUTES}-minute interval = ${seconds(realIntervalMs)} real); ` +
         `restarts: ${o.restarts.join(', ')} (PostgreSQL cluster ${control.pgCluster.join('/')}, RabbitMQ by ${o.brokerMethod})`,
     );
 
-    const userId = newId();
-    const now0 = clock.now();
-    await store.users.insert({ id: userId, email: `restart-${tag}@example.test`, passwordHash: 'x', notificationPreference: 'NONE', createdAt: now0, updatedAt: now0 });
-
     // -- processes: never restarted by the harness; each must ride out the outages
-    const env = processEnv({
-      dbUrl,
-      amqpUrl,
-      prefix,
-      dataDir,
-      origin,
-      speed: o.speed,
-      logLevel: o.logLevel,
-      jobLeaseTtl: o.jobLeaseTtl,
-      tick: o.tick,
-      queueTimeout: o.queueTimeout,
-      runnerConcurrency: o.runnerConcurrency,
-    });
-    const onUnexpectedExit = (incident: Incident, m: Member) => {
-      unexpected.push(incident);
-      log(`UNEXPECTED: ${incident.name} exited (${incident.signal ?? `code ${incident.code}`}); see ${path.join(logDir, m.name + '.log')}`);
-    };
-    const plan: [Role, number][] = [
+    await run.launch([
       ['combined', o.combined],
       ['scheduler', o.schedulers],
       ['runners', o.runners],
-    ];
-    for (const [role, n] of plan) for (let i = 1; i <= n; i++) members.push(new Member(role, i, env, logDir, onUnexpectedExit, 'restart-'));
-    for (const m of members) m.start();
-
-    // -- leadership observer: an unreadable lease (the database is down) is recorded as such
-    const samples: LeaderSample[] = [];
-    const readLeader = async (): Promise<LeaderSample> => {
-      const at = clock.now();
-      const row = await store.db.selectFrom('leases').selectAll().where('name', '=', LEADER_LEASE).executeTakeFirst();
-      const holder = row && row.expires_at > at ? row.holder : undefined;
-      const live = holder !== undefined && members.some((m) => m.schedules && m.alive && m.id === holder);
-      return { at, holder, token: row?.fencing_token, live };
-    };
-    let observing = true;
-    const observer = (async () => {
-      while (observing) {
-        const at = clock.now();
-        try {
-          samples.push(await readLeader());
-        } catch {
-          samples.push({ at, holder: undefined, token: undefined, live: false, unreachable: true });
-        }
-        await sleepReal(100);
-      }
-    })();
-
-    consumers = await openConsumerCounter(amqpUrl);
-    // Every live process consumes: a process that exited on its own is a violation of its
-    // own (reported at the end); the survivors carry on, so the checks still run.
-    const attached = async () => {
-      const [r, s] = [await consumers!.count(prefix + QUEUES.jobs), await consumers!.count(prefix + QUEUES.jobEvents)];
-      const [er, es] = [members.filter((m) => m.alive && m.runs).length, members.filter((m) => m.alive && m.schedules).length];
-      if (er === 0 || es === 0) throw new Error(`no live ${er === 0 ? 'runner' : 'scheduler'} left: ${unexpected.map((u) => u.name).join(', ')} exited on its own; see ${logDir}`);
-      return { r, s, er, es, all: r === er && s === es };
-    };
-    const allUp = async (what: string, timeoutMs = 60_000) => {
-      const by = Date.now() + timeoutMs;
-      for (;;) {
-        const { r, s, er, es, all } = await attached();
-        if (all) return;
-        if (Date.now() > by) throw new Error(`${what}: ${r}/${er} runners and ${s}/${es} schedulers consume after ${timeoutMs / 1000} s; see ${logDir}`);
-        if (aborted) return;
-        await sleepReal(100);
-      }
-    };
-    await allUp('start');
-    const firstLeaderBy = Date.now() + 60_000;
-    while (!samples.some((s) => s.live)) {
-      if (Date.now() > firstLeaderBy) throw new Error(`no scheduler became leader within 60 s; see ${logDir}`);
-      if (aborted) return 130;
-      await sleepReal(100);
-    }
-    log(`all processes up; leader: ${samples.at(-1)!.holder}`);
+    ]);
+    if (!(await run.waitStarted())) return 130;
 
     // -- seed over one interval, then run normally
     const runStart = Date.now();
-    await seedWorkflows({ store, clock, userId, targetUrl: target.url, count: o.workflows, spreadMs: realIntervalMs, namePrefix: 'restart', stopped: () => aborted });
-    if (aborted) return 130;
-    log(`seeded ${o.workflows} workflows; running ${o.warmupS} s before the first restart`);
-
-    // -- progress (--verbose)
-    let monitoring = o.verbose;
-    const monitor = (async () => {
-      while (monitoring && !aborted) {
-        try {
-          const depth = `jobs ${await consumers!.depth(prefix + QUEUES.jobs)}, job-events ${await consumers!.depth(prefix + QUEUES.jobEvents)}`;
-          const open = down.has('database') ? 'database down' : await openJobs(store);
-          log(`clock ${iso(clock.now()).slice(11, 19)} open jobs: ${open}; ready messages: ${depth}; alive: ${members.filter((m) => m.alive).length}/${members.length}`);
-        } catch {
-          // best effort
-        }
-        await sleepReal(1000);
-      }
-    })();
-
+    await run.seed();
+    if (run.aborted) return 130;
+    run.log(`seeded ${o.workflows} workflows; running ${o.warmupS} s before the first restart`);
+    run.startMonitor({ alive: () => `${run.members.filter((m) => m.alive).length}/${run.members.length}`, databaseDown: () => down.has('database') });
     await sleepReal(o.warmupS * 1000);
-    if (aborted) return 130;
+    if (run.aborted) return 130;
 
     // -- the restarts
     const outages: Outage[] = [];
     for (const service of o.restarts) {
-      if (aborted) break;
+      if (run.aborted) break;
       const openBefore = await openJobs(store);
       const outage: Outage = {
         service,
@@ -487,9 +268,9 @@ async function main(argv: string[]): Promise<number> {
       const watchRecovery = async () => {
         fromSample = samples.length;
         const by = Date.now() + 60_000;
-        while (!aborted) {
+        while (!run.aborted) {
           if (service === 'broker') {
-            if ((await attached()).all) return Date.now();
+            if ((await run.attached()).all) return Date.now();
           } else {
             const live = samples.slice(fromSample).find((x) => x.live);
             if (live) return realAt(live.at);
@@ -501,7 +282,7 @@ async function main(argv: string[]): Promise<number> {
       };
       let recovery: Promise<number | undefined>;
       if (service === 'broker') {
-        log(`restarting RabbitMQ (${o.brokerMethod}); open jobs: ${openBefore}`);
+        run.log(`restarting RabbitMQ (${o.brokerMethod}); open jobs: ${openBefore}`);
         const stopped = await (stopping = stopBroker(o.brokerMethod));
         outage.stoppedAt = Date.now();
         if (stopped.code !== 0) throw new Error(`rabbitmqctl ${o.brokerMethod} failed: ${stopped.stderr.trim()}`);
@@ -514,7 +295,7 @@ async function main(argv: string[]): Promise<number> {
         if (up === undefined) await ensureBroker(amqpUrl);
         outage.upAt = up ?? Date.now();
       } else {
-        log(`restarting PostgreSQL (pg_ctlcluster ${control.pgCluster.join(' ')} stop, start); open jobs: ${openBefore}`);
+        run.log(`restarting PostgreSQL (pg_ctlcluster ${control.pgCluster.join(' ')} stop, start); open jobs: ${openBefore}`);
         const stopped = await (stopping = stopDatabase(control));
         outage.stoppedAt = Date.now();
         if (stopped.code !== 0) throw new Error(`pg_ctlcluster stop failed: ${stopped.stderr.trim()}`);
@@ -528,7 +309,7 @@ async function main(argv: string[]): Promise<number> {
         outage.upAt = up ?? Date.now();
       }
       outage.recoveredAt = await recovery;
-      if (outage.recoveredAt === undefined) outage.notes.push(aborted ? 'aborted' : 'not recovered within 60 s of the start');
+      if (outage.recoveredAt === undefined) outage.notes.push(run.aborted ? 'aborted' : 'not recovered within 60 s of the start');
       if (service === 'database') {
         // The harness's own first successful read may come before the probe's.
         const back = samples.slice(fromSample).find((x) => !x.unreachable);
@@ -537,11 +318,11 @@ async function main(argv: string[]): Promise<number> {
       if (outage.recoveredAt !== undefined) outage.recoveredAt = Math.max(outage.recoveredAt, outage.upAt);
       outage.clockUp = Math.floor(origin + (outage.upAt - origin) * o.speed); // the clock at upAt
       down.delete(service);
-      log(
+      run.log(
         `${service === 'broker' ? 'RabbitMQ' : 'PostgreSQL'} accepts connections again: stop took ${seconds(outage.stoppedAt - outage.stopAt)}, ` +
           `start ${seconds(outage.upAt - outage.startAt)}, down ${seconds(outage.upAt - outage.stopAt)} real = ${seconds(outage.clockUp - outage.clockStop)} clock`,
       );
-      log(
+      run.log(
         outage.recoveredAt
           ? `${service === 'broker' ? 'every consumer re-attached' : 'a leader is live again'} ${seconds(outage.recoveredAt - outage.upAt)} after the service came back`
           : `not recovered: ${outage.notes.join('; ')}`,
@@ -549,47 +330,31 @@ async function main(argv: string[]): Promise<number> {
       await sleepReal(o.runOnS * 1000);
     }
     const phaseEnd = clock.now();
-    if (aborted) return 130;
-    log(`restarts over at clock ${iso(phaseEnd)}; settling`);
+    if (run.aborted) return 130;
+    run.log(`restarts over at clock ${iso(phaseEnd)}; settling`);
 
     // -- settle: every slot up to the end of the restarts handled, schedules frozen, every job ended
-    await allUp('after the restarts');
-    await waitSchedulesPast(store, phaseEnd, 'the end of the restarts', Math.max(30_000, 5 * realIntervalMs), log, () => aborted);
-    if (aborted) return 130;
-    await freezeSchedules(store, Math.max(200, (3 * tickMs) / o.speed));
-    log('schedules frozen; waiting for every job to end');
-    await waitJobsEnded(store, o.settleTimeoutS, log, () => aborted);
-    if (aborted) return 130;
+    if (!(await run.settle(phaseEnd, 'the restarts'))) return 130;
 
     // -- dead letters and leftovers, before the processes go (their queues stay declared)
     const deadLetters: string[] = [];
     const leftovers: string[] = [];
     for (const q of Object.values(QUEUES)) {
-      const dead = await consumers.messages(prefix + q + DEAD_LETTER_SUFFIX);
+      const dead = await run.consumers.messages(prefix + q + DEAD_LETTER_SUFFIX);
       if (dead !== undefined && dead > 0) deadLetters.push(`${prefix}${q}${DEAD_LETTER_SUFFIX} holds ${dead} message(s)`);
-      const ready = await consumers.messages(prefix + q);
+      const ready = await run.consumers.messages(prefix + q);
       if (ready !== undefined && ready > 0) leftovers.push(`${q} ${ready}`);
     }
 
-    // -- orderly shutdown
-    await allUp('before shutdown');
-    monitoring = false;
-    await monitor;
-    observing = false;
-    await observer;
-    const shutdownProblems = await stopMembers(members);
-    if (aborted) return 130;
+    const shutdownProblems = await run.shutdown();
+    if (run.aborted) return 130;
 
-    // -- verify
-    const workflows = await store.db.selectFrom('workflows').selectAll().where('user_id', '=', userId).execute();
-    const jobs = await store.db.selectFrom('jobs').selectAll().execute();
-    const result = verify({ workflows, jobs, killEnd: phaseEnd, tickMs, samples, maxAttempts });
+    // -- verify and report
+    const { workflows, jobs, result, runViolations } = await run.check(phaseEnd, shutdownProblems);
     // (f) no lost work: a job ends COMPLETED, or FAILED because the target said so.
     const lost = jobs.filter((j) => !(j.status === 'COMPLETED' || (j.status === 'FAILED' && j.status_reason_code === 'UNEXPECTED_STATUS_CODE')));
     const violations = [
-      ...(workflows.length === o.workflows ? [] : [`seeded ${o.workflows} workflows but found ${workflows.length}`]),
-      ...unexpected.map((u) => `process ${u.name} exited on its own (${u.signal ?? `code ${u.code}`})`),
-      ...shutdownProblems,
+      ...runViolations,
       ...outages.filter((x) => x.recoveredAt === undefined).map((x) => `the orloj processes did not recover from the ${x.service} restart: ${x.notes.join('; ')}`),
       ...result.violations,
       ...deadLetters.map((d) => `(g) ${d}`),
@@ -597,7 +362,7 @@ async function main(argv: string[]): Promise<number> {
     ];
 
     const { byStatus, byReason, retried, extraAttempts, maxSeen } = summarizeJobs(jobs);
-    const errorLines = countErrorLines(logDir);
+    const errorLines = countErrorLines(run.logDir);
     console.log('');
     console.log('== restart summary');
     console.log(`workflows      ${workflows.length} × ${INTERVAL_MINUTES} min; ${o.combined} api+scheduler+runners, ${o.schedulers} scheduler, ${o.runners} runner processes; speed ${o.speed}`);
@@ -613,7 +378,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(`jobs           ${jobs.length}: ${byStatus}`);
     console.log(`reasons        ${byReason}`);
     console.log(`retries        ${retried} jobs took more than one attempt (${extraAttempts} extra attempts, at most ${maxSeen})`);
-    console.log(`target         ${target.requests} requests for ${jobs.length} jobs (${target.requests - jobs.length} extra executions: at-least-once delivery), ${target.failures} answered 500`);
+    console.log(`target         ${run.target.requests} requests for ${jobs.length} jobs (${run.target.requests - jobs.length} extra executions: at-least-once delivery), ${run.target.failures} answered 500`);
     console.log(`slots checked  ${result.checkedSlots} due slots up to ${iso(phaseEnd - INTERVAL_MS)} had exactly one job`);
     console.log(`explained skips ${result.explained.length}`);
     for (const e of result.explained) console.log(`  - ${e}`);
@@ -621,39 +386,15 @@ async function main(argv: string[]): Promise<number> {
     console.log(`left in queues ${leftovers.length ? leftovers.join(', ') : 'none'} (ready messages after every job ended)`);
     console.log(`process logs   ${errorLines} error lines (LOG_LEVEL=${o.logLevel})`);
     console.log(
-      `checks         (a) one job per slot, (b) all terminal, (c) no overlap, (d) no misses, (e) attempts ≤ ${maxAttempts}, (f) no lost work, (g) no dead letters; processes survived and exited 0`,
+      `checks         (a) one job per slot, (b) all terminal, (c) no overlap, (d) no misses, (e) attempts ≤ ${run.maxAttempts}, (f) no lost work, (g) no dead letters; processes survived and exited 0`,
     );
-    if (violations.length) {
-      keepLogs = true;
-      console.log(`VIOLATIONS     ${violations.length}`);
-      for (const v of violations) console.log(`  - ${v}`);
-      return 1;
-    }
-    console.log('result         PASS');
-    return 0;
-  } catch (err) {
-    if (aborted) return 130;
-    keepLogs = true;
-    console.error('restart harness failed:', err instanceof Error ? (err.stack ?? err.message) : err);
-    return 2;
-  } finally {
-    if (!aborted) await cleanup();
-  }
+    return run.verdict(violations);
+  });
 }
 
 /** Date.now() when the wait succeeded, undefined when it gave up. */
 async function upWhen(wait: () => Promise<boolean>): Promise<number | undefined> {
   return (await wait()) ? Date.now() : undefined;
-}
-
-async function openJobs(store: Store): Promise<string> {
-  const rows = await store.db
-    .selectFrom('jobs')
-    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('status', 'in', ['PENDING', 'QUEUED', 'RUNNING'])
-    .groupBy('status')
-    .execute();
-  return rows.map((r) => `${r.status} ${r.n}`).join(', ') || 'none';
 }
 
 /**
@@ -671,12 +412,4 @@ function jobsAround(jobs: readonly JobRow[], x: Outage, until: number): string {
   return `${x.service === 'broker' ? `${created} jobs created while down; ` : ''}next job created ${after(firstCreated)}, next completed ${after(firstDone)}; ${retried} jobs handed out again afterwards`;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    if (!aborted) process.exit(code);
-  },
-  (err: unknown) => {
-    console.error('restart harness failed:', err);
-    process.exit(2);
-  },
-);
+exitWith('restart', main(process.argv.slice(2)));
