@@ -907,8 +907,14 @@ export async function waitSchedulesPast(
  */
 export async function freezeSchedules(store: Store, pauseMs: number): Promise<void> {
   for (let quiet = 0; quiet < 2; ) {
-    const r = await store.db.updateTable('workflows').set({ next_due_at: null }).where('next_due_at', 'is not', null).executeTakeFirst();
-    quiet = Number(r.numUpdatedRows) === 0 ? quiet + 1 : 0;
+    try {
+      const r = await store.db.updateTable('workflows').set({ next_due_at: null }).where('next_due_at', 'is not', null).executeTakeFirst();
+      quiet = Number(r.numUpdatedRows) === 0 ? quiet + 1 : 0;
+    } catch (err) {
+      // This sweep over every workflow and the leader's own updates can lock rows in opposite orders.
+      if ((err as { code?: unknown }).code !== '40P01') throw err;
+      quiet = 0;
+    }
     await sleepReal(pauseMs);
   }
 }
