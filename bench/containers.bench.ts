@@ -271,7 +271,7 @@ export const containers: BenchSuite = {
         phaseLine(m.rows),
         `- ${podmanVersion()}, runtime ${runtime.dockerHost}; the workflow's build (image check) took ${fmt(m.buildMs)} ms before the first job.`,
         '- orloj talks to the podman API service over its socket (dockerode): image inspect, create (no network, all capabilities dropped, no-new-privileges, memory and pids limits), start, follow the logs, wait, remove; the CLI runs podman in-process, with podman\'s default network unless `--network none`.',
-        '- A manual job waits for the scheduler\'s next pass over the store (at most `SCHEDULER_TICK` away): that is the "request → scheduler tick" step above.',
+        '- The api nudges the scheduler leader when it queues a manual job (`scheduler-wake` broadcast), so the job does not wait for the next `SCHEDULER_TICK`: that is the "request → scheduler tick" step above.',
         ...(m.failures.length ? [`- **Invalid run**: ${m.failures.slice(0, 5).join('; ')}${m.failures.length > 5 ? ` (+${m.failures.length - 5} more)` : ''}.`] : []),
       ],
       valid: m.failures.length === 0 && api.count === s.jobs,
