@@ -34,6 +34,8 @@ export type ErrorCode =
   | 'workflow_active'
   | 'workflow_has_running_jobs'
   | 'workflow_build_failed'
+  | 'log_retention_disabled'
+  | 'job_not_terminal'
   | 'rate_limited'
   | 'service_unavailable'
   | 'internal_error';

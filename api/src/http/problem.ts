@@ -1,18 +1,8 @@
 import type { Context, Middleware } from 'koa';
 import { isOrlojError, OrlojError, type ErrorCode, type FieldError, type Logger } from '@orloj/common';
 
-/**
- * Codes only the log routes raise so far.
- * TODO(lead): move them into ErrorCode (common/src/errors.ts) and drop apiError().
- */
-export type ApiErrorCode = 'log_retention_disabled' | 'job_not_terminal';
-
-export function apiError(code: ApiErrorCode, message: string): OrlojError {
-  return new OrlojError(code as unknown as ErrorCode, message);
-}
-
 /** The HTTP status of every error code: the one place errors meet HTTP. */
-const STATUS: Record<ErrorCode | ApiErrorCode, number> = {
+const STATUS: Record<ErrorCode, number> = {
   validation_failed: 400,
   malformed_json: 400,
   unsupported_media_type: 400,
@@ -58,7 +48,7 @@ export interface ProblemDocument {
   title: string;
   status: number;
   detail: string;
-  code: ErrorCode | ApiErrorCode;
+  code: ErrorCode;
   errors?: FieldError[];
 }
 

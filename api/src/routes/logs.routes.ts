@@ -2,9 +2,8 @@ import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { decodeCursor, encodeCursor, isUuid, notFound, type Job, type Store, type Workflow } from '@orloj/common';
+import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, type Job, type Store, type Workflow } from '@orloj/common';
 import type { ApiDeps } from '../deps.js';
-import { apiError } from '../http/problem.js';
 import { logDownloadEntryJson, presentLogEntry, type LogLine } from '../http/present.js';
 import { requireSession } from '../http/session.js';
 import { QueryReader, requireUuidParams } from '../http/validate.js';
@@ -50,7 +49,7 @@ export async function openJobLogs(store: Store, userId: string, workflowId: stri
   const workflow = job && (await store.workflows.findForUser(userId, workflowId));
   if (!job || !workflow) throw notFound('The job');
   if (!workflow.logRetention) {
-    throw apiError('log_retention_disabled', "The workflow does not retain logs (log_retention is off, as for every HEARTBEAT workflow).");
+    throw new OrlojError('log_retention_disabled', "The workflow does not retain logs (log_retention is off, as for every HEARTBEAT workflow).");
   }
   return { job, workflow };
 }
@@ -122,7 +121,7 @@ export function logsRoutes(deps: ApiDeps): Router {
     q.done();
     const { job } = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
     if (!isTerminal(job.status)) {
-      throw apiError('job_not_terminal', `The job is ${job.status}: its log can be downloaded once it has COMPLETED, FAILED or been CANCELED.`);
+      throw new OrlojError('job_not_terminal', `The job is ${job.status}: its log can be downloaded once it has COMPLETED, FAILED or been CANCELED.`);
     }
     const filter = {
       jobId,
