@@ -264,6 +264,9 @@ export class Scheduler {
     const due = await store.workflows.due(now, limit);
     if (due.length === 0) return 0;
     await store.transaction(async (tx) => {
+      // Locked first, so a job that ends meanwhile is either seen ended here, or
+      // sees the workflow set aside below and makes it due again (applyJobOutcome).
+      await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
       for (const w of due) {
         if (w.buildCompletedAt === null) continue;

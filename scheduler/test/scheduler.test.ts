@@ -124,6 +124,32 @@ describeEachEngine('scheduler', (db) => {
     assert.equal(jobs[1]!.status, 'QUEUED');
   });
 
+  it('runs a slot missed during an overrun as soon as the job ends, not at the next slot', async () => {
+    const w = await built({ intervalMinutes: 10 });
+    const anchor = w.buildCompletedAt!;
+    r.clock.advance(10 * MINUTE);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 1, 'first job');
+    const first = r.runners.jobs[0]!;
+    await r.runners.started(first, r.clock.now());
+    await eventually(() => store().jobs.findById(first.job_id), (j) => j?.status === 'RUNNING', 'RUNNING');
+    // The next slot (anchor + 20 min) comes while it runs: set aside until the slot after.
+    r.clock.advance(10 * MINUTE);
+    await r.runners.heartbeat(first);
+    const renewedUntil = r.clock.now() + 30_000;
+    await eventually(() => store().jobs.findById(first.job_id), (j) => j?.leaseExpiresAt === renewedUntil, 'lease renewed');
+    await scheduler.tick();
+    assert.equal((await store().workflows.findById(w.id))?.nextDueAt, anchor + 30 * MINUTE);
+    // It ends 3 minutes later: the missed slot runs now, once.
+    r.clock.advance(3 * MINUTE);
+    await r.runners.finished(first, 'COMPLETED', { started: anchor + 10 * MINUTE, finished: r.clock.now() });
+    await eventually(() => store().workflows.findById(w.id), (x) => x?.nextDueAt === r.clock.now(), 'due again');
+    await scheduler.tick();
+    const jobs = await jobsOf(store(), w.id);
+    assert.deepEqual(jobs.map((j) => j.slotAt), [anchor + 10 * MINUTE, anchor + 20 * MINUTE]);
+    assert.equal((await store().workflows.findById(w.id))?.nextDueAt, anchor + 30 * MINUTE);
+  });
+
   it('counts consecutive failures once per job even when a result is delivered twice, and terminates at the limit', async () => {
     const w = await built({ maxConsecutiveJobFailuresAllowed: 3 });
     for (let n = 1; n <= 3; n++) {

@@ -45,7 +45,10 @@ export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise
  * now instead, once, as after any downtime.
  */
 async function runMissedSlot(tx: Store, job: Job, now: number): Promise<void> {
-  const w = await tx.workflows.findById(job.workflowId);
+  // Locked: the leader locks a due workflow before it decides the workflow is
+  // busy, so it either sees this job ended or has set the workflow aside
+  // before this reads it (see Scheduler.createDueJobs).
+  const w = await tx.workflows.findById(job.workflowId, { lock: true });
   if (!w || w.terminatedAt !== null || w.buildCompletedAt === null || w.nextDueAt === null || w.nextDueAt <= now) return;
   const missed = mostRecentSlot(w.buildCompletedAt, w.intervalMinutes * 60_000, now);
   if (missed <= now && missed > job.scheduledAt) await tx.workflows.setNextDue(w.id, now);

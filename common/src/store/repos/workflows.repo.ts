@@ -303,9 +303,18 @@ export class WorkflowsRepo {
       .execute();
   }
 
-  async findById(id: string): Promise<Workflow | undefined> {
-    const row = await this.db.selectFrom('workflows').selectAll().where('id', '=', id).executeTakeFirst();
+  /** With `lock`, the row stays locked until the transaction ends. */
+  async findById(id: string, options: { lock?: boolean } = {}): Promise<Workflow | undefined> {
+    let q = this.db.selectFrom('workflows').selectAll().where('id', '=', id);
+    if (options.lock && this.dialect.rowLocks) q = q.forUpdate();
+    const row = await q.executeTakeFirst();
     return row && toWorkflow(row);
+  }
+
+  /** Locks these rows until the transaction ends (in id order, so two lockers cannot deadlock). */
+  async lock(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0 || !this.dialect.rowLocks) return;
+    await this.db.selectFrom('workflows').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute();
   }
 
   async findByIds(ids: readonly string[]): Promise<Workflow[]> {
