@@ -52,8 +52,6 @@ export interface SchedulerConfig {
    * stream of nudges) are taken in small batches instead of keeping it busy.
    */
   passGapMs: number;
-  /** Longest a pass goes on taking full batches before it yields to the next wake (real time). */
-  passBudgetMs: number;
   /**
    * Most QUEUED jobs (handed out, not yet started). When the runners fall
    * behind, the leader stops creating and handing out jobs until they catch
@@ -76,7 +74,6 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   maxAttempts: 3,
   batchSize: 500,
   passGapMs: 50,
-  passBudgetMs: 500,
   maxQueued: 2_000,
   stopResendMs: 30_000,
   eventPrefetch: 32,
@@ -211,18 +208,20 @@ export class Scheduler {
   /**
    * Creates the jobs of due slots and hands out pending jobs, batch after
    * batch while batches come full (a burst of due slots), yielding to the event
-   * loop between them so runner events keep being applied, for at most
-   * `passBudgetMs`; the next wake continues.
+   * loop between them so runner events keep being applied, for at most one
+   * tick; the next wake continues.
    */
   private async duePass(now: number): Promise<void> {
-    const until = performance.now() + this.config.passBudgetMs;
+    const { clock, store } = this.deps;
+    // At most a tick's worth of (clock) time, so the leader renews its lease in time.
+    const until = clock.now() + this.config.tickMs;
     for (;;) {
-      const room = this.config.maxQueued - (await this.deps.store.jobs.countQueued(this.config.maxQueued));
+      const room = this.config.maxQueued - (await store.jobs.countQueued(this.config.maxQueued));
       if (room <= 0) return;
       const limit = Math.min(this.config.batchSize, room);
       const created = await this.createDueJobs(now, limit);
       const dispatched = await this.dispatch(now, limit);
-      if ((created < limit && dispatched < limit) || performance.now() > until || this.abort.signal.aborted) return;
+      if ((created < limit && dispatched < limit) || clock.now() >= until || this.abort.signal.aborted) return;
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
