@@ -11,6 +11,7 @@
  * From then on the scheduler tracks the attempt by its heartbeats (its lease)
  * and job.finished, which is retried until the bus takes it.
  */
+import { setMaxListeners } from 'node:events';
 import {
   MESSAGE_TYPES,
   parsePayload,
@@ -165,6 +166,9 @@ export class Runner {
   constructor(options: RunnerOptions) {
     if (typeof options.runnerId !== 'string' || options.runnerId.trim() === '') throw new TypeError('runnerId must be a non-empty string');
     this.runnerId = options.runnerId;
+    // Every job waiting for a slot and every result being retried listens on these: as
+    // many listeners as there are jobs in flight is the design, not a leak.
+    setMaxListeners(0, this.accepting.signal, this.handingBack.signal, this.abandoning.signal);
     this.bus = options.bus;
     this.clock = options.clock;
     this.log = options.logger.child({ role: 'runners', runnerId: options.runnerId });
