@@ -28,6 +28,9 @@ function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
   };
 }
 
+/** The container runtime's processes: podman (its API service), conmon, and the container's seq and sed. */
+const runtimePids = (): number[] => ['podman', 'conmon', 'seq', 'sed'].flatMap((name) => pidsNamed(name));
+
 /** The container's command: N numbered lines as fast as busybox can print them. */
 const command = (lines: number): string[] => ['sh', '-c', `seq 1 ${lines} | sed 's|$|${SUFFIX}|'`];
 
@@ -40,6 +43,8 @@ interface Run {
   /** From the first line (runner's timestamp) to all stored: the pipeline without the container's start. */
   pipelineLinesPerS: number;
   orlojCpu: number | undefined;
+  /** podman's API service, conmon and the container's own processes */
+  runtimeCpu: number | undefined;
   otherCpu: number | undefined;
 }
 
@@ -66,12 +71,14 @@ async function measure(ctx: SuiteContext, s: Settings, engine: Engine, dockerHos
     const cpuPids: () => number[] = engine === 'postgres' ? () => [orloj!.pid, ...pidsNamed('postgres'), ...pidsNamed('beam.smp')] : () => [orloj!.pid];
     for (let i = 0; i < s.runs; i++) {
       const orlojCpu = meterCpu(cpuPids);
+      const runtimeCpu = meterCpu(runtimePids);
       const machine = meterMachineCpu();
       const jobId = await scheduleJob(orloj, cookie, id);
       const read = () => orloj!.call<{ stored: number; counted: number; first?: number }>('storedLines', { jobId });
       await until(read, (c) => c.stored >= s.lines, `${s.lines} stored lines of job ${jobId}`, 10 * 60_000);
       const storedAt = Date.now() - POLL_MS / 2; // the poll found it at most POLL_MS late
       const ours = orlojCpu.stop();
+      const runtimeUsed = runtimeCpu.stop();
       const whole = machine.stop();
       const job = await until(
         () => api(orloj!, cookie, 'GET', `/workflows/${id}/jobs/${jobId}`).then((r) => r.json as { status: string; started_at?: string; completed_at?: string; status_reason_code?: string }),
@@ -90,7 +97,8 @@ async function measure(ctx: SuiteContext, s: Settings, engine: Engine, dockerHos
         linesPerS: (s.lines / elapsed) * 1000,
         pipelineLinesPerS: (s.lines / Math.max(1, storedAt - (final.first ?? started))) * 1000,
         orlojCpu: ours,
-        otherCpu: whole === undefined ? undefined : Math.max(0, whole - (ours ?? 0)),
+        runtimeCpu: runtimeUsed,
+        otherCpu: whole === undefined ? undefined : Math.max(0, whole - (ours ?? 0) - (runtimeUsed ?? 0)),
       });
       ctx.log(`${label}: run ${i + 1}/${s.runs}: ${fmt(s.lines)} lines stored ${fmt(elapsed)} ms after the job started (${fmt((s.lines / elapsed) * 1000)} lines/s)`);
     }
@@ -132,7 +140,7 @@ export const logIngest: BenchSuite = {
       ['Jobs', `${s.runs} jobs one after another, each printing ${fmt(s.lines)} lines (\`sh -c "seq 1 ${s.lines} | sed 's|$|…|'"\`)`],
       ['Overrides', 'BENCH_INGEST_LINES, BENCH_INGEST_RUNS, BENCH_INGEST_POSTGRES (0 skips the PostgreSQL + RabbitMQ row), BENCH_DATABASE_URL, BENCH_AMQP_URL (default amqp://guest:guest@127.0.0.1:5672), ORLOJ_PODMAN_DIR'],
     ];
-    const columns = ['Target', 'jobs', 'lines/s (median)', 'lines/s (min … max)', 'started → all stored, ms (median)', 'first line → all stored, lines/s (median)', 'started → container done, ms (median)', 'CPU orloj (+ db, broker)', 'CPU other processes'];
+    const columns = ['Target', 'jobs', 'lines/s (median)', 'lines/s (min … max)', 'started → all stored, ms (median)', 'first line → all stored, lines/s (median)', 'started → container done, ms (median)', 'CPU orloj (+ db, broker)', 'CPU podman, conmon, container', 'CPU other processes'];
     const target = `Target: ≥ ${fmt(TARGET_LINES_PER_S)} lines/s end to end on the embedded default (SQLite + \`BUS_URL=memory:\`).`;
 
     const runtime = runtimeOrSkipped(ctx, { description, settings, columns, target: target });
@@ -141,7 +149,7 @@ export const logIngest: BenchSuite = {
     if (s.postgres) targets.push(await measure(ctx, s, 'postgres', runtime.dockerHost));
 
     const rows = targets.map((t) => {
-      if (!t.runs.length) return [t.label, `not run: ${t.failure ?? '?'}`, '', '', '', '', '', '', ''];
+      if (!t.runs.length) return [t.label, `not run: ${t.failure ?? '?'}`, '', '', '', '', '', '', '', ''];
       const rate = summarize(t.runs.map((r) => r.linesPerS));
       return [
         t.label,
@@ -152,6 +160,7 @@ export const logIngest: BenchSuite = {
         fmt(summarize(t.runs.map((r) => r.pipelineLinesPerS)).p50),
         ms(summarize(t.runs.map((r) => r.containerMs)).p50),
         pct(mean(t.runs.map((r) => r.orlojCpu))),
+        pct(mean(t.runs.map((r) => r.runtimeCpu))),
         pct(mean(t.runs.map((r) => r.otherCpu))),
       ];
     });
