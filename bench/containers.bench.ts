@@ -1,7 +1,6 @@
-import { spawn, spawnSync } from 'node:child_process';
-import crypto from 'node:crypto';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { REPO_ROOT } from './lib/child.js';
+import { api, createContainerWorkflow, IMAGE, podmanVersion, runtimeOrSkipped, POLL_MS, scheduleJob, until } from './lib/container.js';
 import { startEmbeddedOrloj, type EmbeddedOrloj } from './lib/embedded.js';
 import { createBenchDatabase } from './lib/orloj.js';
 import { startScheduleDb, type JobRow } from './lib/schedule-db.js';
@@ -9,9 +8,7 @@ import { envInt, fmt, ms, sleep, summarize, type Summary } from './lib/stats.js'
 import type { BenchSuite, SuiteContext, SuiteReport } from './lib/suite.js';
 import { codeVersion } from './lib/versions.js';
 
-const IMAGE = 'localhost/orloj-test/busybox:1';
 const TARGET_RATIO = 1.0;
-const POLL_MS = 20;
 const JOB_TIMEOUT_MS = 120_000;
 /** Random pause before each orloj job, up to the default SCHEDULER_TICK. */
 const JITTER_MS = 1_000;
@@ -30,15 +27,6 @@ function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
   };
 }
 
-/** `scripts/container-runtime.sh ensure`: the DOCKER_HOST of the podman service, or why there is none. */
-function ensureRuntime(): { dockerHost: string } | { failure: string } {
-  const r = spawnSync('bash', [path.join(REPO_ROOT, 'scripts', 'container-runtime.sh'), 'ensure'], { encoding: 'utf8', timeout: 10 * 60_000 });
-  const dockerHost = r.stdout?.trim();
-  if (r.status === 0 && dockerHost) return { dockerHost };
-  const why = (r.stderr ?? '').trim().split('\n').slice(-3).join(' / ') || r.error?.message || `exit ${r.status}`;
-  return { failure: `scripts/container-runtime.sh ensure failed: ${why}` };
-}
-
 /** Wall time of one CLI run, spawn to exit (ms); rejects on a non-zero exit. */
 function timeCommand(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -53,30 +41,6 @@ function timeCommand(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promi
       else reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${stderr.trim().slice(0, 300)}`));
     });
   });
-}
-
-async function api(orloj: EmbeddedOrloj, cookie: string, method: string, url: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${orloj.url}${url}`, {
-    method,
-    headers: {
-      cookie,
-      ...(method === 'GET' ? {} : { 'idempotency-key': crypto.randomUUID() }),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? (JSON.parse(text) as unknown) : undefined };
-}
-
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v)}`);
-    await sleep(POLL_MS);
-  }
 }
 
 interface Measured {
@@ -97,25 +61,9 @@ async function measure(ctx: SuiteContext, s: Settings, dockerHost: string, conta
   try {
     orloj = await startEmbeddedOrloj(db.url, { DOCKER_HOST: dockerHost, ...(s.tick ? { SCHEDULER_TICK: s.tick } : {}) });
     const { cookie } = await orloj.registerUser();
-    const created = await api(orloj, cookie, 'POST', '/workflows', {
-      name: 'bench true',
-      kind: 'CONTAINER',
-      // a week between automatic runs: only the manual jobs run during the benchmark
-      interval: 10_080,
-      max_consecutive_job_failures_allowed: 3,
-      payload: JSON.stringify({ image: IMAGE, cmd: ['true'], timeout: '1m' }),
-    });
-    if (created.status !== 201) throw new Error(`POST /workflows answered ${created.status}: ${JSON.stringify(created.json)}`);
-    const id = created.json.id as string;
-    const buildStarted = performance.now();
-    const w = await until(
-      () => api(orloj!, cookie, 'GET', `/workflows/${id}`).then((r) => r.json as { build_status: string }),
-      (v) => v.build_status === 'COMPLETED' || v.build_status === 'FAILED',
-      'the build',
-      60_000,
-    );
-    if (w.build_status !== 'COMPLETED') throw new Error(`the build of the CONTAINER workflow ended ${w.build_status}`);
-    out.buildMs = performance.now() - buildStarted;
+    const built = await createContainerWorkflow(orloj, cookie, 'bench true', { image: IMAGE, cmd: ['true'], timeout: '1m' });
+    const id = built.id;
+    out.buildMs = built.buildMs;
     ctx.log(`workflow built in ${fmt(out.buildMs)} ms; ${s.warmup} warm-up + ${s.jobs} rounds of (orloj job, podman run, podman run --network none)`);
 
     const ids: string[] = [];
@@ -128,9 +76,7 @@ async function measure(ctx: SuiteContext, s: Settings, dockerHost: string, conta
       await sleep(Math.random() * JITTER_MS);
       // orloj: POST …/jobs/schedule, then GET the job until it is done
       const started = performance.now();
-      const scheduled = await api(orloj, cookie, 'POST', `/workflows/${id}/jobs/schedule`);
-      if (scheduled.status !== 201) throw new Error(`POST /workflows/${id}/jobs/schedule answered ${scheduled.status}: ${JSON.stringify(scheduled.json)}`);
-      const jobId = scheduled.json.id as string;
+      const jobId = await scheduleJob(orloj, cookie, id);
       const job = await until(
         () => api(orloj!, cookie, 'GET', `/workflows/${id}/jobs/${jobId}`).then((r) => r.json as { status: string; status_reason_code?: string }),
         (j) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(j.status),
@@ -193,11 +139,6 @@ function phaseLine(rows: JobRow[]): string {
   ].join(' ');
 }
 
-function podmanVersion(): string {
-  const r = spawnSync('podman', ['--version'], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : 'podman (version unknown)';
-}
-
 const row = (label: string, v: Summary, baseline: number | undefined): string[] => [
   label,
   fmt(v.count),
@@ -229,19 +170,8 @@ export const containers: BenchSuite = {
     ];
     const columns = ['Target', 'runs', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'mean ms', 'p50 vs podman run'];
 
-    const runtime = ensureRuntime();
-    if ('failure' in runtime) {
-      ctx.log(`skipped: ${runtime.failure}`);
-      return {
-        description,
-        settings,
-        table: { columns, rows: [['(all)', `not run: ${runtime.failure}`, '', '', '', '', '', '']] },
-        verdict: [`Target: p50 of an orloj CONTAINER job ≤ ${TARGET_RATIO}× the p50 of \`podman run --rm\`.`, '', '- **not measured**: no container runtime (see the row).'],
-        notes: ['- Skipped because `scripts/container-runtime.sh ensure` failed; the numbers of an earlier run are gone with this section.'],
-        valid: true,
-      };
-    }
-    ctx.log(`runtime ${runtime.dockerHost}, ${podmanVersion()}`);
+    const runtime = runtimeOrSkipped(ctx, { description, settings, columns, target: `Target: p50 of an orloj CONTAINER job ≤ ${TARGET_RATIO}× the p50 of \`podman run --rm\`.` });
+    if (runtime.skipped) return runtime.skipped;
     const m = await measure(ctx, s, runtime.dockerHost, containersConf);
     const api = summarize(m.orlojApi);
     const dbTimes = summarize(m.orlojDb);

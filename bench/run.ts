@@ -6,7 +6,8 @@
 // postgres://postgres@127.0.0.1:5432/orloj_test), BENCH_CPU_PROF=<dir> (V8
 // profiles of the server processes; the scheduling and containers suites add
 // one of the orloj process over each measured window). Suites read their own
-// variables too (BENCH_SCHED_*, BENCH_CONTAINER_*: see each suite's section).
+// variables too (BENCH_SCHED_*, BENCH_CONTAINER_*, BENCH_INGEST_*, BENCH_LOG_*,
+// BENCH_TAIL_*: see each suite's section).
 // `npm run bench -- --list` lists suites.
 import path from 'node:path';
 import { REPO_ROOT } from './lib/child.js';
@@ -15,11 +16,14 @@ import { machineInfo } from './lib/machine.js';
 import { renderSection, writeSection } from './lib/markdown.js';
 import type { BenchSuite } from './lib/suite.js';
 import { containers } from './containers.bench.js';
+import { liveTail } from './live-tail.bench.js';
+import { logIngest } from './log-ingest.bench.js';
+import { logSearch } from './log-search.bench.js';
 import { scheduling } from './scheduling.bench.js';
 import { workflowsList } from './workflows-list.bench.js';
 
 /** Every suite, in run order. Add new ones here. */
-const SUITES: BenchSuite[] = [workflowsList, scheduling, containers];
+const SUITES: BenchSuite[] = [workflowsList, scheduling, containers, logIngest, logSearch, liveTail];
 
 async function main(filters: string[]): Promise<number> {
   if (filters.includes('--list')) {

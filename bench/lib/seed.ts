@@ -1,7 +1,8 @@
 // Runs inside the orloj server process (bench/servers/orloj.ts): it imports the
 // @orloj/common sources, which the load generator process never does.
 import { sql } from 'kysely';
-import { newId, type Store } from '@orloj/common';
+import { newId, type LogLineInput, type Store } from '@orloj/common';
+import { RARE_TERM } from './log-terms.js';
 
 const BATCH = 500; // 16 columns × 500 rows stays under both engines' bind-parameter limits
 
@@ -53,4 +54,115 @@ export async function engineVersion(store: Store): Promise<string> {
   }
   const { rows } = await sql<{ v: string }>`select sqlite_version() as v`.execute(store.db);
   return `SQLite ${rows[0]?.v ?? '?'}`;
+}
+
+const RARE_PER_JOB = 5;
+const LOG_BATCH = 5_000;
+const LEVELS = ['INFO', 'INFO', 'INFO', 'DEBUG', 'WARN', 'INFO', 'DEBUG', 'INFO', 'ERROR', 'INFO'];
+
+/** Line i of a seeded job: an ordinary service log line; every 10th mentions a timeout, RARE_PER_JOB spread ones the rare needle. */
+function logLine(i: number, lines: number): string {
+  const level = LEVELS[i % LEVELS.length]!;
+  const ts = `2026-01-01T12:${String(Math.floor(i / 60_000) % 60).padStart(2, '0')}:${String(Math.floor(i / 1000) % 60).padStart(2, '0')}.${String(i % 1000).padStart(3, '0')}Z`;
+  const rare = i % Math.max(1, Math.floor(lines / RARE_PER_JOB)) === Math.floor(lines / (2 * RARE_PER_JOB)) ? ` trace=${RARE_TERM}` : '';
+  const body =
+    i % 10 === 7
+      ? `upstream service-${i % 13}.internal did not answer: timeout after 5000ms, retrying (${i % 3}/3)`
+      : `worker-${i % 7} processed request id=${(i * 2654435761) % 4294967296} method=GET path=/api/v1/items/${i % 10007} status=200 in ${i % 97}ms`;
+  return `${ts} ${level} ${body}${rare}`;
+}
+
+/**
+ * One CONTAINER workflow (logs retained) of the user with `jobs` COMPLETED
+ * jobs holding `total` log lines between them (attempt 1, job_log_counts
+ * set), written as log-ingest writes them (insertBatch, one transaction per
+ * 5 000 lines). Progress goes to stdout every `progressEvery` lines. Returns
+ * the ids; the last job is the one to search.
+ */
+export async function seedJobLogs(
+  store: Store,
+  userId: string,
+  o: { total: number; jobs: number; progressEvery?: number },
+): Promise<{ workflowId: string; jobIds: string[]; linesPerJob: number[] }> {
+  const { db } = store;
+  const workflowId = newId();
+  const now = Date.now();
+  await db
+    .insertInto('workflows')
+    .values({
+      id: workflowId,
+      user_id: userId,
+      name: 'Log-heavy export',
+      name_folded: 'log-heavy export',
+      payload: JSON.stringify({ image: 'ghcr.io/example/exporter:1.4.2', cmd: ['export'], timeout: '1h' }),
+      kind: 'CONTAINER',
+      build_status: 'COMPLETED',
+      interval_minutes: 10_080,
+      consecutive_job_failures_count: 0,
+      max_consecutive_job_failures_allowed: 3,
+      log_retention: 1,
+      generation: 0,
+      created_at: now,
+      updated_at: now,
+      terminated_at: null,
+      build_completed_at: now,
+    })
+    .execute();
+  const jobIds: string[] = [];
+  const linesPerJob: number[] = [];
+  let written = 0;
+  const every = o.progressEvery ?? 1_000_000;
+  for (let j = 0; j < o.jobs; j++) {
+    const id = newId();
+    const lines = Math.floor(o.total / o.jobs) + (j < o.total % o.jobs ? 1 : 0);
+    jobIds.push(id);
+    linesPerJob.push(lines);
+    const at = now - (o.jobs - j) * 3_600_000;
+    await sql`insert into jobs (id, workflow_id, user_id, generation, trigger, status, slot_at, scheduled_at, started_at, completed_at, attempts, created_at, updated_at)
+      values (${id}, ${workflowId}, ${userId}, 0, 'MANUAL', 'COMPLETED', ${at}, ${at}, ${at}, ${at + lines}, 1, ${at}, ${at + lines})`.execute(db);
+    for (let from = 0; from < lines; from += LOG_BATCH) {
+      const batch: LogLineInput[] = [];
+      for (let i = from; i < Math.min(lines, from + LOG_BATCH); i++) {
+        batch.push({ sequence_num: i, stream: i % 10 === 8 ? 'stderr' : 'stdout', message: logLine(i, lines), timestamp: at + i });
+      }
+      await store.transaction(async (tx) => {
+        await tx.logs.insertBatch(id, 1, batch);
+        await tx.logs.recordCount({ jobId: id, attempt: 1, workflowId, userId, lines: from + batch.length });
+      });
+      const before = written;
+      written += batch.length;
+      if (Math.floor(written / every) > Math.floor(before / every)) console.log(`[seed] ${written.toLocaleString('en')} / ${o.total.toLocaleString('en')} log lines`);
+    }
+  }
+  if (store.dialect.name === 'postgres') await sql`analyze job_logs`.execute(db);
+  else await sql`analyze`.execute(db);
+  return { workflowId, jobIds, linesPerJob };
+}
+
+/**
+ * The SQL of a log search as LogQueriesRepo.page builds it for the route
+ * (`GET …/logs/search?q=`: one attempt, case-insensitive substring, newest
+ * first, one row more than the page), compiled once and run as is; returns
+ * the time of each run (ms) and the rows of the last.
+ */
+export async function timeSearchSql(store: Store, o: { jobId: string; needle: string; limit: number; runs: number }): Promise<{ ms: number[]; rows: number; sql: string }> {
+  const match = store.logQueries.matcher(o.needle);
+  const compiled = store.db
+    .selectFrom('job_logs')
+    .selectAll()
+    .where('job_id', '=', o.jobId)
+    .where('attempt', '=', 1)
+    .where(({ ref }) => match.sql(ref('message'), store.dialect))
+    .orderBy('sequence_num', 'desc')
+    .limit(o.limit + 1)
+    .compile();
+  const times: number[] = [];
+  let rows = 0;
+  for (let i = 0; i < o.runs; i++) {
+    const started = performance.now();
+    const result = await store.db.executeQuery(compiled);
+    times.push(performance.now() - started);
+    rows = result.rows.length;
+  }
+  return { ms: times, rows, sql: compiled.sql.replace(/\s+/g, ' ') };
 }

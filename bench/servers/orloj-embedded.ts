@@ -4,16 +4,21 @@
 // over IPC: CPU time, RSS (current and peak), event-loop utilisation and delay,
 // and a V8 CPU profile of exactly the stretch the parent measures (unlike
 // --cpu-prof, it does not depend on a clean exit of a process that may be
-// overloaded).
+// overloaded). BENCH_ROLES (comma-separated) replaces the default roles
+// api,scheduler,runners (the log suites add log-ingest); `storedLines` reads the
+// store through a connection of its own.
 import fs from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { startOrloj } from '@orloj/server';
+import { sql } from 'kysely';
+import { openDatabase, type DatabaseHandle } from '@orloj/common';
+import { parseRoles, startOrloj } from '@orloj/server';
 import { serveParent } from '../lib/child.js';
 import type { ProcessUsage } from '../lib/embedded.js';
 
-const running = await startOrloj({ roles: ['api', 'scheduler', 'runners'], env: process.env });
+const running = await startOrloj({ roles: parseRoles(process.env.BENCH_ROLES?.trim() || 'api,scheduler,runners'), env: process.env });
+let reader: DatabaseHandle | undefined;
 const delay = monitorEventLoopDelay({ resolution: 10 });
 delay.enable();
 let profiler: Session | undefined;
@@ -41,6 +46,16 @@ serveParent(
       delay.reset();
       return reading;
     },
+    /** Lines of the job stored in job_logs, its job_log_counts.lines, and the runner's timestamp of its first line (all attempts). */
+    async storedLines(arg: { jobId: string }) {
+      reader ??= openDatabase(process.env.DATABASE_URL ?? '', { poolSize: 1 });
+      const { rows } = await sql<{ stored: number | string; counted: number | string | null; first: number | string | null }>`select
+        (select count(*) from job_logs where job_id = ${arg.jobId}) as stored,
+        (select sum(lines) from job_log_counts where job_id = ${arg.jobId}) as counted,
+        (select min("timestamp") from job_logs where job_id = ${arg.jobId}) as first`.execute(reader.db);
+      const r = rows[0];
+      return { stored: Number(r?.stored ?? 0), counted: Number(r?.counted ?? 0), first: r?.first === null || r?.first === undefined ? undefined : Number(r.first) };
+    },
     async profileStart() {
       profiler = new Session();
       profiler.connect();
@@ -61,5 +76,6 @@ serveParent(
   async () => {
     if (profiler) await profiler.post('Profiler.stop').catch(() => undefined);
     await running.stop();
+    await reader?.close();
   },
 );

@@ -4,7 +4,7 @@
 import { createLogger, loadConfig, openDatabase, resolveSecrets, Store, systemClock } from '@orloj/common';
 import { ApiServer } from '@orloj/api';
 import { serveParent } from '../lib/child.js';
-import { engineVersion, seedWorkflows } from '../lib/seed.js';
+import { engineVersion, seedJobLogs, seedWorkflows, timeSearchSql } from '../lib/seed.js';
 
 const config = resolveSecrets(loadConfig(process.env));
 const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
@@ -26,6 +26,14 @@ serveParent(
       await seedWorkflows(store, user.id, arg.count);
       return { ms: Math.round(performance.now() - started), total: await store.workflows.countForUser(user.id) };
     },
+    async seedJobLogs(arg: { email: string; total: number; jobs: number }) {
+      const user = await store.users.findByEmail(arg.email);
+      if (!user) throw new Error(`no user ${arg.email}`);
+      const started = performance.now();
+      const seeded = await seedJobLogs(store, user.id, arg);
+      return { ...seeded, ms: Math.round(performance.now() - started) };
+    },
+    timeSearchSql: (arg: { jobId: string; needle: string; limit: number; runs: number }) => timeSearchSql(store, arg),
   },
   async () => {
     await api.stop();

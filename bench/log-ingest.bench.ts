@@ -1,0 +1,195 @@
+import { startEmbeddedOrloj, type EmbeddedOrloj } from './lib/embedded.js';
+import { api, createContainerWorkflow, IMAGE, podmanVersion, runtimeOrSkipped, POLL_MS, scheduleJob, until } from './lib/container.js';
+import { meterCpu, meterMachineCpu, pidsNamed } from './lib/cpu.js';
+import { createBenchDatabase, type Engine } from './lib/orloj.js';
+import { redactUrl } from './lib/postgres.js';
+import { envInt, fmt, ms, summarize } from './lib/stats.js';
+import type { BenchSuite, SuiteContext, SuiteReport } from './lib/suite.js';
+import { codeVersion } from './lib/versions.js';
+
+const TARGET_LINES_PER_S = 50_000;
+const DEFAULT_AMQP = 'amqp://guest:guest@127.0.0.1:5672';
+/** What every line says after its number: 96 bytes, an ordinary application log line. */
+const SUFFIX = ' INFO worker-3 processed request method=GET path=/api/v1/items/4711 status=200 in 12ms';
+
+interface Settings {
+  lines: number;
+  runs: number;
+  postgres: boolean;
+  amqpUrl: string;
+}
+
+function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
+  return {
+    lines: envInt('BENCH_INGEST_LINES', 200_000, 1),
+    runs: envInt('BENCH_INGEST_RUNS', 3, 1),
+    postgres: env.BENCH_INGEST_POSTGRES?.trim() !== '0',
+    amqpUrl: env.BENCH_AMQP_URL?.trim() || DEFAULT_AMQP,
+  };
+}
+
+/** The container runtime's processes: podman (its API service), conmon, and the container's seq and sed. */
+const runtimePids = (): number[] => ['podman', 'conmon', 'seq', 'sed'].flatMap((name) => pidsNamed(name));
+
+/** The container's command: N numbered lines as fast as busybox can print them. */
+const command = (lines: number): string[] => ['sh', '-c', `seq 1 ${lines} | sed 's|$|${SUFFIX}|'`];
+
+interface Run {
+  /** job started_at (runner) → every line in job_logs, ms */
+  ms: number;
+  /** started_at → finished (container exit, every line published), ms */
+  containerMs: number;
+  linesPerS: number;
+  /** From the first line (runner's timestamp) to all stored: the pipeline without the container's start. */
+  pipelineLinesPerS: number;
+  orlojCpu: number | undefined;
+  /** podman's API service, conmon and the container's own processes */
+  runtimeCpu: number | undefined;
+  otherCpu: number | undefined;
+}
+
+interface Target {
+  label: string;
+  runs: Run[];
+  failure?: string;
+  details?: string;
+}
+
+async function measure(ctx: SuiteContext, s: Settings, engine: Engine, dockerHost: string): Promise<Target> {
+  const label = engine === 'sqlite' ? 'SQLite + BUS_URL=memory: (embedded default)' : 'PostgreSQL + RabbitMQ';
+  const db = await createBenchDatabase(engine);
+  let orloj: EmbeddedOrloj | undefined;
+  try {
+    orloj = await startEmbeddedOrloj(db.url, {
+      DOCKER_HOST: dockerHost,
+      BENCH_ROLES: 'api,scheduler,runners,log-ingest',
+      ...(engine === 'postgres' ? { BUS_URL: s.amqpUrl } : {}),
+    });
+    const { cookie } = await orloj.registerUser();
+    const { id } = await createContainerWorkflow(orloj, cookie, 'bench log lines', { image: IMAGE, cmd: command(s.lines), timeout: '10m' }, { log_retention: true });
+    const runs: Run[] = [];
+    const cpuPids: () => number[] = engine === 'postgres' ? () => [orloj!.pid, ...pidsNamed('postgres'), ...pidsNamed('beam.smp')] : () => [orloj!.pid];
+    for (let i = 0; i < s.runs; i++) {
+      const orlojCpu = meterCpu(cpuPids);
+      const runtimeCpu = meterCpu(runtimePids);
+      const machine = meterMachineCpu();
+      const jobId = await scheduleJob(orloj, cookie, id);
+      const read = () => orloj!.call<{ stored: number; counted: number; first?: number }>('storedLines', { jobId });
+      await until(read, (c) => c.stored >= s.lines, `${s.lines} stored lines of job ${jobId}`, 10 * 60_000);
+      const storedAt = Date.now() - POLL_MS / 2; // the poll found it at most POLL_MS late
+      const ours = orlojCpu.stop();
+      const runtimeUsed = runtimeCpu.stop();
+      const whole = machine.stop();
+      const job = await until(
+        () => api(orloj!, cookie, 'GET', `/workflows/${id}/jobs/${jobId}`).then((r) => r.json as { status: string; started_at?: string; completed_at?: string; status_reason_code?: string }),
+        (j) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(j.status),
+        `job ${jobId}`,
+        60_000,
+      );
+      if (job.status !== 'COMPLETED' || !job.started_at || !job.completed_at) throw new Error(`job ${jobId} ended ${job.status} (${job.status_reason_code ?? '?'})`);
+      const started = Date.parse(job.started_at);
+      const elapsed = storedAt - started;
+      const final = await read();
+      if (final.stored !== s.lines) throw new Error(`job ${jobId} stored ${final.stored} lines, expected ${s.lines}`);
+      runs.push({
+        ms: elapsed,
+        containerMs: Date.parse(job.completed_at) - started,
+        linesPerS: (s.lines / elapsed) * 1000,
+        pipelineLinesPerS: (s.lines / Math.max(1, storedAt - (final.first ?? started))) * 1000,
+        orlojCpu: ours,
+        runtimeCpu: runtimeUsed,
+        otherCpu: whole === undefined ? undefined : Math.max(0, whole - (ours ?? 0) - (runtimeUsed ?? 0)),
+      });
+      ctx.log(`${label}: run ${i + 1}/${s.runs}: ${fmt(s.lines)} lines stored ${fmt(elapsed)} ms after the job started (${fmt((s.lines / elapsed) * 1000)} lines/s)`);
+    }
+    return {
+      label,
+      runs,
+      details: engine === 'sqlite' ? 'SQLite in a temp file' : `${db.where}; bus ${redactUrl(s.amqpUrl)}`,
+    };
+  } catch (err) {
+    const failure = err instanceof Error ? err.message : String(err);
+    ctx.log(`${label}: FAILED: ${failure}`);
+    return { label, runs: [], failure };
+  } finally {
+    await orloj?.stop();
+    await db.drop();
+  }
+}
+
+const pct = (n: number | undefined) => (n === undefined ? 'n/a' : `${fmt(n)} %`);
+const mean = (xs: Array<number | undefined>) => {
+  const v = xs.filter((x): x is number => x !== undefined);
+  return v.length ? v.reduce((a, b) => a + b, 0) / v.length : undefined;
+};
+
+export const logIngest: BenchSuite = {
+  name: 'log-ingest',
+  title: 'Job logs: ingest rate from one container, end to end',
+
+  async run(ctx): Promise<SuiteReport> {
+    const s = settingsFromEnv();
+    const description = [
+      `Lines per second from one container to the store: a CONTAINER workflow (log retention on) whose image \`${IMAGE}\` prints ${fmt(s.lines)} numbered lines of about 100 bytes as fast as it can (\`seq | sed\`), started as a manual job with \`POST /workflows/{id}/jobs/schedule\`.`,
+      'The clock runs from the job\'s `started_at` (the runner took it) to the moment all lines are in `job_logs` (polled every 20 ms in the orloj process); it covers the container\'s output, the runner\'s capture and `BusLogSink` batches, the bus queue `logs`, and `LogIngester`\'s bulk inserts with the `job_log_counts` upsert (docs/logs.md).',
+      'The embedded default is all roles in one process (api, scheduler, runners, log-ingest) over SQLite with `BUS_URL=memory:`; the second row is the same process over PostgreSQL and RabbitMQ.',
+    ].join(' ');
+    const settings: Array<[string, string]> = [
+      ['Code', codeVersion()],
+      ['orloj', 'roles api, scheduler, runners, log-ingest in one child process (TypeScript sources via tsx), `NODE_ENV=production`, `LOG_LEVEL=warn`, `RUNNER_CONCURRENCY=4` (default), `DOCKER_HOST` = the podman service of `scripts/container-runtime.sh`; `BusLogSink` and `LogIngester` with their defaults'],
+      ['Jobs', `${s.runs} jobs one after another, each printing ${fmt(s.lines)} lines (\`sh -c "seq 1 ${s.lines} | sed 's|$|…|'"\`)`],
+      ['Overrides', 'BENCH_INGEST_LINES, BENCH_INGEST_RUNS, BENCH_INGEST_POSTGRES (0 skips the PostgreSQL + RabbitMQ row), BENCH_DATABASE_URL, BENCH_AMQP_URL (default amqp://guest:guest@127.0.0.1:5672), ORLOJ_PODMAN_DIR'],
+    ];
+    const columns = ['Target', 'jobs', 'lines/s (median)', 'lines/s (min … max)', 'started → all stored, ms (median)', 'first line → all stored, lines/s (median)', 'started → container done, ms (median)', 'CPU orloj (+ db, broker)', 'CPU podman, conmon, container', 'CPU other processes'];
+    const target = `Target: ≥ ${fmt(TARGET_LINES_PER_S)} lines/s end to end on the embedded default (SQLite + \`BUS_URL=memory:\`).`;
+
+    const runtime = runtimeOrSkipped(ctx, { description, settings, columns, target: target });
+    if (runtime.skipped) return runtime.skipped;
+    const targets = [await measure(ctx, s, 'sqlite', runtime.dockerHost)];
+    if (s.postgres) targets.push(await measure(ctx, s, 'postgres', runtime.dockerHost));
+
+    const rows = targets.map((t) => {
+      if (!t.runs.length) return [t.label, `not run: ${t.failure ?? '?'}`, '', '', '', '', '', '', '', ''];
+      const rate = summarize(t.runs.map((r) => r.linesPerS));
+      return [
+        t.label,
+        fmt(t.runs.length),
+        fmt(rate.p50),
+        `${fmt(Math.min(...t.runs.map((r) => r.linesPerS)))} … ${fmt(rate.max)}`,
+        ms(summarize(t.runs.map((r) => r.ms)).p50),
+        fmt(summarize(t.runs.map((r) => r.pipelineLinesPerS)).p50),
+        ms(summarize(t.runs.map((r) => r.containerMs)).p50),
+        pct(mean(t.runs.map((r) => r.orlojCpu))),
+        pct(mean(t.runs.map((r) => r.runtimeCpu))),
+        pct(mean(t.runs.map((r) => r.otherCpu))),
+      ];
+    });
+    const embedded = targets[0]!;
+    const median = embedded.runs.length ? summarize(embedded.runs.map((r) => r.linesPerS)).p50 : Number.NaN;
+    const disturbed = targets.filter((t) => (mean(t.runs.map((r) => r.otherCpu)) ?? 0) > 25);
+    return {
+      description,
+      settings,
+      table: { columns, rows },
+      verdict: [
+        target,
+        '',
+        embedded.runs.length
+          ? `- Embedded default: median ${fmt(median)} lines/s → **${median >= TARGET_LINES_PER_S ? 'met' : 'missed'}**`
+          : '- Embedded default: **not measured** (see the row)',
+        ...targets.slice(1).map((t) => (t.runs.length ? `- ${t.label} (no target of its own): median ${fmt(summarize(t.runs.map((r) => r.linesPerS)).p50)} lines/s` : `- ${t.label}: not measured`)),
+      ],
+      notes: [
+        '- One process does everything here (container capture, batching, the bus, inserts, counts), so the rate is what one orloj process sustains on this machine; CPU is per process during the measured jobs, in % of one core ("+ db, broker": the PostgreSQL and RabbitMQ processes on the second row).',
+        '- "first line → all stored" starts at the runner\'s timestamp of line 0 instead of the job\'s start, leaving out the container\'s creation and start: the rate of the log pipeline itself. The verdict uses the end-to-end rate.',
+        '- "started → container done" is the job\'s `completed_at` − `started_at`: the runner reports the job only after every line is published, so it includes back-pressure from ingest; the lines are stored a moment later.',
+        ...targets.filter((t) => t.details).map((t) => `- ${t.label}: ${t.details}.`),
+        `- ${podmanVersion()}, runtime ${runtime.dockerHost}.`,
+        ...(disturbed.length
+          ? [`- **Disturbed**: other processes used ${disturbed.map((t) => `${pct(mean(t.runs.map((r) => r.otherCpu)))} of a core during ${t.label}`).join(', ')} of the 2 cores; the rates there are pessimistic.`]
+          : []),
+      ],
+      valid: embedded.runs.length === s.runs,
+    };
+  },
+};

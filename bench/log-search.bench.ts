@@ -1,0 +1,168 @@
+import { withOrloj } from './lib/orloj.js';
+import { COMMON_TERM, RARE_TERM } from './lib/log-terms.js';
+import { envInt, fmt, ms, summarize, type Summary } from './lib/stats.js';
+import { meterMachineCpu, meterCpu, pidsNamed } from './lib/cpu.js';
+import type { BenchSuite, SuiteContext, SuiteReport } from './lib/suite.js';
+import { codeVersion } from './lib/versions.js';
+import type { Engine } from './lib/orloj.js';
+
+const TARGET_RATIO = 1.5;
+const PAGE = 100;
+
+interface Settings {
+  lines: number;
+  jobLines: number;
+  runs: number;
+  engines: Engine[];
+}
+
+function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
+  const engines = (env.BENCH_LOG_ENGINES?.trim() || 'sqlite,postgres').split(',').map((e) => e.trim());
+  for (const e of engines) if (e !== 'sqlite' && e !== 'postgres') throw new Error(`BENCH_LOG_ENGINES: unknown engine "${e}"`);
+  return {
+    lines: envInt('BENCH_LOG_LINES', 10_000_000, 1),
+    jobLines: envInt('BENCH_LOG_JOB_LINES', 1_000_000, 1),
+    runs: envInt('BENCH_LOG_SEARCHES', 30, 1),
+    engines: engines as Engine[],
+  };
+}
+
+interface TermResult {
+  term: string;
+  label: string;
+  api: Summary;
+  sql: Summary;
+  matches: number;
+}
+
+interface EngineResult {
+  label: string;
+  terms: TermResult[];
+  failure?: string;
+  details?: string;
+  otherCpu?: number | undefined;
+}
+
+async function measure(ctx: SuiteContext, s: Settings, engine: Engine): Promise<EngineResult> {
+  const label = engine === 'sqlite' ? 'SQLite' : 'PostgreSQL';
+  try {
+    return await withOrloj(engine, async (orloj, db) => {
+      const { email, cookie } = await orloj.registerUser();
+      const jobs = Math.max(1, Math.ceil(s.lines / s.jobLines));
+      ctx.log(`${label}: ${orloj.engineVersion} at ${db.where}; seeding ${fmt(s.lines)} log lines in ${jobs} jobs (progress from the server process)`);
+      const seeded = await orloj.call<{ workflowId: string; jobIds: string[]; linesPerJob: number[]; ms: number }>('seedJobLogs', { email, total: s.lines, jobs });
+      const jobId = seeded.jobIds[seeded.jobIds.length - 1]!;
+      const jobLines = seeded.linesPerJob[seeded.linesPerJob.length - 1]!;
+      ctx.log(`${label}: seeded in ${fmt(seeded.ms / 1000)} s; searching job ${jobId} (${fmt(jobLines)} lines)`);
+      const url = (q: string) => `${orloj.url}/workflows/${seeded.workflowId}/jobs/${jobId}/logs/search?q=${encodeURIComponent(q)}&limit=${PAGE}`;
+      const viaApi = async (q: string): Promise<{ ms: number; lines: number }> => {
+        const started = performance.now();
+        const res = await fetch(url(q), { headers: { cookie } });
+        const text = await res.text();
+        const elapsed = performance.now() - started;
+        if (res.status !== 200) throw new Error(`GET …/logs/search?q=${q} answered ${res.status}: ${text.slice(0, 300)}`);
+        return { ms: elapsed, lines: (JSON.parse(text) as { logs: unknown[] }).logs.length };
+      };
+      const terms: TermResult[] = [];
+      let sqlText = '';
+      const cpu: Record<string, () => number[]> = { orloj: () => [orloj.pid] };
+      if (engine === 'postgres') cpu.postgres = () => pidsNamed('postgres');
+      const machine = meterMachineCpu();
+      const meters = Object.values(cpu).map((pids) => meterCpu(pids));
+      for (const [name, term] of [
+        [`rare ("${RARE_TERM}", 5 lines of the job)`, RARE_TERM],
+        [`common ("${COMMON_TERM}", every 10th line)`, COMMON_TERM],
+      ] as const) {
+        // warm both paths, then alternate them run by run so that load on the machine hits both alike
+        await viaApi(term);
+        await orloj.call('timeSearchSql', { jobId, needle: term, limit: PAGE, runs: 1 });
+        const apiMs: number[] = [];
+        const sqlMs: number[] = [];
+        let matches = 0;
+        for (let i = 0; i < s.runs; i++) {
+          const a = await viaApi(term);
+          apiMs.push(a.ms);
+          matches = a.lines;
+          const r = await orloj.call<{ ms: number[]; rows: number; sql: string }>('timeSearchSql', { jobId, needle: term, limit: PAGE, runs: 1 });
+          sqlMs.push(...r.ms);
+          sqlText = r.sql;
+          if (Math.min(r.rows, PAGE) !== a.lines) throw new Error(`"${term}": the api returned ${a.lines} lines, the SQL ${r.rows} rows`);
+        }
+        terms.push({ term, label: name, api: summarize(apiMs), sql: summarize(sqlMs), matches });
+        ctx.log(`${label}: ${name}: api p99 ${ms(summarize(apiMs).p99)} ms, SQL p99 ${ms(summarize(sqlMs).p99)} ms`);
+      }
+      const ours = meters.reduce((a, m) => a + (m.stop() ?? 0), 0);
+      const whole = machine.stop();
+      return {
+        label,
+        terms,
+        otherCpu: whole === undefined ? undefined : Math.max(0, whole - ours),
+        details: `${orloj.engineVersion}, ${db.where}; ${fmt(s.lines)} lines in ${jobs} jobs seeded in ${fmt(seeded.ms / 1000)} s; the searched job holds ${fmt(jobLines)} lines; SQL: \`${sqlText}\``,
+      };
+    });
+  } catch (err) {
+    const failure = err instanceof Error ? err.message : String(err);
+    ctx.log(`${label}: FAILED: ${failure}`);
+    return { label, terms: [], failure };
+  }
+}
+
+export const logSearch: BenchSuite = {
+  name: 'log-search',
+  title: 'Job logs: search latency through the API beside the raw SQL',
+
+  async run(ctx): Promise<SuiteReport> {
+    const s = settingsFromEnv();
+    const deviation = s.lines !== 10_000_000;
+    const description = [
+      `Latency of \`GET /workflows/{wid}/jobs/{jid}/logs/search?q=…&limit=${PAGE}\` (first page, newest first, highlights) for a rare and a common term, signed in with the session and CSRF cookies, over a store holding ${fmt(s.lines)} log lines, beside the same SQL run in the server process.`,
+      `The lines are bulk-inserted through log-ingest's own write path (\`insertBatch\` + \`recordCount\`, 5 000 lines a transaction) into one CONTAINER workflow's completed jobs of up to ${fmt(s.jobLines)} lines each; the last job is searched.`,
+      'The SQL is the statement `LogQueriesRepo.page` builds for the route (job, attempt, case-insensitive `containsFolded` filter, `order by sequence_num desc limit 101`), compiled once and executed on the server\'s own connection pool; the API adds session and job checks, highlighting and JSON.',
+      'Requests are one at a time, api and SQL alternating run by run.',
+    ].join(' ');
+    const settings: Array<[string, string]> = [
+      ['Code', codeVersion()],
+      ['orloj', 'api role alone in a child process (`ApiServer`, TypeScript sources via tsx), `NODE_ENV=production`, `RATE_LIMIT_ENABLED=false`, `LOG_LEVEL=silent`, other settings default'],
+      ['Data', `${fmt(s.lines)} lines (${deviation ? `**not the target's 10,000,000**: BENCH_LOG_LINES was set` : 'the target size'}), jobs of ${fmt(s.jobLines)} lines; lines of about 120 bytes, 1 in 10 on stderr; "${COMMON_TERM}" in every 10th line, "${RARE_TERM}" in 5 lines per job; no text index (docs/adr/0003-log-search-index.md)`],
+      ['Searches', `${s.runs} per term and path after one warm-up each; engines ${s.engines.join(', ')}`],
+      ['Overrides', 'BENCH_LOG_LINES (total lines, default 10,000,000), BENCH_LOG_JOB_LINES (lines per job, default 1,000,000), BENCH_LOG_SEARCHES (runs per term, default 30), BENCH_LOG_ENGINES (default sqlite,postgres), BENCH_DATABASE_URL'],
+    ];
+    const results: EngineResult[] = [];
+    for (const engine of s.engines) results.push(await measure(ctx, s, engine));
+
+    const rows: string[][] = [];
+    for (const r of results) {
+      if (!r.terms.length) rows.push([r.label, `not run: ${r.failure ?? '?'}`, '', '', '', '', '', '', '']);
+      for (const t of r.terms) {
+        rows.push([`${r.label} · ${t.label}`, fmt(t.matches), ms(t.api.p50), ms(t.api.p99), ms(t.sql.p50), ms(t.sql.p99), `${fmt(t.api.p99 / t.sql.p99, 2)}×`, ms(t.api.max), ms(t.sql.max)]);
+      }
+    }
+    const verdict = [`Target: p99 through the API ≤ ${TARGET_RATIO}× the p99 of the same SQL.`, ''];
+    for (const r of results) {
+      if (!r.terms.length) {
+        verdict.push(`- ${r.label}: **not measured**`);
+        continue;
+      }
+      for (const t of r.terms) {
+        const ratio = t.api.p99 / t.sql.p99;
+        verdict.push(`- ${r.label}, ${t.label}: ${fmt(ratio, 2)}× (${ms(t.api.p99)} ms against ${ms(t.sql.p99)} ms) → **${ratio <= TARGET_RATIO ? 'met' : 'missed'}**`);
+      }
+    }
+    const disturbed = results.filter((r) => (r.otherCpu ?? 0) > 25);
+    return {
+      description,
+      settings,
+      table: { columns: ['Engine · term', 'lines on the page', 'API p50 ms', 'API p99 ms', 'SQL p50 ms', 'SQL p99 ms', 'API / SQL p99', 'API max ms', 'SQL max ms'], rows },
+      verdict,
+      notes: [
+        '- All on one machine: the client, the orloj process and PostgreSQL share the 2 cores. A rare term scans every row of the job (no text index), so its time is dominated by the scan and both paths pay it; a common term fills the page from the newest rows at once, so there the fixed costs of HTTP, the session and the job checks weigh most.',
+        ...results.filter((r) => r.details).map((r) => `- ${r.label}: ${r.details}.`),
+        ...(deviation ? [`- The store held ${fmt(s.lines)} lines instead of the target's 10,000,000 (BENCH_LOG_LINES): the search reads only the searched job's rows through the primary key, so the other jobs' lines matter little; the searched job's size is what counts.`] : []),
+        ...(disturbed.length
+          ? [`- **Disturbed**: other processes used ${disturbed.map((r) => `${fmt(r.otherCpu ?? 0)} % of a core during ${r.label}`).join(', ')}; latencies there are inflated on both paths, so the ratio is the figure to read.`]
+          : []),
+      ],
+      valid: results.every((r) => r.terms.length === 2),
+    };
+  },
+};
