@@ -4,6 +4,7 @@ import * as m0001 from './0001-initial.js';
 import * as m0002 from './0002-jobs.js';
 import * as m0003 from './0003-job-dispatch.js';
 import * as m0004 from './0004-job-logs.js';
+import * as m0005 from './0005-notifications.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0002-jobs': m0002,
   '0003-job-dispatch': m0003,
   '0004-job-logs': m0004,
+  '0005-notifications': m0005,
 };
 
 /** The same migrations for both engines; dialect differences come in through the helpers. */
