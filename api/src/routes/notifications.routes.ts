@@ -42,7 +42,7 @@ export function notificationsRoutes(deps: ApiDeps): Router {
 
   router.put('/notifications', session, async (ctx) => {
     const body = readMark(await readJsonBody(ctx));
-    const bad = body.ids.flatMap((id, i) => (isUuid(id) ? [] : [{ field: `ids[${i}]`, message: 'must be a UUID' }]));
+    const bad = body.ids.flatMap((id, i) => (isUuid(id) ? [] : [{ field: `ids.${i}`, message: 'must be a UUID' }]));
     if (bad.length) throw validationError(bad);
     const ids = [...new Set(body.ids)];
     const userId = userIdOf(ctx);
