@@ -15,6 +15,8 @@ import { workflowsRoutes } from './routes/workflows.routes.js';
 import { jobsRoutes } from './routes/jobs.routes.js';
 import { logsRoutes } from './routes/logs.routes.js';
 import { eventsRoutes } from './routes/events.routes.js';
+import { notificationsRoutes } from './routes/notifications.routes.js';
+import { analyticsRoutes } from './routes/analytics.routes.js';
 import { LiveTailHub, type LiveTailSettings } from './http/live-tail.js';
 import { openApiDocument } from './openapi.js';
 
@@ -102,7 +104,16 @@ export function createApp(options: AppOptions): Koa {
     ctx.set('Cache-Control', 'public, max-age=300');
     ctx.body = openApiDocument;
   });
-  for (const r of [authRoutes(deps), usersRoutes(deps), workflowsRoutes(deps), jobsRoutes(deps), logsRoutes(deps), eventsRoutes(deps)]) router.use(r.routes());
+  for (const r of [
+    authRoutes(deps),
+    usersRoutes(deps),
+    workflowsRoutes(deps),
+    jobsRoutes(deps),
+    logsRoutes(deps),
+    eventsRoutes(deps),
+    notificationsRoutes(deps),
+    analyticsRoutes(deps),
+  ]) router.use(r.routes());
   app.use(router.routes());
   const allowed = router.allowedMethods();
   // After the routes: OPTIONS answers 204 with Allow, a known path with a wrong

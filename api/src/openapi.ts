@@ -4,10 +4,11 @@ import {
   heartbeatPayloadSchema,
   JOB_STATUSES,
   JOB_TRIGGERS,
+  NOTIFICATION_KINDS,
   REASON_CODES,
   WORKFLOW_KINDS,
 } from '@orloj/common';
-import { createWorkflowBody, credentialsBody, scheduleJobBody, updateUserBody, updateWorkflowBody } from './schemas.js';
+import { createWorkflowBody, credentialsBody, markNotificationsBody, scheduleJobBody, updateUserBody, updateWorkflowBody } from './schemas.js';
 
 /**
  * The OpenAPI 3.1 description of every implemented route, built from the same
@@ -258,6 +259,91 @@ export const openApiDocument = {
             additionalProperties: false,
           },
           logs: { type: 'array', items: ref('LogDownloadEntry'), description: 'Oldest first (sequence_num ascending).' },
+        },
+        additionalProperties: false,
+      },
+      Notification: {
+        type: 'object',
+        required: ['id', 'kind', 'payload', 'created_at', 'updated_at'],
+        properties: {
+          id: uuid,
+          kind: { enum: [...NOTIFICATION_KINDS] },
+          payload: {
+            type: 'string',
+            description:
+              'A JSON object encoded as a string: `title`, `message`, `entity_type` (`WORKFLOW` or `JOB`), `entity_id`, `workflow_id` and `action_url` (`/workflows/<id>` or `/workflows/<id>/jobs/<job id>`).',
+          },
+          read_at: { ...dateTime, description: 'Set once the notification was marked read (the first time).' },
+          created_at: { ...dateTime, description: 'When the event it tells of happened.' },
+          updated_at: dateTime,
+        },
+        additionalProperties: false,
+      },
+      NotificationPage: {
+        type: 'object',
+        required: ['notifications', 'cursor'],
+        properties: {
+          notifications: { type: 'array', items: ref('Notification'), description: 'Newest first; empty while the notification preference is NONE.' },
+          cursor: { type: 'string', description: 'Empty when there is no further page.' },
+        },
+        additionalProperties: false,
+      },
+      MarkNotifications: {
+        ...markNotificationsBody,
+        properties: { ids: { ...markNotificationsBody.properties.ids, items: uuid } },
+      },
+      UserAnalytics: {
+        type: 'object',
+        required: ['total_workflows', 'total_jobs', 'total_joblogs', 'total_job_execution_duration', 'workflow_kinds', 'top_workflows'],
+        properties: {
+          total_workflows: { type: 'integer', minimum: 0, description: 'Workflows created, deleted ones included (their history stays).' },
+          total_jobs: { type: 'integer', minimum: 0 },
+          total_joblogs: { type: 'integer', minimum: 0 },
+          total_job_execution_duration: { type: 'integer', minimum: 0 },
+          workflow_kinds: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['kind', 'total_workflows', 'total_jobs', 'total_joblogs', 'total_job_execution_duration'],
+              properties: {
+                kind: { enum: [...WORKFLOW_KINDS] },
+                total_workflows: { type: 'integer', minimum: 0 },
+                total_jobs: { type: 'integer', minimum: 0 },
+                total_joblogs: { type: 'integer', minimum: 0 },
+                total_job_execution_duration: { type: 'integer', minimum: 0 },
+              },
+              additionalProperties: false,
+            },
+          },
+          top_workflows: {
+            type: 'array',
+            maxItems: 10,
+            description: 'By total_jobs, most first; ties by name.',
+            items: {
+              type: 'object',
+              required: ['workflow_id', 'workflow_name', 'kind', 'total_jobs', 'total_joblogs', 'total_job_execution_duration'],
+              properties: {
+                workflow_id: uuid,
+                workflow_name: { type: 'string', description: 'The current name, or `Deleted workflow` once the workflow was deleted.' },
+                kind: { enum: [...WORKFLOW_KINDS] },
+                total_jobs: { type: 'integer', minimum: 0 },
+                total_joblogs: { type: 'integer', minimum: 0 },
+                total_job_execution_duration: { type: 'integer', minimum: 0 },
+              },
+              additionalProperties: false,
+            },
+          },
+        },
+        additionalProperties: false,
+      },
+      WorkflowAnalytics: {
+        type: 'object',
+        required: ['workflow_id', 'total_jobs', 'total_joblogs', 'total_job_execution_duration'],
+        properties: {
+          workflow_id: uuid,
+          total_jobs: { type: 'integer', minimum: 0 },
+          total_joblogs: { type: 'integer', minimum: 0 },
+          total_job_execution_duration: { type: 'integer', minimum: 0 },
         },
         additionalProperties: false,
       },
@@ -576,6 +662,54 @@ export const openApiDocument = {
             ...rateLimited,
             description: 'Rate limit exceeded, or 5 streams from this client address are open already.',
           },
+        },
+      },
+    },
+    '/notifications': {
+      get: {
+        summary: 'List notifications, newest first',
+        description: 'Read and unread ones (read ones carry read_at). Empty while the notification preference is NONE (they are still recorded).',
+        security: [{ session: [] }],
+        parameters: [
+          cursorParam,
+          { name: 'unread', in: 'query', description: 'true: unread ones only.', schema: { type: 'boolean', default: false } },
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
+        ],
+        responses: { '200': { description: 'A page.', content: json(ref('NotificationPage')) }, ...invalid, ...common },
+      },
+      put: {
+        summary: 'Mark notifications read, all or none',
+        description: 'A repeated id is ignored. Already-read notifications keep their first read_at.',
+        security: [{ session: [], csrf: [] }],
+        requestBody: { required: true, content: json(ref('MarkNotifications')) },
+        responses: {
+          '204': { description: 'Every listed notification is read.' },
+          ...invalid,
+          ...mutating,
+          '404': problem('An id is missing or another user\'s; no notification was changed.'),
+          ...tooLarge,
+        },
+      },
+    },
+    '/analytics': {
+      get: {
+        summary: "The signed-in user's analytics",
+        description: 'Counters kept from domain events; eventually consistent (docs/notifications.md).',
+        security: [{ session: [] }],
+        responses: { '200': { description: 'The totals.', content: json(ref('UserAnalytics')) }, ...common },
+      },
+    },
+    '/analytics/{workflow_id}': {
+      parameters: [workflowIdParam],
+      get: {
+        summary: "A workflow's analytics",
+        description: 'A deleted workflow of yours still answers with its final totals.',
+        security: [{ session: [] }],
+        responses: {
+          '200': { description: 'The totals.', content: json(ref('WorkflowAnalytics')) },
+          ...invalid,
+          ...common,
+          '404': problem('The workflow never was yours.'),
         },
       },
     },

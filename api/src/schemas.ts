@@ -58,6 +58,23 @@ export const updateUserBody = {
   properties: { notification_preference: { enum: ['ALL', 'NONE'] } },
 } as const;
 
+/** Ids are checked as UUIDs after the schema (so the 400 names the item); repeats are ignored. */
+export const MAX_NOTIFICATION_IDS = 1000;
+export const markNotificationsBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['ids'],
+  properties: {
+    ids: {
+      type: 'array',
+      minItems: 1,
+      maxItems: MAX_NOTIFICATION_IDS,
+      items: { type: 'string', maxLength: 64 },
+      description: 'Notification ids (UUIDs) to mark read; a repeated id is ignored.',
+    },
+  },
+} as const;
+
 /** `POST /workflows/{id}/jobs/schedule`: no body, or an empty JSON object; any field is 400. */
 export const scheduleJobBody = {
   type: 'object',
@@ -80,6 +97,9 @@ export interface CreateWorkflowBody {
 }
 export type UpdateWorkflowBody = Omit<CreateWorkflowBody, 'kind'>;
 export type ScheduleJobBody = Record<string, never>;
+export interface MarkNotificationsBody {
+  ids: string[];
+}
 export interface UpdateUserBody {
   notification_preference: 'ALL' | 'NONE';
 }

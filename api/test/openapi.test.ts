@@ -5,6 +5,7 @@ import { ApiServer, openApiDocument } from '@orloj/api';
 import { TestClient, type HttpResponse } from './support/client.js';
 import { describeApi, key, testConfig, uniqueEmail, workflowBody } from './support/harness.js';
 import { containerWorkflow, insertJob, insertLines, lines } from './support/logs.js';
+import { seedNotifications, userIdOf } from './support/notifications.js';
 import { Conformance, doc, fill, METHODS, newAjv, openApi31Validator, operations, pointer, schemaAt } from './support/conformance.js';
 
 /**
@@ -739,6 +740,81 @@ describeApi('openapi document matches real responses', (h) => {
       const d = { id: base.id, workflow_id: base.workflow_id, filters: { q: '', stream: 'all' }, logs: [{ timestamp: entry.timestamp, sequence_num: 0, stream: 'stderr', event_id: 'x', message_raw: 'null', message_json: null }] };
       assert.ok(download(d));
       assert.ok(!download({ ...d, filters: { q: '' } }));
+    });
+  });
+
+  describe('notifications and analytics', () => {
+    it('GET /notifications: 200 (read and unread, paged), 400, 401', async () => {
+      const u = await h().user();
+      const ids = await seedNotifications(h().db.store, u, 3);
+      assert.equal((await u.put('/notifications', { ids: [ids[0]] })).status, 204);
+      for (const q of ['', '?unread=true', '?limit=1', '?unread=false&cache_buster=1']) {
+        const res = await u.get(`/notifications${q}`);
+        assert.equal(res.status, 200, q);
+        check('get', '/notifications', res);
+      }
+      const first = await u.get('/notifications?limit=1');
+      check('get', '/notifications', await u.get(`/api/notifications?limit=1&cursor=${first.json.cursor}`));
+      for (const q of ['?unread=1', '?limit=0', '?cursor=%%%']) {
+        const r = await u.get(`/notifications${q}`);
+        assert.equal(r.status, 400, q);
+        check('get', '/notifications', r);
+      }
+      check('get', '/notifications', await h().client().get('/notifications'));
+    });
+
+    it('PUT /notifications: 204, 400, 401, 403, 404, 413', async () => {
+      const u = await h().user();
+      const ids = await seedNotifications(h().db.store, u, 2);
+      const body = { ids };
+      conf.expectRequestConforms('put', '/notifications', body);
+      const res = await u.put('/notifications', body);
+      assert.equal(res.status, 204);
+      check('put', '/notifications', res);
+      for (const bad of [{ ids: [] }, { ids: ['x'] }, {}, { ids: ids[0] }]) {
+        const r = await u.put('/notifications', bad);
+        assert.equal(r.status, 400);
+        check('put', '/notifications', r);
+      }
+      const missing = await u.put('/notifications', { ids: [crypto.randomUUID()] });
+      assert.equal(missing.status, 404);
+      check('put', '/notifications', missing);
+      const stranger = await (await other()).put('/notifications', body);
+      assert.equal(stranger.status, 404);
+      check('put', '/notifications', stranger);
+      check('put', '/notifications', await h().client().put('/notifications', body));
+      const noCsrf = await withoutCsrf(u).put('/notifications', body);
+      assert.equal(noCsrf.status, 403);
+      check('put', '/notifications', noCsrf);
+      const big = await u.put('/notifications', undefined, { rawBody: Buffer.alloc(BIG, 32), headers: JSON_TYPE });
+      assert.equal(big.status, 413);
+      check('put', '/notifications', big);
+    });
+
+    it('GET /analytics and /analytics/{workflow_id}: 200, 400, 401, 404', async () => {
+      const u = await h().user();
+      const userId = await userIdOf(h().db.store, u);
+      const id = (await u.post('/workflows', workflowBody(), { headers: key() })).json.id as string;
+      check('get', '/analytics/{workflow_id}', await u.get(`/analytics/${id}`));
+      await h().db.store.analytics.addToWorkflow({ workflowId: id, userId, kind: 'HEARTBEAT' }, 3, 42);
+      const deleted = crypto.randomUUID();
+      await h().db.store.analytics.addToWorkflow({ workflowId: deleted, userId, kind: 'CONTAINER' }, 1, 1);
+      const all = await u.get('/analytics');
+      assert.equal(all.status, 200);
+      assert.equal(all.json.total_jobs, 4);
+      assert.equal(all.json.top_workflows[1].workflow_name, 'Deleted workflow');
+      check('get', '/analytics', all);
+      check('get', '/analytics', await h().client().get('/analytics'));
+      for (const wid of [id, deleted]) {
+        const one = await u.get(`/analytics/${wid}`);
+        assert.equal(one.status, 200);
+        check('get', '/analytics/{workflow_id}', one);
+      }
+      check('get', '/analytics/{workflow_id}', await u.get('/analytics/nope'));
+      check('get', '/analytics/{workflow_id}', await h().client().get(`/analytics/${id}`));
+      const stranger = await (await other()).get(`/analytics/${id}`);
+      assert.equal(stranger.status, 404);
+      check('get', '/analytics/{workflow_id}', stranger);
     });
   });
 

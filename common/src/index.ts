@@ -11,6 +11,7 @@ export * from './store/index.js';
 export * from './domain/job.js';
 export * from './domain/job-state.js';
 export * from './domain/job-record.js';
+export * from './domain/events.js';
 export * from './messages.js';
 export * from './bus/index.js';
 export * from './envelope/index.js';

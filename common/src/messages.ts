@@ -15,6 +15,8 @@ export const QUEUES = {
   jobEvents: 'job-events',
   /** runners → log-ingest: captured log lines in batches */
   logs: 'logs',
+  /** notifier's outbox relay → notifier consumers (competing): domain events, at least once */
+  domainEvents: 'domain-events',
 } as const;
 
 export const TOPICS = {
@@ -37,6 +39,7 @@ export const MESSAGE_TYPES = {
   liveLogs: 'log.live',
   jobStop: 'job.stop',
   schedulerWake: 'scheduler.wake',
+  domainEvent: 'domain.event',
 } as const;
 
 /** Who may produce what: a runner's key cannot sign scheduler or api commands. */
@@ -51,7 +54,15 @@ export const PRODUCER_POLICY: ProducerPolicy = {
   [MESSAGE_TYPES.logBatch]: ['runners'],
   [MESSAGE_TYPES.liveLogs]: ['log-ingest'],
   [MESSAGE_TYPES.schedulerWake]: ['api'],
+  // the outbox relay runs in the notifier role (docs/notifications.md)
+  [MESSAGE_TYPES.domainEvent]: ['notifier'],
 };
+
+/**
+ * Validity of a domain.event envelope: the longest a verifier accepts (1 h).
+ * The relay publishes an event again once its envelope expired unapplied.
+ */
+export const DOMAIN_EVENT_TTL_MS = 60 * 60_000;
 
 export interface LogLineMessage {
   sequence_num: number;

@@ -93,8 +93,8 @@ describeEachEngine('store', (db) => {
       const w = workflow(userId);
       await db().store.workflows.insert(w);
       assert.equal(await db().store.workflows.deleteTerminated(userId, w.id), false);
-      assert.equal(await db().store.workflows.terminate(userId, w.id, 10), true);
-      assert.equal(await db().store.workflows.terminate(userId, w.id, 11), false);
+      assert.equal((await db().store.workflows.terminate(userId, w.id, 10))?.terminatedAt, 10);
+      assert.equal(await db().store.workflows.terminate(userId, w.id, 11), undefined);
       const t = await db().store.workflows.findForUser(userId, w.id);
       assert.equal(t?.terminatedAt, 10);
       assert.equal(t?.buildStatus, 'CANCELED');

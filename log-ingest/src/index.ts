@@ -1,1 +1,2 @@
-export { LogIngester, readLogBatch, isConnectionError, type LogIngesterOptions, type LogIngesterMetrics } from './log-ingester.js';
+export { isConnectionError } from '@orloj/common';
+export { LogIngester, readLogBatch, type LogIngesterOptions, type LogIngesterMetrics } from './log-ingester.js';

@@ -1,20 +1,15 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
-import { once } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import amqp from 'amqplib';
 import { AmqpBus, createBus, ensureKeyDir, QUEUES, silentLogger, type RoleKeys } from '@orloj/common';
 import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
 import { needService } from '../../common/test/support/services.js';
 import { deleteBusObjects } from '../../common/test/support/amqp.js';
+import { RoleProcess } from '../../common/test/support/role-process.js';
 import { busFor, insertJob, lines, publishBatch, until, type TestJob } from './support.js';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = path.join(ROOT, 'server/src/bin.ts');
 
 const JOBS = 4;
 const BATCHES = 120; // per job
@@ -35,54 +30,22 @@ describe('log-ingest killed with SIGKILL mid-stream', function () {
   let dataDir: string;
   let keys: RoleKeys;
   const prefix = `orloj-crash-${crypto.randomBytes(4).toString('hex')}.`;
-  let child: ChildProcess | undefined;
-  let output = '';
+  let ingest: RoleProcess;
 
   before(async function () {
     amqpUrl = needService(this, 'amqp');
     db = await createTestDatabase('postgres', this);
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-crash-'));
     keys = await ensureKeyDir(dataDir); // the same keys the child reads from DATA_DIR
+    ingest = new RoleProcess('log-ingest', { databaseUrl: db.url, amqpUrl, busPrefix: prefix, dataDir });
   });
 
   after(async () => {
-    if (child && child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await once(child, 'exit');
-    }
+    await ingest?.stop('SIGKILL');
     await db?.drop();
     if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     if (amqpUrl) await deleteBusObjects(amqpUrl, prefix);
   });
-
-  function startIngest(): ChildProcess {
-    const c = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start', '--roles', 'log-ingest'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? os.homedir(),
-        DATABASE_URL: db.url,
-        DB_POOL_SIZE: '8',
-        BUS_URL: amqpUrl,
-        BUS_PREFIX: prefix,
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    c.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    c.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    return c;
-  }
-
-  async function started(c: ChildProcess): Promise<void> {
-    const deadline = Date.now() + 60_000;
-    while (!/log-ingest started/.test(output)) {
-      if (c.exitCode !== null) throw new Error(`log-ingest exited early:\n${output}`);
-      if (Date.now() > deadline) throw new Error(`log-ingest did not start:\n${output}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
 
   const stored = async (): Promise<number> => {
     const r = await db.store.db.selectFrom('job_logs').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
@@ -93,8 +56,7 @@ describe('log-ingest killed with SIGKILL mid-stream', function () {
     const jobs: TestJob[] = [];
     for (let j = 0; j < JOBS; j++) jobs.push(await insertJob(db.store));
 
-    child = startIngest();
-    await started(child);
+    await ingest.start();
 
     // Publish as runners would (each batch confirmed by the broker before the next of its job) …
     const bus = await createBus(amqpUrl, { logger: silentLogger, prefix });
@@ -110,8 +72,7 @@ describe('log-ingest killed with SIGKILL mid-stream', function () {
 
     // … and kill the process mid-stream: some lines stored, not all.
     const before = await until(stored, (n) => n >= TOTAL / 10, 'a tenth of the lines to be stored', 60_000);
-    child.kill('SIGKILL');
-    await once(child, 'exit');
+    await ingest.stop('SIGKILL');
     const atKill = await stored();
     assert.ok(atKill < TOTAL, `the process had already stored everything (${atKill} lines) before the kill`);
     assert.ok(atKill >= before);
@@ -121,9 +82,7 @@ describe('log-ingest killed with SIGKILL mid-stream', function () {
       await (bus as AmqpBus).close();
     }
 
-    output = '';
-    child = startIngest();
-    await started(child);
+    await ingest.start();
     await until(stored, (n) => n === TOTAL, `all ${TOTAL} lines (at kill: ${atKill})`, 120_000);
 
     for (const job of jobs) {
@@ -152,7 +111,6 @@ describe('log-ingest killed with SIGKILL mid-stream', function () {
     } finally {
       await connection.close().catch(() => undefined);
     }
-    child.kill('SIGTERM');
-    await once(child, 'exit');
+    await ingest.stop('SIGTERM');
   });
 });

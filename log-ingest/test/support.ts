@@ -21,6 +21,7 @@ import {
 } from '@orloj/common';
 import { generateKeys } from '../../common/test/support/keys.js';
 import { workflowFixture } from '../../common/test/support/fixtures.js';
+export { until } from '../../common/test/support/async.js';
 
 export { generateKeys };
 
@@ -97,15 +98,4 @@ export async function storedLines(store: Store, jobId: string, attempt = 1): Pro
 export async function rowCount(store: Store, jobId: string): Promise<number> {
   const row = await store.db.selectFrom('job_logs').select((eb) => eb.fn.countAll<number | string>().as('n')).where('job_id', '=', jobId).executeTakeFirstOrThrow();
   return Number(row.n);
-}
-
-/** Polls (state written by another component, announced by nothing we can await). */
-export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${JSON.stringify(v).slice(0, 300)}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }

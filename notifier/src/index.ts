@@ -1,2 +1,3 @@
-// Placeholder: this role is not implemented yet (see README.md).
-export {};
+export { Notifier, readDomainEvent, type NotifierOptions, type NotifierMetrics } from './notifier.js';
+export { OutboxRelay, type OutboxRelayOptions } from './outbox-relay.js';
+export { notificationFor, type NotificationContent } from './rules/notification.rule.js';

@@ -8,6 +8,7 @@ import {
   parsePayload,
   QUEUES,
   reasons,
+  recordBuildResult,
   systemClock,
   TOPICS,
   type BuildFinishedMessage,
@@ -245,7 +246,7 @@ export class Scheduler {
       const parsed = parsePayload(w.kind, w.payload);
       if (!parsed.ok || parsed.value.kind === 'HEARTBEAT') {
         // A HEARTBEAT build is validation only.
-        await store.workflows.finishBuild(w.id, w.buildToken, parsed.ok, now);
+        await store.transaction((tx) => recordBuildResult(tx, w.id, w.buildToken, parsed.ok, now));
         continue;
       }
       const token = await store.workflows.startBuild(w.id, w.buildToken, now);
@@ -366,7 +367,10 @@ export class Scheduler {
     const guard = { attempts: job.attempts };
     const workflow = await store.workflows.findById(job.workflowId);
     if (!workflow || workflow.terminatedAt !== null) {
-      await store.jobs.transition(job.id, 'CANCELED', now, { completedAt: now, leaseExpiresAt: null, reason: reasons.workflowTerminated() }, guard);
+      await store.transaction(async (tx) => {
+        const canceled = await tx.jobs.transition(job.id, 'CANCELED', now, { completedAt: now, leaseExpiresAt: null, reason: reasons.workflowTerminated() }, guard);
+        if (canceled) await applyJobOutcome(tx, canceled, now);
+      });
       return;
     }
     if (job.attempts < this.config.maxAttempts) {
@@ -446,7 +450,7 @@ export class Scheduler {
         return this.onFinished(envelope.body as JobFinishedMessage, now);
       case MESSAGE_TYPES.buildFinished: {
         const m = envelope.body as BuildFinishedMessage;
-        const applied = await this.deps.store.workflows.finishBuild(m.workflow_id, m.build_token, m.ok, now);
+        const applied = await this.deps.store.transaction((tx) => recordBuildResult(tx, m.workflow_id, m.build_token, m.ok, now));
         if (applied && !m.ok) this.log.info({ workflowId: m.workflow_id, reason: m.reason }, 'build failed');
         return;
       }

@@ -23,6 +23,7 @@ import { ApiServer } from '@orloj/api';
 import { Scheduler } from '@orloj/scheduler';
 import { BusLogSink, ContainerExecutor, HttpCheckExecutor, Runner } from '@orloj/runners';
 import { LogIngester } from '@orloj/log-ingest';
+import { Notifier } from '@orloj/notifier';
 import type { Role } from './roles.js';
 
 export interface Service {
@@ -58,8 +59,8 @@ async function loadKeys(config: ResolvedConfig, env: Env): Promise<RoleKeys> {
 /**
  * The composition root: opens what the chosen roles need (runners get no
  * database), and starts the roles. Shutdown runs in reverse: HTTP first, then
- * runners (flushing their log lines), log-ingest, the scheduler, the bus and
- * the store.
+ * runners (flushing their log lines), the notifier, log-ingest, the scheduler,
+ * the bus and the store.
  */
 export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Clock; logger?: Logger }): Promise<RunningOrloj> {
   const env = options.env ?? process.env;
@@ -118,6 +119,12 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       const ingester = new LogIngester({ store, bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log }), clock, logger: log });
       await ingester.start();
       started.push(ingester);
+    }
+    if (roles.has('notifier') && store) {
+      const log = logger.child({ role: 'notifier' });
+      const notifier = new Notifier({ store, bus: roleBus({ bus, role: 'notifier', keys, clock, logger: log }), clock, logger: log, pollMs: config.notifier.pollMs });
+      await notifier.start();
+      started.push(notifier);
     }
     if (roles.has('runners')) {
       const log = logger.child({ role: 'runners' });

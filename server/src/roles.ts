@@ -3,7 +3,7 @@ export const ALL_ROLES = ['api', 'scheduler', 'runners', 'log-ingest', 'notifier
 export type Role = (typeof ALL_ROLES)[number];
 
 /** Roles implemented so far; the others are refused with a clear message instead of pretending to run. */
-export const AVAILABLE_ROLES: readonly Role[] = ['api', 'scheduler', 'runners', 'log-ingest'];
+export const AVAILABLE_ROLES: readonly Role[] = ['api', 'scheduler', 'runners', 'log-ingest', 'notifier'];
 
 export function parseRoles(text: string): Role[] {
   const names = text

@@ -1,4 +1,4 @@
-import { logEventId, reasons, toIso, type Job, type Store, type User, type Workflow } from '@orloj/common';
+import { DELETED_WORKFLOW_NAME, logEventId, reasons, toIso, type Job, type Notification, type Store, type User, type UserTotals, type Workflow, type WorkflowTotals } from '@orloj/common';
 
 /** A stored log line as the store's read side returns it. */
 export type LogLine = Awaited<ReturnType<Store['logQueries']['page']>>[number];
@@ -57,6 +57,34 @@ export function presentJob(j: Job, options: { inList?: boolean } = {}) {
         ? { status_reason_code: j.statusReasonCode, status_reason_message: j.statusReasonMessage ?? fallback.message }
         : { status_reason_code: fallback.code, status_reason_message: fallback.message }
       : {}),
+  };
+}
+
+export function presentNotification(n: Notification) {
+  return {
+    id: n.id,
+    kind: n.kind,
+    payload: n.payload,
+    ...(n.readAt !== null ? { read_at: toIso(n.readAt) } : {}),
+    created_at: toIso(n.createdAt),
+    updated_at: toIso(n.updatedAt),
+  };
+}
+
+function presentTotals(t: WorkflowTotals) {
+  return { total_jobs: t.totalJobs, total_joblogs: t.totalJoblogs, total_job_execution_duration: t.totalDurationS };
+}
+
+export function presentWorkflowAnalytics(workflowId: string, t: WorkflowTotals) {
+  return { workflow_id: workflowId, ...presentTotals(t) };
+}
+
+export function presentUserAnalytics(t: UserTotals) {
+  return {
+    total_workflows: t.totalWorkflows,
+    ...presentTotals(t),
+    workflow_kinds: t.kinds.map((k) => ({ kind: k.kind, total_workflows: k.totalWorkflows, ...presentTotals(k) })),
+    top_workflows: t.top.map((w) => ({ workflow_id: w.workflowId, workflow_name: w.name ?? DELETED_WORKFLOW_NAME, kind: w.kind, ...presentTotals(w) })),
   };
 }
 

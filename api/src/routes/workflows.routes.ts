@@ -2,6 +2,9 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import {
   BUILD_STATUSES,
+  cancelOutdatedJobs,
+  createWorkflow,
+  deleteWorkflow,
   decodeCursor,
   encodeCursor,
   firstSlotAfter,
@@ -10,7 +13,6 @@ import {
   notFound,
   OrlojError,
   parsePayload,
-  reasons,
   terminateWorkflow,
   validationError,
   WORKFLOW_KINDS,
@@ -84,7 +86,7 @@ export function workflowsRoutes(deps: ApiDeps): Router {
         nextDueAt: null,
         buildToken: 0,
       };
-      await tx.workflows.insert(workflow);
+      await createWorkflow(tx, workflow);
       return { status: 201, body: { id: workflow.id } };
     });
     nudgeScheduler(deps);
@@ -164,7 +166,7 @@ export function workflowsRoutes(deps: ApiDeps): Router {
         now,
       );
       // Jobs not yet running belong to the old definition; a RUNNING job finishes as it started.
-      await tx.jobs.cancelOpen(id, reasons.workflowUpdated(), now, current.generation + 1);
+      await cancelOutdatedJobs(tx, current, now);
       return { status: 204 };
     });
     nudgeScheduler(deps);
@@ -193,7 +195,7 @@ export function workflowsRoutes(deps: ApiDeps): Router {
       if ((await tx.jobs.withStatus(id, ['RUNNING'])).length > 0) {
         throw new OrlojError('workflow_has_running_jobs', 'The workflow still has a running job; delete it once the job has stopped.');
       }
-      await tx.workflows.deleteTerminated(userId, id);
+      await deleteWorkflow(tx, workflow, clock.now());
     });
     ctx.status = 204;
   });

@@ -58,6 +58,10 @@ export interface Config {
     readonly dockerHost: string | undefined;
     readonly shutdownGraceMs: number;
   };
+  readonly notifier: {
+    /** How often the outbox relay looks for unpublished domain events. */
+    readonly pollMs: number;
+  };
   /** Test hook: `accelerated:<origin-ms>:<speed>` runs every role on a faster clock. */
   readonly clock: { readonly kind: 'system' } | { readonly kind: 'accelerated'; readonly origin: number; readonly speed: number };
 }
@@ -215,6 +219,9 @@ export function loadConfig(env: Env = process.env): Config {
       denyTargets: r.list('RUNNER_DENY_TARGETS'),
       dockerHost: r.raw('DOCKER_HOST') ?? (fs.existsSync('/var/run/docker.sock') ? 'unix:///var/run/docker.sock' : undefined),
       shutdownGraceMs: r.duration('RUNNER_SHUTDOWN_GRACE', '30s'),
+    },
+    notifier: {
+      pollMs: r.duration('NOTIFIER_POLL_INTERVAL', '500ms'),
     },
     clock: parseClock(r),
   };

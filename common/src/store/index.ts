@@ -10,3 +10,6 @@ export type { TransitionFields, TransitionGuard, JobListFilter } from './repos/j
 export type { Lease } from './repos/leases.repo.js';
 export type { LogLineInput, JobOwner } from './repos/logs.repo.js';
 export * from './lifecycle.js';
+export { NOTIFICATION_KINDS, type Notification, type NotificationKind } from './repos/notifications.repo.js';
+export { DELETED_WORKFLOW_NAME, type WorkflowTotals, type UserTotals, type KindTotals, type TopWorkflow } from './repos/analytics.repo.js';
+export { isConnectionError } from './connection-errors.js';

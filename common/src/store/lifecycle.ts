@@ -1,41 +1,81 @@
 import type { Store } from './store.js';
 import type { Job } from '../domain/job-record.js';
+import type { Workflow } from '../domain/workflow.js';
 import { reasons } from '../domain/job.js';
 import { mostRecentSlot } from '../domain/due-slots.js';
+import { domainEvents } from '../domain/events.js';
 
 /**
  * Workflow and job state changes that span several rows. Each runs inside the
- * caller's transaction, so either all of it happens or none of it does.
+ * caller's transaction, so either all of it happens or none of it does — the
+ * domain event it writes to the outbox included (docs/notifications.md): a
+ * change that rolls back leaves no event, and a committed one always has its
+ * event.
  */
+
+/** A new workflow (POST /workflows). */
+export async function createWorkflow(tx: Store, workflow: Workflow): Promise<void> {
+  await tx.workflows.insert(workflow);
+  await tx.outbox.add(domainEvents.workflowCreated(workflow));
+}
 
 /**
  * Terminates an active workflow and cancels its PENDING and QUEUED jobs;
  * RUNNING jobs are stopped by the scheduler (it asks their runners). Returns
- * false when the workflow was already terminated.
+ * false when the workflow was already terminated. `automatic`: the service
+ * terminates it after too many consecutive failed jobs.
  */
-export async function terminateWorkflow(tx: Store, userId: string, workflowId: string, now: number): Promise<boolean> {
-  if (!(await tx.workflows.terminate(userId, workflowId, now))) return false;
-  await tx.jobs.cancelOpen(workflowId, reasons.workflowTerminated(), now);
+export async function terminateWorkflow(tx: Store, userId: string, workflowId: string, now: number, automatic = false): Promise<boolean> {
+  const terminated = await tx.workflows.terminate(userId, workflowId, now);
+  if (!terminated) return false;
+  await tx.outbox.add(domainEvents.workflowTerminated(terminated, now, automatic));
+  await cancelJobs(tx, terminated, await tx.jobs.cancelOpen(workflowId, reasons.workflowTerminated(), now), now);
   return true;
+}
+
+/** After a PUT: the PENDING and QUEUED jobs of older generations belong to the old definition. */
+export async function cancelOutdatedJobs(tx: Store, workflow: Workflow, now: number): Promise<void> {
+  await cancelJobs(tx, workflow, await tx.jobs.cancelOpen(workflow.id, reasons.workflowUpdated(), now, workflow.generation + 1), now);
+}
+
+async function cancelJobs(tx: Store, workflow: Workflow, canceled: readonly Job[], now: number): Promise<void> {
+  for (const job of canceled) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now));
+}
+
+/** Deletes a terminated workflow (its jobs, logs and notifications go with it; its analytics stay). */
+export async function deleteWorkflow(tx: Store, workflow: Workflow, now: number): Promise<boolean> {
+  if (!(await tx.workflows.deleteTerminated(workflow.userId, workflow.id))) return false;
+  await tx.outbox.add(domainEvents.workflowDeleted(workflow, now));
+  return true;
+}
+
+/** Records a build's result; false when it is stale (another build started, or the workflow was terminated). */
+export async function recordBuildResult(tx: Store, workflowId: string, token: number, ok: boolean, now: number): Promise<boolean> {
+  const built = await tx.workflows.finishBuild(workflowId, token, ok, now);
+  if (built) await tx.outbox.add(domainEvents.buildFinished(built, ok, now));
+  return built !== undefined;
 }
 
 /**
  * Applies a job's terminal outcome to its workflow: a FAILED job adds one
  * consecutive failure and terminates the workflow at its limit; a COMPLETED
- * job resets the count; a CANCELED job does neither. Call it only with the job
- * returned by the transition that made it terminal, so a result delivered
- * twice is counted once.
+ * job resets the count; a CANCELED job does neither. Every outcome writes its
+ * event. Call it only with the job returned by the transition that made it
+ * terminal, so a result delivered twice is counted once.
  */
 export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise<{ autoTerminated: boolean }> {
+  // Locked: see runMissedSlot.
+  const workflow = await tx.workflows.findById(job.workflowId, { lock: true });
+  if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now));
   if (job.status === 'COMPLETED') {
     await tx.workflows.resetFailures(job.workflowId, now);
   } else if (job.status === 'FAILED') {
     const failures = await tx.workflows.recordFailure(job.workflowId, now);
     if (failures && !failures.terminated && failures.count >= failures.max) {
-      return { autoTerminated: await terminateWorkflow(tx, job.userId, job.workflowId, now) };
+      return { autoTerminated: await terminateWorkflow(tx, job.userId, job.workflowId, now, true) };
     }
   }
-  await runMissedSlot(tx, job, now);
+  if (workflow) await runMissedSlot(tx, workflow, job, now);
   return { autoTerminated: false };
 }
 
@@ -44,12 +84,11 @@ export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise
  * workflow was set to wait for its next slot. Its most recent missed slot runs
  * now instead, once, as after any downtime.
  */
-async function runMissedSlot(tx: Store, job: Job, now: number): Promise<void> {
-  // Locked: the leader locks a due workflow before it decides the workflow is
-  // busy, so it either sees this job ended or has set the workflow aside
-  // before this reads it (see Scheduler.createDueJobs).
-  const w = await tx.workflows.findById(job.workflowId, { lock: true });
-  if (!w || w.terminatedAt !== null || w.buildCompletedAt === null || w.nextDueAt === null || w.nextDueAt <= now) return;
+async function runMissedSlot(tx: Store, w: Workflow, job: Job, now: number): Promise<void> {
+  // `w` was read locked: the leader locks a due workflow before it decides the
+  // workflow is busy, so it either sees this job ended or has set the workflow
+  // aside before `w` was read (see Scheduler.createDueJobs).
+  if (w.terminatedAt !== null || w.buildCompletedAt === null || w.nextDueAt === null || w.nextDueAt <= now) return;
   const missed = mostRecentSlot(w.buildCompletedAt, w.intervalMinutes * 60_000, now);
   if (missed <= now && missed > job.scheduledAt) await tx.workflows.setNextDue(w.id, now);
 }

@@ -103,6 +103,46 @@ export interface IdempotencyKeysTable {
   expires_at: number;
 }
 
+/** The outbox: events written with the state change that caused them (docs/notifications.md). */
+export interface DomainEventsTable {
+  /** The event's deterministic identity, e.g. `job.failed:<job id>`. */
+  id: string;
+  kind: string;
+  user_id: string;
+  workflow_id: string;
+  /** JSON of the kind's details (DomainEventData). */
+  data: string;
+  occurred_at: number;
+  next_attempt_at: number;
+  published_at: number | null;
+}
+
+export interface AppliedEventsTable {
+  id: string;
+  applied_at: number;
+}
+
+export interface NotificationsTable {
+  id: string;
+  user_id: string;
+  workflow_id: string;
+  dedupe_key: string;
+  kind: string;
+  payload: string;
+  read_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WorkflowStatsTable {
+  workflow_id: string;
+  user_id: string;
+  kind: 'HEARTBEAT' | 'CONTAINER';
+  total_jobs: Generated<number>;
+  total_duration_s: Generated<number>;
+  deleted_at: number | null;
+}
+
 export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
@@ -112,6 +152,10 @@ export interface Database {
   job_logs: JobLogsTable;
   job_log_counts: JobLogCountsTable;
   leases: LeasesTable;
+  domain_events: DomainEventsTable;
+  applied_events: AppliedEventsTable;
+  notifications: NotificationsTable;
+  workflow_stats: WorkflowStatsTable;
 }
 
 export type { Generated, Selectable };

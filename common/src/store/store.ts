@@ -9,6 +9,9 @@ import { JobsRepo } from './repos/jobs.repo.js';
 import { LeasesRepo } from './repos/leases.repo.js';
 import { LogQueriesRepo } from './repos/log-queries.repo.js';
 import { LogsRepo } from './repos/logs.repo.js';
+import { OutboxRepo } from './repos/outbox.repo.js';
+import { NotificationsRepo } from './repos/notifications.repo.js';
+import { AnalyticsRepo } from './repos/analytics.repo.js';
 import type { DatabaseHandle } from './database.js';
 
 /**
@@ -26,6 +29,10 @@ export class Store {
   readonly logQueries: LogQueriesRepo;
   /** Job log lines and counts: the write side (log-ingest). */
   readonly logs: LogsRepo;
+  /** Domain events waiting to be relayed (written with the change that caused them). */
+  readonly outbox: OutboxRepo;
+  readonly notifications: NotificationsRepo;
+  readonly analytics: AnalyticsRepo;
 
   constructor(
     readonly db: Kysely<Database>,
@@ -39,6 +46,9 @@ export class Store {
     this.leases = new LeasesRepo(db);
     this.logQueries = new LogQueriesRepo(db, dialect);
     this.logs = new LogsRepo(db, dialect);
+    this.outbox = new OutboxRepo(db);
+    this.notifications = new NotificationsRepo(db, dialect);
+    this.analytics = new AnalyticsRepo(db);
   }
 
   static fromHandle(h: DatabaseHandle): Store {

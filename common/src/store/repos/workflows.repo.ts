@@ -145,12 +145,12 @@ export class WorkflowsRepo {
   }
 
   /**
-   * Terminates an active workflow. Returns false when it was already
-   * terminated (or does not exist): the conditional update is the guard, so two
-   * concurrent terminations cannot both succeed.
+   * Terminates an active workflow and returns it as terminated, or undefined
+   * when it was already terminated (or does not exist): the conditional update
+   * is the guard, so two concurrent terminations cannot both succeed.
    */
-  async terminate(userId: string, id: string, now: number): Promise<boolean> {
-    const result = await this.db
+  async terminate(userId: string, id: string, now: number): Promise<Workflow | undefined> {
+    const row = await this.db
       .updateTable('workflows')
       .set((eb) => ({
         terminated_at: now,
@@ -165,8 +165,9 @@ export class WorkflowsRepo {
       .where('id', '=', id)
       .where('user_id', '=', userId)
       .where('terminated_at', 'is', null)
+      .returningAll()
       .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return row && toWorkflow(row);
   }
 
   /** Deletes a terminated workflow. Returns false when it is active or absent. */
@@ -230,11 +231,12 @@ export class WorkflowsRepo {
   }
 
   /**
-   * Records a build result for the build with this token. A COMPLETED build
-   * anchors the schedule: the first run is due one interval later.
+   * Records a build result for the build with this token and returns the
+   * workflow as updated, or undefined when the result is stale. A COMPLETED
+   * build anchors the schedule: the first run is due one interval later.
    */
-  async finishBuild(id: string, token: number, ok: boolean, now: number): Promise<boolean> {
-    const r = await this.db
+  async finishBuild(id: string, token: number, ok: boolean, now: number): Promise<Workflow | undefined> {
+    const row = await this.db
       .updateTable('workflows')
       .set((eb) => ({
         build_status: ok ? ('COMPLETED' as const) : ('FAILED' as const),
@@ -247,8 +249,9 @@ export class WorkflowsRepo {
       .where('build_token', '=', token)
       .where('build_status', 'in', ['QUEUED', 'STARTED'])
       .where('terminated_at', 'is', null)
+      .returningAll()
       .executeTakeFirst();
-    return Number(r.numUpdatedRows) === 1;
+    return row && toWorkflow(row);
   }
 
   /** Active, built workflows whose next slot is due at `now`. */
@@ -301,6 +304,17 @@ export class WorkflowsRepo {
       .where('id', '=', id)
       .where('consecutive_job_failures_count', '>', 0)
       .execute();
+  }
+
+  /**
+   * Whether the workflow exists; in PostgreSQL its row is then locked against
+   * deletion (FOR KEY SHARE) until the transaction ends, so a row referencing
+   * it can be written next. SQLite's single writer gives the same.
+   */
+  async holdIfExists(id: string): Promise<boolean> {
+    let q = this.db.selectFrom('workflows').select('id').where('id', '=', id);
+    if (this.dialect.rowLocks) q = q.forKeyShare();
+    return (await q.executeTakeFirst()) !== undefined;
   }
 
   /** With `lock`, the row stays locked until the transaction ends. */

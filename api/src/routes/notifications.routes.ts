@@ -1,0 +1,58 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, validationError } from '@orloj/common';
+import type { ApiDeps } from '../deps.js';
+import { readJsonBody } from '../http/body.js';
+import { presentNotification } from '../http/present.js';
+import { requireSession } from '../http/session.js';
+import { bodyValidator, QueryReader } from '../http/validate.js';
+import { markNotificationsBody, type MarkNotificationsBody } from '../schemas.js';
+
+const readMark = bodyValidator<MarkNotificationsBody>(markNotificationsBody);
+
+export const NOTIFICATION_PAGE_SIZE = 50;
+const LIST = 'notifications';
+
+const userIdOf = (ctx: Context) => ctx.state.session.userId as string;
+
+export function notificationsRoutes(deps: ApiDeps): Router {
+  const { store, clock } = deps;
+  const router = new Router();
+  const session = requireSession(deps.sessions, deps.config);
+
+  router.get('/notifications', session, async (ctx) => {
+    const q = new QueryReader(ctx.query);
+    const cursor = q.string('cursor', 512);
+    const unreadOnly = q.bool('unread') ?? false;
+    const limit = q.int('limit', 1, 100) ?? NOTIFICATION_PAGE_SIZE;
+    q.done();
+    const after = decodeCursor(LIST, cursor);
+    const userId = userIdOf(ctx);
+    const user = await store.users.findById(userId);
+    if (!user) throw new OrlojError('unauthenticated', 'The account no longer exists.');
+    // With preference NONE notifications are still recorded, but none is listed.
+    const rows = user.notificationPreference === 'NONE' ? [] : await store.notifications.list({ userId, unreadOnly, after, limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    ctx.body = {
+      notifications: page.map(presentNotification),
+      cursor: rows.length > limit && last ? encodeCursor(LIST, { k: last.createdAt, id: last.id }) : '',
+    };
+  });
+
+  router.put('/notifications', session, async (ctx) => {
+    const body = readMark(await readJsonBody(ctx));
+    const bad = body.ids.flatMap((id, i) => (isUuid(id) ? [] : [{ field: `ids.${i}`, message: 'must be a UUID' }]));
+    if (bad.length) throw validationError(bad);
+    const ids = [...new Set(body.ids)];
+    const userId = userIdOf(ctx);
+    await store.transaction(async (tx) => {
+      if (!(await tx.notifications.markRead(userId, ids, clock.now()))) {
+        throw notFound(ids.length === 1 ? 'The notification' : 'One or more of the notifications');
+      }
+    });
+    ctx.status = 204;
+  });
+
+  return router;
+}

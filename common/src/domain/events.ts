@@ -1,0 +1,101 @@
+import type { JobStatus, JobTrigger, ReasonCode } from './job.js';
+import type { Job } from './job-record.js';
+import type { Workflow, WorkflowKind } from './workflow.js';
+
+/**
+ * Domain events: what happened to a workflow or a job, written to the outbox
+ * in the transaction of the change itself (common/src/store/lifecycle.ts),
+ * relayed on the bus and applied by the notifier (docs/notifications.md).
+ */
+export const DOMAIN_EVENT_KINDS = [
+  'workflow.created',
+  'build.completed',
+  'build.failed',
+  'job.completed',
+  'job.failed',
+  'job.canceled',
+  'workflow.terminated',
+  'workflow.deleted',
+] as const;
+export type DomainEventKind = (typeof DOMAIN_EVENT_KINDS)[number];
+
+export interface WorkflowEventData {
+  workflow_name: string;
+  workflow_kind: WorkflowKind;
+}
+
+export interface JobEventData extends WorkflowEventData {
+  job_id: string;
+  trigger: JobTrigger;
+  status: Extract<JobStatus, 'COMPLETED' | 'FAILED' | 'CANCELED'>;
+  /** ms since the epoch; absent when the job never started */
+  started_at?: number;
+  completed_at?: number;
+  reason_code?: ReasonCode;
+  reason_message?: string;
+}
+
+export interface TerminationEventData extends WorkflowEventData {
+  /** Terminated by the service after too many consecutive failed jobs, not by the user. */
+  automatic: boolean;
+  consecutive_failures: number;
+  max_consecutive_failures: number;
+}
+
+export type DomainEventData = WorkflowEventData | JobEventData | TerminationEventData;
+
+/** An event as the outbox holds it and the bus carries it (message type MESSAGE_TYPES.domainEvent). */
+export interface DomainEvent<D extends DomainEventData = DomainEventData> {
+  /** Deterministic identity: kind, entity and occurrence. The same change always yields the same id. */
+  id: string;
+  kind: DomainEventKind;
+  user_id: string;
+  workflow_id: string;
+  /** ms since the epoch */
+  occurred_at: number;
+  data: D;
+}
+
+function workflowData(w: Workflow): WorkflowEventData {
+  return { workflow_name: w.name, workflow_kind: w.kind };
+}
+
+function event<D extends DomainEventData>(kind: DomainEventKind, occurrence: string, w: Workflow, now: number, data: D): DomainEvent<D> {
+  return { id: `${kind}:${occurrence}`, kind, user_id: w.userId, workflow_id: w.id, occurred_at: now, data };
+}
+
+export const domainEvents = {
+  workflowCreated: (w: Workflow): DomainEvent => event('workflow.created', w.id, w, w.createdAt, workflowData(w)),
+  /** A workflow builds once per generation: only a PUT (which bumps it) starts another build. */
+  buildFinished: (w: Workflow, ok: boolean, now: number): DomainEvent =>
+    event(ok ? 'build.completed' : 'build.failed', `${w.id}:${w.generation}`, w, now, workflowData(w)),
+  /** A job reaches a terminal state once. */
+  jobEnded(w: Workflow, job: Job, now: number): DomainEvent<JobEventData> {
+    const status = job.status as JobEventData['status'];
+    return event(`job.${status.toLowerCase()}` as DomainEventKind, job.id, w, now, {
+      ...workflowData(w),
+      job_id: job.id,
+      trigger: job.trigger,
+      status,
+      ...(job.startedAt !== null ? { started_at: job.startedAt } : {}),
+      ...(job.completedAt !== null ? { completed_at: job.completedAt } : {}),
+      ...(job.statusReasonCode !== null ? { reason_code: job.statusReasonCode } : {}),
+      ...(job.statusReasonMessage !== null ? { reason_message: job.statusReasonMessage } : {}),
+    });
+  },
+  /** Terminated once per generation: only a PUT (which bumps it) reactivates a workflow. */
+  workflowTerminated: (w: Workflow, now: number, automatic: boolean): DomainEvent<TerminationEventData> =>
+    event('workflow.terminated', `${w.id}:${w.generation}`, w, now, {
+      ...workflowData(w),
+      automatic,
+      consecutive_failures: w.consecutiveJobFailuresCount,
+      max_consecutive_failures: w.maxConsecutiveJobFailuresAllowed,
+    }),
+  workflowDeleted: (w: Workflow, now: number): DomainEvent => event('workflow.deleted', w.id, w, now, workflowData(w)),
+};
+
+/** Whole seconds (rounded down) a terminal job ran; 0 when it never started. */
+export function jobDurationSeconds(data: Pick<JobEventData, 'started_at' | 'completed_at'>): number {
+  if (data.started_at === undefined || data.completed_at === undefined || data.completed_at <= data.started_at) return 0;
+  return Math.floor((data.completed_at - data.started_at) / 1000);
+}

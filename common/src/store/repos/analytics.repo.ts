@@ -1,0 +1,131 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../schema.js';
+import type { WorkflowKind } from '../../domain/workflow.js';
+
+/** What GET /analytics/{workflow_id} reports. */
+export interface WorkflowTotals {
+  totalJobs: number;
+  totalJoblogs: number;
+  totalDurationS: number;
+}
+
+export interface KindTotals extends WorkflowTotals {
+  kind: WorkflowKind;
+  totalWorkflows: number;
+}
+
+export interface TopWorkflow extends WorkflowTotals {
+  workflowId: string;
+  /** The current name, or undefined once the workflow was deleted. */
+  name: string | undefined;
+  kind: WorkflowKind;
+}
+
+export interface UserTotals extends WorkflowTotals {
+  totalWorkflows: number;
+  kinds: KindTotals[];
+  top: TopWorkflow[];
+}
+
+export const DELETED_WORKFLOW_NAME = 'Deleted workflow';
+
+/**
+ * Analytics counters. Job totals per workflow live in workflow_stats, each
+ * event applied once (applied_events); log lines are summed from
+ * job_log_counts, which log-ingest keeps exactly (one monotonic count per job
+ * attempt, retained or not). A user's totals are sums over their workflows.
+ */
+export class AnalyticsRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Records that the event was applied; false when it had been already (apply nothing then). */
+  async markApplied(eventId: string, now: number): Promise<boolean> {
+    const r = await this.db.insertInto('applied_events').values({ id: eventId, applied_at: now }).onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
+    return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
+  }
+
+  async purgeApplied(before: number): Promise<number> {
+    const r = await this.db.deleteFrom('applied_events').where('applied_at', '<', before).executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+
+  /** Adds to a workflow's counters, creating its row if needed. */
+  async addToWorkflow(w: { workflowId: string; userId: string; kind: WorkflowKind }, jobs: number, durationS: number): Promise<void> {
+    await this.db
+      .insertInto('workflow_stats')
+      .values({ workflow_id: w.workflowId, user_id: w.userId, kind: w.kind, total_jobs: jobs, total_duration_s: durationS, deleted_at: null })
+      .onConflict((oc) =>
+        oc.column('workflow_id').doUpdateSet((eb) => ({
+          total_jobs: eb('workflow_stats.total_jobs', '+', jobs),
+          total_duration_s: eb('workflow_stats.total_duration_s', '+', durationS),
+        })),
+      )
+      .execute();
+  }
+
+  async markDeleted(workflowId: string, now: number): Promise<void> {
+    await this.db.updateTable('workflow_stats').set({ deleted_at: now }).where('workflow_id', '=', workflowId).execute();
+  }
+
+  /** The workflow's totals, or undefined when it never was the user's. */
+  async forWorkflow(userId: string, workflowId: string): Promise<WorkflowTotals | undefined> {
+    const stats = await this.db
+      .selectFrom('workflow_stats')
+      .select(['total_jobs', 'total_duration_s'])
+      .where('workflow_id', '=', workflowId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    // A workflow whose first event is not applied yet has no row: zeros.
+    if (!stats && !(await this.db.selectFrom('workflows').select('id').where('id', '=', workflowId).where('user_id', '=', userId).executeTakeFirst())) {
+      return undefined;
+    }
+    const logs = await this.db
+      .selectFrom('job_log_counts')
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>('lines'), sql<number>`0`).as('n'))
+      .where('workflow_id', '=', workflowId)
+      .executeTakeFirstOrThrow();
+    return { totalJobs: stats?.total_jobs ?? 0, totalDurationS: stats?.total_duration_s ?? 0, totalJoblogs: Number(logs.n) };
+  }
+
+  async forUser(userId: string, top = 10): Promise<UserTotals> {
+    const logRows = await this.db
+      .selectFrom('job_log_counts')
+      .select(['workflow_id', (eb) => eb.fn.sum<number | string>('lines').as('n')])
+      .where('user_id', '=', userId)
+      .groupBy('workflow_id')
+      .execute();
+    const logs = new Map(logRows.map((r) => [r.workflow_id, Number(r.n)]));
+    const rows = await this.db
+      .selectFrom('workflow_stats as s')
+      .leftJoin('workflows as w', 'w.id', 's.workflow_id')
+      .select(['s.workflow_id', 's.kind', 's.total_jobs', 's.total_duration_s', 'w.name'])
+      .where('s.user_id', '=', userId)
+      .execute();
+    const all: TopWorkflow[] = rows.map((r) => ({
+      workflowId: r.workflow_id,
+      name: r.name ?? undefined,
+      kind: r.kind,
+      totalJobs: Number(r.total_jobs),
+      totalDurationS: Number(r.total_duration_s),
+      totalJoblogs: logs.get(r.workflow_id) ?? 0,
+    }));
+    const kinds = new Map<WorkflowKind, KindTotals>();
+    const totals: UserTotals = { totalWorkflows: 0, totalJobs: 0, totalJoblogs: 0, totalDurationS: 0, kinds: [], top: [] };
+    for (const w of all) {
+      let k = kinds.get(w.kind);
+      if (!k) kinds.set(w.kind, (k = { kind: w.kind, totalWorkflows: 0, totalJobs: 0, totalJoblogs: 0, totalDurationS: 0 }));
+      for (const t of [k, totals]) {
+        t.totalWorkflows += 1;
+        t.totalJobs += w.totalJobs;
+        t.totalJoblogs += w.totalJoblogs;
+        t.totalDurationS += w.totalDurationS;
+      }
+    }
+    const nameOf = (w: TopWorkflow) => w.name ?? DELETED_WORKFLOW_NAME;
+    totals.kinds = [...kinds.values()].sort((a, b) => (a.kind < b.kind ? -1 : 1));
+    totals.top = all
+      .sort((a, b) => b.totalJobs - a.totalJobs || nameOf(a).localeCompare(nameOf(b)) || (a.workflowId < b.workflowId ? -1 : 1))
+      .slice(0, top);
+    return totals;
+  }
+}

@@ -1,0 +1,90 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../schema.js';
+import type { DialectHelpers } from '../dialect.js';
+import type { KeysetPosition } from '../../cursor.js';
+
+export const NOTIFICATION_KINDS = ['WEB_INFO', 'WEB_SUCCESS', 'WEB_ALERT', 'WEB_ERROR'] as const;
+export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+export interface Notification {
+  id: string;
+  userId: string;
+  workflowId: string;
+  /** user + event identity; unique */
+  dedupeKey: string;
+  kind: NotificationKind;
+  /** JSON object text, returned as stored */
+  payload: string;
+  readAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export class NotificationsRepo {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: DialectHelpers,
+  ) {}
+
+  /** Inserts the notification unless one with its dedupe key exists; true when inserted. */
+  async insert(n: Notification): Promise<boolean> {
+    const result = await this.db
+      .insertInto('notifications')
+      .values({
+        id: n.id,
+        user_id: n.userId,
+        workflow_id: n.workflowId,
+        dedupe_key: n.dedupeKey,
+        kind: n.kind,
+        payload: n.payload,
+        read_at: n.readAt,
+        created_at: n.createdAt,
+        updated_at: n.updatedAt,
+      })
+      .onConflict((oc) => oc.column('dedupe_key').doNothing())
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
+  }
+
+  /** Newest first by (created_at, id). */
+  async list(f: { userId: string; unreadOnly: boolean; after?: KeysetPosition | undefined; limit: number }): Promise<Notification[]> {
+    let q = this.db.selectFrom('notifications').selectAll().where('user_id', '=', f.userId);
+    if (f.unreadOnly) q = q.where('read_at', 'is', null);
+    if (f.after) {
+      const { k, id } = f.after;
+      q = q.where((eb) => eb.or([eb('created_at', '<', k), eb.and([eb('created_at', '=', k), eb('id', '<', id)])]));
+    }
+    const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
+    return rows.map((r) => ({
+      id: r.id,
+      userId: r.user_id,
+      workflowId: r.workflow_id,
+      dedupeKey: r.dedupe_key,
+      kind: r.kind as NotificationKind,
+      payload: r.payload,
+      readAt: r.read_at,
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+    }));
+  }
+
+  /**
+   * Marks the user's notifications read, all or none: returns false, changing
+   * nothing, when any id is missing or another user's. Already-read ones keep
+   * their first read_at. Run it in a transaction (the rows are locked first).
+   */
+  async markRead(userId: string, ids: readonly string[], now: number): Promise<boolean> {
+    let q = this.db.selectFrom('notifications').select('id').where('user_id', '=', userId).where('id', 'in', ids);
+    if (this.dialect.rowLocks) q = q.forUpdate();
+    const found = await q.execute();
+    if (found.length !== ids.length) return false;
+    await this.db
+      .updateTable('notifications')
+      .set({ read_at: now, updated_at: now })
+      .where('user_id', '=', userId)
+      .where('id', 'in', ids)
+      .where('read_at', 'is', null)
+      .execute();
+    return true;
+  }
+}

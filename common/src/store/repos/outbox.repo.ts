@@ -1,0 +1,75 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../schema.js';
+import type { DomainEvent, DomainEventKind } from '../../domain/events.js';
+
+/**
+ * The domain-event outbox (docs/notifications.md). Writers add events inside
+ * the transaction of their change; relays claim due rows, publish them and
+ * mark them published; the notifier deletes a row once it applied the event.
+ */
+export class OutboxRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Adds the event, due for publishing now. The same event added twice is one row. */
+  async add(event: DomainEvent): Promise<void> {
+    await this.db
+      .insertInto('domain_events')
+      .values({
+        id: event.id,
+        kind: event.kind,
+        user_id: event.user_id,
+        workflow_id: event.workflow_id,
+        data: JSON.stringify(event.data),
+        occurred_at: event.occurred_at,
+        next_attempt_at: event.occurred_at,
+        published_at: null,
+      })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+  }
+
+  /**
+   * Claims up to `limit` due events for one relay until `claimUntil`: other
+   * relays skip them meanwhile. The conditional UPDATE is the claim, so two
+   * relays never both claim a row (PostgreSQL re-checks the condition on a row
+   * another transaction just updated; SQLite has one writer).
+   */
+  async claimDue(now: number, claimUntil: number, limit: number): Promise<DomainEvent[]> {
+    const rows = await this.db
+      .updateTable('domain_events')
+      .set({ next_attempt_at: claimUntil })
+      .where('id', 'in', (eb) =>
+        eb.selectFrom('domain_events').select('id').where('next_attempt_at', '<=', now).orderBy('next_attempt_at').orderBy('id').limit(limit),
+      )
+      .where('next_attempt_at', '<=', now)
+      .returningAll()
+      .execute();
+    return rows
+      .map((r) => ({
+        id: r.id,
+        kind: r.kind as DomainEventKind,
+        user_id: r.user_id,
+        workflow_id: r.workflow_id,
+        occurred_at: r.occurred_at,
+        data: JSON.parse(r.data) as DomainEvent['data'],
+      }))
+      .sort((a, b) => a.occurred_at - b.occurred_at || (a.id < b.id ? -1 : 1));
+  }
+
+  /** The bus confirmed these events; publish them again at `republishAt` should they still be unapplied then. */
+  async markPublished(ids: readonly string[], now: number, republishAt: number): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.updateTable('domain_events').set({ published_at: now, next_attempt_at: republishAt }).where('id', 'in', ids).execute();
+  }
+
+  /** The notifier applied the event: nothing more to publish. */
+  async remove(id: string): Promise<void> {
+    await this.db.deleteFrom('domain_events').where('id', '=', id).execute();
+  }
+
+  /** Events not applied yet. */
+  async pending(): Promise<number> {
+    const row = await this.db.selectFrom('domain_events').select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+}

@@ -1,0 +1,70 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const BIN = path.join(ROOT, 'server/src/bin.ts');
+
+/** What a crash test gives the role process: the store, the broker, and a DATA_DIR holding the signing keys. */
+export interface RoleProcessEnv {
+  databaseUrl: string;
+  amqpUrl: string;
+  busPrefix: string;
+  dataDir: string;
+}
+
+/**
+ * One `orloj start --roles <role>` process (from sources, through tsx) on
+ * PostgreSQL and RabbitMQ, for crash tests: start it, wait for its "<role>
+ * started" log line, SIGKILL it, start it again.
+ */
+export class RoleProcess {
+  child: ChildProcess | undefined;
+  /** stdout and stderr of the current process. */
+  output = '';
+
+  constructor(
+    readonly role: string,
+    private readonly env: RoleProcessEnv,
+  ) {}
+
+  /** Starts the process and resolves once it logged that the role started. */
+  async start(): Promise<void> {
+    this.output = '';
+    const c = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start', '--roles', this.role], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? os.homedir(),
+        DATABASE_URL: this.env.databaseUrl,
+        DB_POOL_SIZE: '8',
+        BUS_URL: this.env.amqpUrl,
+        BUS_PREFIX: this.env.busPrefix,
+        DATA_DIR: this.env.dataDir,
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = c;
+    c.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
+    c.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
+    const deadline = Date.now() + 60_000;
+    const started = new RegExp(`${this.role} started`);
+    while (!started.test(this.output)) {
+      if (c.exitCode !== null) throw new Error(`${this.role} exited early:\n${this.output}`);
+      if (Date.now() > deadline) throw new Error(`${this.role} did not start:\n${this.output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Sends the signal (if the process still runs) and waits for the exit. */
+  async stop(signal: NodeJS.Signals): Promise<void> {
+    const c = this.child;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = once(c, 'exit');
+    c.kill(signal);
+    await exited;
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The notifier role: turns domain events into notifications and analytics
+ * counters (docs/notifications.md).
+ *
+ * - Its OutboxRelay publishes the outbox on QUEUES.domainEvents; its consumer
+ *   applies each event in one transaction: the dedupe record (applied_events),
+ *   the workflow's counters, the notification (under a unique user + event
+ *   key) and the removal of the outbox row. An event delivered again finds
+ *   its identity recorded and changes nothing, so replays are no-ops and every
+ *   event counts exactly once.
+ * - Acked only after the commit: a crash (kill -9) loses nothing; the broker
+ *   redelivers what was unacked.
+ * - Patient: a store that is down is waited for instead of dead-lettering events.
+ */
+import {
+  DOMAIN_EVENT_KINDS,
+  isConnectionError,
+  isUuid,
+  jobDurationSeconds,
+  MESSAGE_TYPES,
+  newId,
+  QUEUES,
+  WORKFLOW_KINDS,
+  type Clock,
+  type DomainEvent,
+  type JobEventData,
+  type Logger,
+  type SignedBus,
+  type Store,
+  type Subscription,
+} from '@orloj/common';
+import { notificationFor } from './rules/notification.rule.js';
+import { OutboxRelay } from './outbox-relay.js';
+
+export interface NotifierOptions {
+  store: Store;
+  /** Verifies as any role; the relay signs as role 'notifier'. */
+  bus: SignedBus;
+  clock: Clock;
+  logger: Logger;
+  /** Outbox poll interval (NOTIFIER_POLL_INTERVAL). Default 500 ms. */
+  pollMs?: number;
+  /** Events applied at once. Default 16. */
+  prefetch?: number;
+  /** Run the outbox relay in this process. Default true. */
+  relay?: boolean;
+  /** How long (clock ms) an event failing with a non-connection error is retried before it goes back to the bus. Default 60 s. */
+  maxRetryMs?: number;
+}
+
+export interface NotifierMetrics {
+  /** Events applied (committed). */
+  applied: number;
+  /** Deliveries of events applied before (replays). */
+  duplicates: number;
+  notifications: number;
+  malformed: number;
+  retries: number;
+  /** Events the relay published. */
+  published: number;
+}
+
+export class Notifier {
+  private readonly log: Logger;
+  private readonly relay: OutboxRelay | undefined;
+  private readonly counts = { applied: 0, duplicates: 0, notifications: 0, malformed: 0, retries: 0 };
+  private readonly abort = new AbortController();
+  private sub: Subscription | undefined;
+  private starting: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly options: NotifierOptions) {
+    this.log = options.logger.child({ role: 'notifier' });
+    if (options.relay !== false) {
+      this.relay = new OutboxRelay({ store: options.store, bus: options.bus, clock: options.clock, logger: this.log, ...(options.pollMs ? { pollMs: options.pollMs } : {}) });
+    }
+  }
+
+  /** Starts consuming events and relaying the outbox. Memoised. */
+  start(): Promise<void> {
+    this.starting ??= (async () => {
+      this.sub = await this.options.bus.consume(QUEUES.domainEvents, (envelope) => this.onMessage(envelope.type, envelope.body), {
+        prefetch: this.options.prefetch ?? 16,
+      });
+      this.relay?.start();
+      this.log.info({ relay: this.relay !== undefined }, 'notifier started');
+    })();
+    return this.starting;
+  }
+
+  /** Stops relaying and consuming; an event being retried goes back to the bus. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      await this.starting?.catch(() => undefined);
+      await this.relay?.stop();
+      this.abort.abort();
+      await this.sub?.cancel();
+      this.log.info(this.metrics(), 'notifier stopped');
+    })();
+    return this.stopping;
+  }
+
+  metrics(): NotifierMetrics {
+    return { ...this.counts, published: this.relay?.published ?? 0 };
+  }
+
+  private async onMessage(type: string, body: unknown): Promise<void> {
+    const event = type === MESSAGE_TYPES.domainEvent ? readDomainEvent(body) : `unexpected message type ${type}`;
+    if (typeof event === 'string') {
+      this.counts.malformed += 1;
+      this.log.error({ problem: event }, 'dropped a malformed domain event');
+      return;
+    }
+    let delay = 100;
+    const maxRetryMs = this.options.maxRetryMs ?? 60_000;
+    for (let elapsed = 0; ; elapsed += delay, delay = Math.min(delay * 2, 5_000)) {
+      try {
+        return await this.apply(event);
+      } catch (err) {
+        if (this.abort.signal.aborted || (elapsed >= maxRetryMs && !isConnectionError(err))) throw err;
+        this.counts.retries += 1;
+        this.log.warn({ err, eventId: event.id, retryInMs: delay }, 'could not apply a domain event; retrying');
+        await this.options.clock.sleep(delay, this.abort.signal);
+        if (this.abort.signal.aborted) throw err;
+      }
+    }
+  }
+
+  /** Applies the event once: dedupe record, counters, notification and outbox row in one transaction. */
+  async apply(event: DomainEvent): Promise<void> {
+    const { store, clock } = this.options;
+    const notified = await store.transaction(async (tx) => {
+      if (!(await tx.analytics.markApplied(event.id, clock.now()))) return undefined;
+      const workflow = { workflowId: event.workflow_id, userId: event.user_id, kind: event.data.workflow_kind };
+      if (event.kind === 'workflow.created') await tx.analytics.addToWorkflow(workflow, 0, 0);
+      else if (event.kind.startsWith('job.')) await tx.analytics.addToWorkflow(workflow, 1, jobDurationSeconds(event.data as JobEventData));
+      else if (event.kind === 'workflow.deleted') await tx.analytics.markDeleted(event.workflow_id, event.occurred_at);
+      let inserted = false;
+      const content = notificationFor(event);
+      // A deleted workflow's notifications went with it; none is made for it afterwards.
+      if (content && (await tx.workflows.holdIfExists(event.workflow_id))) {
+        inserted = await tx.notifications.insert({
+          id: newId(),
+          userId: event.user_id,
+          workflowId: event.workflow_id,
+          dedupeKey: `${event.user_id}:${event.id}`,
+          kind: content.kind,
+          payload: JSON.stringify(content.payload),
+          readAt: null,
+          createdAt: event.occurred_at,
+          updatedAt: event.occurred_at,
+        });
+      }
+      await tx.outbox.remove(event.id);
+      return inserted;
+    });
+    if (notified === undefined) {
+      this.counts.duplicates += 1;
+      return;
+    }
+    this.counts.applied += 1;
+    if (notified) this.counts.notifications += 1;
+  }
+}
+
+const KINDS = new Set<string>(DOMAIN_EVENT_KINDS);
+const KIND_NAMES = new Set<string>(WORKFLOW_KINDS);
+const optionalTime = (v: unknown) => v === undefined || Number.isSafeInteger(v);
+
+/** Checks a domain.event body (the envelope proves who sent it, not its shape). Returns the problem as a string when unusable. */
+export function readDomainEvent(body: unknown): DomainEvent | string {
+  if (!isRecord(body)) return 'the body is not an object';
+  const { id, kind, user_id, workflow_id, occurred_at, data } = body;
+  if (typeof id !== 'string' || id.length === 0 || id.length > 300) return 'id must be a string of 1-300 characters';
+  if (typeof kind !== 'string' || !KINDS.has(kind) || !id.startsWith(`${kind}:`)) return 'kind must be a domain event kind that prefixes the id';
+  if (!isUuid(user_id) || !isUuid(workflow_id)) return 'user_id and workflow_id must be UUIDs';
+  if (!Number.isSafeInteger(occurred_at)) return 'occurred_at must be an integer';
+  if (!isRecord(data) || typeof data.workflow_name !== 'string' || !KIND_NAMES.has(data.workflow_kind as string)) {
+    return 'data must hold workflow_name and workflow_kind';
+  }
+  if (kind.startsWith('job.') && (!isUuid(data.job_id) || !optionalTime(data.started_at) || !optionalTime(data.completed_at))) {
+    return 'a job event needs data.job_id and integer times';
+  }
+  return body as unknown as DomainEvent;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,226 @@
+import assert from 'node:assert/strict';
+import {
+  deleteWorkflow,
+  DOMAIN_EVENT_TTL_MS,
+  MESSAGE_TYPES,
+  QUEUES,
+  reasons,
+  recordBuildResult,
+  roleBus,
+  silentLogger,
+  systemClock,
+  terminateWorkflow,
+  type Bus,
+  type RoleKeys,
+  type Store,
+} from '@orloj/common';
+import { OutboxRelay, type Notifier } from '@orloj/notifier';
+import { describeEachEngine } from '../../common/test/support/stores.js';
+import { needService } from '../../common/test/support/services.js';
+import { drained, endJob, insertUser, insertWorkflow, notificationsOf, notifierOn, openTestBus, recount, until } from './support.js';
+
+/**
+ * The notifier on SQLite with the in-process bus, and on PostgreSQL with
+ * RabbitMQ: events written by the lifecycle functions reach users as
+ * notifications and count in analytics exactly once, however often they are
+ * delivered.
+ */
+describeEachEngine('notifier', (db, engine) => {
+  let bus: Bus;
+  let keys: RoleKeys;
+  let closeBus: () => Promise<void>;
+  let notifier: Notifier | undefined;
+  const store = (): Store => db().store;
+
+  before(async function () {
+    const opened = await openTestBus(engine === 'postgres' ? needService(this, 'amqp') : undefined);
+    ({ bus, keys } = opened);
+    closeBus = opened.close;
+  });
+  afterEach(async () => {
+    await notifier?.stop();
+    notifier = undefined;
+  });
+  after(async () => {
+    await closeBus?.();
+  });
+
+  const startNotifier = async (options: { relay?: boolean } = {}) => {
+    notifier = notifierOn(store(), bus, keys, options);
+    await notifier.start();
+    return notifier;
+  };
+
+  it('writes no event for a change that rolls back', async () => {
+    const userId = await insertUser(store());
+    const w = await insertWorkflow(store(), userId);
+    const before = await store().outbox.pending();
+    await assert.rejects(
+      store().transaction(async (tx) => {
+        assert.equal(await terminateWorkflow(tx, userId, w.id, Date.now()), true);
+        throw new Error('roll back');
+      }),
+      /roll back/,
+    );
+    assert.equal(await store().outbox.pending(), before);
+    assert.equal((await store().workflows.findById(w.id))?.terminatedAt, null);
+  });
+
+  it('turns every event kind into the expected notification', async () => {
+    const userId = await insertUser(store());
+    const built = await insertWorkflow(store(), userId, { name: 'Built', buildStatus: 'QUEUED', buildCompletedAt: null });
+    await store().transaction((tx) => recordBuildResult(tx, built.id, built.buildToken, true, Date.now()));
+    const broken = await insertWorkflow(store(), userId, { name: 'Broken', buildStatus: 'QUEUED', buildCompletedAt: null });
+    await store().transaction((tx) => recordBuildResult(tx, broken.id, broken.buildToken, false, Date.now()));
+    const completed = await endJob(store(), built, { status: 'COMPLETED', ranMs: 2_500 });
+    const failed = await endJob(store(), built, { status: 'FAILED', ranMs: 1_000, reason: reasons.nonZeroExit(2) });
+    // terminated by the user: its pending job is canceled
+    const manual = await insertWorkflow(store(), userId, { name: 'Manual' });
+    const canceled = await endJob(store(), manual, { status: 'CANCELED', reason: reasons.workflowUpdated() });
+    await store().transaction((tx) => terminateWorkflow(tx, userId, manual.id, Date.now()));
+    // terminated automatically at its limit of 3 consecutive failures
+    const flaky = await insertWorkflow(store(), userId, { name: 'Flaky', maxConsecutiveJobFailuresAllowed: 3 });
+    for (let i = 0; i < 3; i++) await endJob(store(), flaky, { status: 'FAILED', ranMs: 10, reason: reasons.connectionRefused() });
+    // deleted: no notification, and the workflow's own notifications go with it
+    const gone = await insertWorkflow(store(), userId, { name: 'Gone' });
+    await store().transaction(async (tx) => {
+      await terminateWorkflow(tx, userId, gone.id, Date.now());
+      await deleteWorkflow(tx, { ...gone, terminatedAt: Date.now() }, Date.now());
+    });
+
+    await startNotifier();
+    await drained(store());
+    const all = await notificationsOf(store(), userId);
+    const seen = all.map((n): Record<string, string> => ({ kind: n.kind, ...(JSON.parse(n.payload) as Record<string, string>) }));
+    const find = (title: string, entity: string) => {
+      const n = seen.filter((s) => s.title === title && s.entity_id === entity);
+      assert.equal(n.length, 1, `one "${title}" for ${entity} in ${JSON.stringify(seen, null, 1)}`);
+      return n[0]!;
+    };
+    const wf = (id: string) => ({ entity_type: 'WORKFLOW', entity_id: id, workflow_id: id, action_url: `/workflows/${id}` });
+    const job = (wid: string, jid: string) => ({ entity_type: 'JOB', entity_id: jid, workflow_id: wid, action_url: `/workflows/${wid}/jobs/${jid}` });
+    assert.deepEqual({ ...find('Build completed', built.id), message: '' }, { kind: 'WEB_SUCCESS', title: 'Build completed', message: '', ...wf(built.id) });
+    assert.deepEqual({ ...find('Build failed', broken.id), message: '' }, { kind: 'WEB_ERROR', title: 'Build failed', message: '', ...wf(broken.id) });
+    assert.deepEqual({ ...find('Job completed', completed.id), message: '' }, { kind: 'WEB_SUCCESS', title: 'Job completed', message: '', ...job(built.id, completed.id) });
+    const f = find('Job failed', failed.id);
+    assert.deepEqual({ ...f, message: '' }, { kind: 'WEB_ERROR', title: 'Job failed', message: '', ...job(built.id, failed.id) });
+    assert.match(f.message!, /"Built" failed: The container exited with code 2\./);
+    const c = find('Job canceled', canceled.id);
+    assert.equal(c.kind, 'WEB_INFO');
+    assert.match(c.message!, /updated before this job ran/);
+    const byUser = find('Workflow terminated', manual.id);
+    assert.deepEqual({ ...byUser, message: '' }, { kind: 'WEB_INFO', title: 'Workflow terminated', message: '', ...wf(manual.id) });
+    assert.match(byUser.message!, /terminated by you/);
+    const auto = find('Workflow terminated automatically', flaky.id);
+    assert.equal(auto.kind, 'WEB_ALERT');
+    assert.match(auto.message!, /after 3 consecutive failed jobs \(its limit is 3\)/);
+    assert.equal(seen.filter((s) => s.workflow_id === gone.id).length, 0, 'nothing about the deleted workflow');
+    assert.equal(seen.filter((s) => s.title === 'Job failed' && s.workflow_id === flaky.id).length, 3);
+    assert.equal(all.length, 10);
+    for (const n of all) assert.equal(n.createdAt <= Date.now(), true);
+  });
+
+  it('applies an event delivered three times once: one notification, one counter increment', async () => {
+    const userId = await insertUser(store());
+    const w = await insertWorkflow(store(), userId);
+    for (let i = 0; i < 5; i++) await endJob(store(), w, { status: i % 2 ? 'FAILED' : 'COMPLETED', ranMs: 1_500 + i * 1_000, reason: reasons.nonZeroExit(1) });
+    const events = await store().outbox.claimDue(Date.now(), Date.now() + 60_000, 1000);
+    const mine = events.filter((e) => e.user_id === userId);
+    assert.equal(mine.length, 6);
+    await startNotifier({ relay: false });
+    // Three separately sealed copies each, as a relay republishing the event would send them.
+    const publisher = roleBus({ bus, role: 'notifier', keys, clock: systemClock, logger: silentLogger });
+    for (let copy = 0; copy < 3; copy++) {
+      for (const e of mine) await publisher.publish(QUEUES.domainEvents, MESSAGE_TYPES.domainEvent, e, { ttlMs: DOMAIN_EVENT_TTL_MS });
+    }
+    await until(async () => notifier!.metrics(), (m) => m.applied + m.duplicates >= 18, 'all 18 deliveries', 60_000);
+    // and once more straight into the applier
+    for (const e of mine) await notifier!.apply(e);
+    const m = notifier!.metrics();
+    assert.equal(m.applied, 6);
+    assert.equal(m.duplicates, 12 + 6);
+    assert.equal((await notificationsOf(store(), userId)).length, 5);
+    const totals = await store().analytics.forWorkflow(userId, w.id);
+    assert.deepEqual(totals, { totalJobs: 5, totalJoblogs: 0, totalDurationS: 1 + 2 + 3 + 4 + 5 });
+    assert.deepEqual(totals && { jobs: totals.totalJobs, durationS: totals.totalDurationS, lines: totals.totalJoblogs }, await recount(store(), userId));
+  });
+
+  it('lets concurrent relays claim each event once', async () => {
+    const userId = await insertUser(store());
+    const w = await insertWorkflow(store(), userId);
+    for (let i = 0; i < 40; i++) await endJob(store(), w, { status: 'COMPLETED', ranMs: 5 });
+    const sink = roleBus({ bus, role: 'notifier', keys, clock: systemClock, logger: silentLogger });
+    const relays = [0, 1, 2].map(() => new OutboxRelay({ store: store(), bus: sink, clock: systemClock, logger: silentLogger, batchSize: 7 }));
+    const pending = await store().outbox.pending();
+    let claimed = 0;
+    for (;;) {
+      const round = await Promise.all(relays.map((r) => r.relayOnce()));
+      claimed += round.reduce((a, b) => a + b, 0);
+      if (round.every((n) => n === 0)) break;
+    }
+    assert.equal(claimed, pending, 'every due event claimed exactly once');
+    assert.equal(relays.reduce((s, r) => s + r.published, 0), pending);
+    // published ones are not due again until their envelope expired unapplied
+    assert.deepEqual(await store().outbox.claimDue(Date.now(), Date.now() + 1, 1000), []);
+    assert.equal((await store().outbox.claimDue(Date.now() + DOMAIN_EVENT_TTL_MS + 1_000, Date.now(), 1000)).length, pending);
+    await startNotifier({ relay: true });
+    await drained(store());
+  });
+
+  it('keeps totals equal to a recount from the job rows (randomized, hundreds of jobs)', async function () {
+    this.timeout(180_000);
+    let seed = 0x5eed ^ (engine === 'postgres' ? 7 : 3);
+    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) & 0x7fffffff) / 0x7fffffff);
+    const userId = await insertUser(store());
+    const workflows = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => insertWorkflow(store(), userId, { name: `random ${i}`, kind: i % 3 ? 'HEARTBEAT' : 'CONTAINER', maxConsecutiveJobFailuresAllowed: 100 })),
+    );
+    await startNotifier();
+    const statuses = ['COMPLETED', 'FAILED', 'CANCELED'] as const;
+    let jobs = 0;
+    await Promise.all(
+      workflows.map(async (w) => {
+        const n = 15 + Math.floor(random() * 30);
+        for (let i = 0; i < n; i++) {
+          const status = statuses[Math.floor(random() * 3)]!;
+          const ranMs = status === 'CANCELED' && random() < 0.5 ? undefined : Math.floor(random() * 120_000);
+          const job = await endJob(store(), w, { status, ranMs, reason: reasons.failureUnavailable() });
+          const lines = Math.floor(random() * 50);
+          if (lines) await store().logs.recordCount({ jobId: job.id, attempt: 1, workflowId: w.id, userId, lines });
+          jobs += 1;
+        }
+      }),
+    );
+    assert.ok(jobs >= 180, `${jobs} jobs`);
+    await drained(store(), 120_000);
+    const expected = await recount(store(), userId);
+    const totals = await store().analytics.forUser(userId);
+    assert.equal(expected.jobs, jobs);
+    assert.deepEqual({ jobs: totals.totalJobs, durationS: totals.totalDurationS, lines: totals.totalJoblogs }, expected);
+    assert.equal(totals.totalWorkflows, 12);
+    assert.equal(totals.top.length, 10);
+    for (const t of totals.top.slice(1)) assert.ok(t.totalJobs <= totals.top[0]!.totalJobs);
+    const sumKinds = totals.kinds.reduce((s, k) => s + k.totalJobs, 0);
+    assert.equal(sumKinds, jobs);
+    for (const w of workflows) {
+      const perWorkflow = await store().analytics.forWorkflow(userId, w.id);
+      const rows = await store().db.selectFrom('jobs').select('id').where('workflow_id', '=', w.id).execute();
+      assert.equal(perWorkflow?.totalJobs, rows.length);
+    }
+  });
+
+  it('makes a notification visible soon after its event commits (latency measured, not asserted)', async () => {
+    await startNotifier();
+    const userId = await insertUser(store());
+    const w = await insertWorkflow(store(), userId);
+    await drained(store());
+    const samples: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const committed = Date.now();
+      await endJob(store(), w, { status: 'COMPLETED', ranMs: 1 });
+      await until(() => notificationsOf(store(), userId), (n) => n.length === i + 1, 'the notification', 60_000);
+      samples.push(Date.now() - committed);
+    }
+    console.log(`      event → visible notification [${engine}]: ${samples.join(', ')} ms (poll interval 20 ms in this test)`);
+  });
+});

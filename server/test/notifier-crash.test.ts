@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import amqp from 'amqplib';
+import { QUEUES, reasons, type Workflow } from '@orloj/common';
+import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
+import { needService } from '../../common/test/support/services.js';
+import { deleteBusObjects } from '../../common/test/support/amqp.js';
+import { RoleProcess } from '../../common/test/support/role-process.js';
+import { endJob, insertUser, insertWorkflow, recount, until } from '../../notifier/test/support.js';
+
+const WORKFLOWS = 8;
+const JOBS_PER_WORKFLOW = 150;
+const JOBS = WORKFLOWS * JOBS_PER_WORKFLOW;
+
+/**
+ * A notifier process (`orloj start --roles notifier` on PostgreSQL and
+ * RabbitMQ) killed with SIGKILL while it works through a full outbox, then
+ * started again: every job event becomes exactly one notification and counts
+ * exactly once. An event is acked only after its transaction committed; an
+ * unacked one is redelivered, a claimed but unconfirmed one republished once
+ * its claim lapses, and the dedupe record makes every second copy a no-op.
+ */
+describe('notifier killed with SIGKILL mid-stream', function () {
+  this.timeout(240_000);
+  let db: TestDatabase;
+  let amqpUrl: string;
+  let dataDir: string;
+  const prefix = `orloj-ncrash-${crypto.randomBytes(4).toString('hex')}.`;
+  let notifier: RoleProcess;
+
+  before(async function () {
+    amqpUrl = needService(this, 'amqp');
+    db = await createTestDatabase('postgres', this);
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-ncrash-'));
+    notifier = new RoleProcess('notifier', { databaseUrl: db.url, amqpUrl, busPrefix: prefix, dataDir });
+  });
+
+  after(async () => {
+    await notifier?.stop('SIGKILL');
+    await db?.drop();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    if (amqpUrl) await deleteBusObjects(amqpUrl, prefix);
+  });
+
+  const notifications = async (): Promise<number> => {
+    const r = await db.store.db.selectFrom('notifications').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    return Number(r.n);
+  };
+
+  it('loses no event and applies none twice after a restart', async () => {
+    const store = db.store;
+    const userId = await insertUser(store);
+    const workflows: Workflow[] = [];
+    for (let i = 0; i < WORKFLOWS; i++) workflows.push(await insertWorkflow(store, userId, { name: `crash ${i}`, maxConsecutiveJobFailuresAllowed: 100 }));
+    await Promise.all(
+      workflows.map(async (w, wi) => {
+        for (let j = 0; j < JOBS_PER_WORKFLOW; j++) {
+          const failed = (wi + j) % 3 === 0;
+          await endJob(store, w, { status: failed ? 'FAILED' : 'COMPLETED', ranMs: 1_000 * (j % 7), reason: reasons.nonZeroExit(1) });
+        }
+      }),
+    );
+    const events = await store.outbox.pending();
+    assert.equal(events, WORKFLOWS + JOBS);
+
+    await notifier.start();
+    await until(notifications, (n) => n >= JOBS / 10, 'a tenth of the notifications', 120_000);
+    await notifier.stop('SIGKILL');
+    const atKill = await notifications();
+    assert.ok(atKill < JOBS, `the process had already applied everything (${atKill}) before the kill`);
+
+    await notifier.start();
+    // Claimed but unconfirmed events are republished once their 30 s claim lapses.
+    await until(() => store.outbox.pending(), (n) => n === 0, `the outbox to drain (notifications at kill: ${atKill})`, 180_000);
+
+    assert.equal(await notifications(), JOBS, 'one notification per job event');
+    const applied = await store.db.selectFrom('applied_events').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    assert.equal(Number(applied.n), events);
+    const totals = await store.analytics.forUser(userId);
+    const expected = await recount(store, userId);
+    assert.deepEqual({ jobs: totals.totalJobs, durationS: totals.totalDurationS, lines: totals.totalJoblogs }, expected);
+    assert.equal(totals.totalWorkflows, WORKFLOWS);
+
+    // The process as configured by default (500 ms outbox poll): one more event, timed.
+    const committed = Date.now();
+    await endJob(store, workflows[0]!, { status: 'COMPLETED', ranMs: 1 });
+    await until(notifications, (n) => n === JOBS + 1, 'the notification of a new event', 60_000);
+    console.log(`      event → visible notification through the notifier process: ${Date.now() - committed} ms (NOTIFIER_POLL_INTERVAL 500 ms)`);
+
+    const connection = await amqp.connect(amqpUrl);
+    try {
+      const ch = await connection.createChannel();
+      await until(async () => (await ch.checkQueue(`${prefix}${QUEUES.domainEvents}`)).messageCount, (n) => n === 0, 'the events queue to drain');
+      const deadCh = await connection.createChannel();
+      deadCh.on('error', () => undefined);
+      const dead = await deadCh.checkQueue(`${prefix}${QUEUES.domainEvents}.dead`).catch(() => ({ messageCount: 0 }));
+      assert.equal(dead.messageCount, 0, 'events were dead-lettered');
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+    await notifier.stop('SIGTERM');
+  });
+});
