@@ -11,14 +11,7 @@ export default defineConfig({
   plugins: [react()],
   server: {
     proxy: {
-      '/api': {
-        target,
-        configure: (proxy) => {
-          proxy.on('proxyReq', (req) => {
-            if (req.getHeader('origin')) req.setHeader('origin', new URL(target).origin);
-          });
-        },
-      },
+      '/api': { target, changeOrigin: true, headers: { origin: new URL(target).origin } },
     },
   },
   build: {
