@@ -192,6 +192,7 @@ describe('dashboard in a real browser', function () {
     await page.getByRole('button', { name: 'Create workflow' }).click();
     await heading('e2e container').waitFor();
     workflowUrl = new URL(page.url()).pathname;
+    await page.waitForFunction(`document.title === 'e2e container · orloj'`);
     assert.match(workflowUrl, /^\/workflows\/[0-9a-f-]{36}$/);
     // The build status is polled while it builds.
     await page.locator('.build-status .badge', { hasText: 'completed' }).waitFor();

@@ -8,12 +8,20 @@ import { EmptyState, Spinner } from './badges';
 
 const POLL_MS = 10_000;
 
+/**
+ * Unread notifications among the newest page (the list is newest first, read
+ * and unread together; only the contract's plain GET is relied on). "+" when
+ * older pages may hold more.
+ */
 function useUnreadCount() {
   return useQuery({
-    queryKey: ['notifications', 'unread'],
-    queryFn: () => contractRequest<NotificationPage>('GET', '/notifications?unread=true'),
+    queryKey: ['notifications', 'newest'],
+    queryFn: () => contractRequest<NotificationPage>('GET', '/notifications'),
     refetchInterval: POLL_MS,
-    select: (page) => ({ count: page.notifications.length, more: page.cursor !== '' }),
+    select: (page) => {
+      const unread = page.notifications.filter((n) => !n.read_at);
+      return { count: unread.length, more: page.cursor !== '' && unread.length === page.notifications.length };
+    },
   });
 }
 

@@ -8,6 +8,7 @@ import { BarChart } from '../components/bar-chart';
 import { DataTable } from '../components/data-table';
 import { Facts } from '../components/facts';
 import { formatCount, formatSeconds } from '../format';
+import { useTitle } from '../components/use-title';
 
 function Totals({ a }: { a: UserAnalytics }) {
   return (
@@ -25,6 +26,7 @@ function Totals({ a }: { a: UserAnalytics }) {
 }
 
 export function AnalyticsPage() {
+  useTitle('Analytics');
   const analytics = useQuery({
     queryKey: ['analytics', 'user'],
     queryFn: () => contractRequest<UserAnalytics>('GET', '/analytics'),

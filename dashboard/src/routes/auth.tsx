@@ -5,6 +5,7 @@ import { api, call } from '../api/client';
 import { FormErrors, TextField } from '../components/fields';
 import { useFormErrors } from '../components/use-form-errors';
 import { setSession, useSession } from '../session';
+import { useTitle } from '../components/use-title';
 
 export type AuthMode = 'login' | 'signup';
 export interface Credentials {
@@ -68,6 +69,7 @@ export function AuthForm({ mode, onSubmit }: { mode: AuthMode; onSubmit: (c: Cre
 }
 
 export function AuthPage({ mode }: { mode: AuthMode }) {
+  useTitle(mode === 'signup' ? 'Sign up' : 'Log in');
   const session = useSession();
   const client = useQueryClient();
   const navigate = useNavigate();

@@ -8,6 +8,7 @@ import { apiLogSource } from '../components/log-source';
 import { LogViewer } from '../components/log-viewer';
 import { formatSpan, formatTime } from '../format';
 import { useWorkflow } from './workflow-queries';
+import { useTitle } from '../components/use-title';
 
 export function JobPage() {
   const { workflowId = '', jobId = '' } = useParams();
@@ -20,6 +21,7 @@ export function JobPage() {
     refetchInterval: (q) => (q.state.data && !isTerminal(q.state.data.status) ? 2_000 : false),
   });
   const source = useMemo(() => apiLogSource(workflowId, jobId), [workflowId, jobId]);
+  useTitle(job.data ? `Job ${job.data.status.toLowerCase()}` : 'Job');
 
   if (job.isPending) return <Spinner />;
   if (job.isError) return <LoadFailed title="Job" error={job.error} back={{ to: `/workflows/${workflowId}`, label: 'Back to the workflow' }} />;

@@ -4,10 +4,12 @@ import { Spinner } from '../components/badges';
 import { Facts } from '../components/facts';
 import { toasts } from '../components/toasts';
 import { formatTime } from '../format';
+import { useTitle } from '../components/use-title';
 
 const USER_KEY = ['user'];
 
 export function ProfilePage() {
+  useTitle('Profile');
   const client = useQueryClient();
   const user = useQuery({ queryKey: USER_KEY, queryFn: () => call(api.GET('/users')) });
   const save = useMutation({

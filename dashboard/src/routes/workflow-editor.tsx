@@ -7,6 +7,7 @@ import { Spinner } from '../components/badges';
 import { toasts } from '../components/toasts';
 import { WorkflowForm } from '../components/workflow-form';
 import { valuesFromWorkflow, type WorkflowRequest } from '../components/workflow-payload';
+import { useTitle } from '../components/use-title';
 import { useWorkflow } from './workflow-queries';
 
 /**
@@ -29,6 +30,7 @@ function useIdempotentSubmit<T>(send: (request: WorkflowRequest, key: string) =>
 }
 
 export function NewWorkflowPage() {
+  useTitle('New workflow');
   const navigate = useNavigate();
   const client = useQueryClient();
   const create = useIdempotentSubmit((body, key) => call(api.POST('/workflows', { params: { header: { 'Idempotency-Key': key } }, body })));
@@ -57,6 +59,7 @@ export function EditWorkflowPage() {
   const navigate = useNavigate();
   const client = useQueryClient();
   const workflow = useWorkflow(workflowId);
+  useTitle(workflow.data ? `Edit ${workflow.data.name}` : 'Edit workflow');
   const update = useIdempotentSubmit(({ kind: _kind, ...body }, key) =>
     call(api.PUT('/workflows/{workflow_id}', { params: { path: { workflow_id: workflowId }, header: { 'Idempotency-Key': key } }, body })),
   );

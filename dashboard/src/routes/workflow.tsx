@@ -15,6 +15,7 @@ import { LoadMore } from '../components/load-more';
 import { toasts } from '../components/toasts';
 import { formatCount, formatInterval, formatSeconds, formatSpan, formatTime } from '../format';
 import { useWorkflow } from './workflow-queries';
+import { useTitle } from '../components/use-title';
 
 function prettyPayload(payload: string): string {
   try {
@@ -176,6 +177,7 @@ function Jobs({ w }: { w: Workflow }) {
 export function WorkflowPage() {
   const { workflowId = '' } = useParams();
   const workflow = useWorkflow(workflowId);
+  useTitle(workflow.data?.name ?? 'Workflow');
   if (workflow.isPending) return <Spinner />;
   if (workflow.isError) return <LoadFailed title="Workflow" error={workflow.error} back={{ to: '/workflows', label: 'Back to workflows' }} />;
   const w = workflow.data;

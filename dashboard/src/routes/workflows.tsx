@@ -7,11 +7,13 @@ import { DataTable } from '../components/data-table';
 import { CheckboxField, SelectField, TextField } from '../components/fields';
 import { LoadMore } from '../components/load-more';
 import { formatInterval, formatTime } from '../format';
+import { useTitle } from '../components/use-title';
 
 const FILTERS = ['query', 'kind', 'build_status', 'terminated', 'interval_min', 'interval_max'] as const;
 const positive = (s: string | null) => (s && /^\d+$/.test(s) && Number(s) > 0 ? Number(s) : undefined);
 
 export function WorkflowsPage() {
+  useTitle('Workflows');
   const [params, setParams] = useSearchParams();
   const [search, setSearch] = useState(params.get('query') ?? '');
   // On a phone the filters beyond the name search fold away behind a button.
