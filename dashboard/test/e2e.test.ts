@@ -93,6 +93,8 @@ describe('dashboard in a real browser', function () {
   let base: string;
   let apiPaths: string[] = [];
   const problems: string[] = [];
+  /** Refusals a step provokes on purpose: Chromium logs every 4xx answer as a console error. */
+  const expectedRefusals: { path: string; status: number }[] = [];
   const target = heartbeatTarget();
   let targetUrl: string;
   let workflowUrl: string;
@@ -141,6 +143,11 @@ describe('dashboard in a real browser', function () {
       if (msg.type() !== 'error') return;
       // Signed out, the session bootstrap is answered 401: that is how the app learns it (the cookies are HttpOnly).
       if (/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate')) return;
+      const at = expectedRefusals.findIndex((r) => msg.text().includes(`status of ${r.status}`) && msg.location().url === `${base}${r.path}`);
+      if (at >= 0) {
+        expectedRefusals.splice(at, 1);
+        return;
+      }
       problems.push(`console error: ${msg.text()} (${msg.location().url})`);
     });
     page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
@@ -152,6 +159,7 @@ describe('dashboard in a real browser', function () {
 
   afterEach(function () {
     // Reported at the step that caused it.
+    if (expectedRefusals.length) problems.push(`refusals that never came: ${JSON.stringify(expectedRefusals.splice(0))}`);
     if (problems.length) assert.fail(problems.splice(0).join('\n'));
   });
 
@@ -179,11 +187,20 @@ describe('dashboard in a real browser', function () {
     await shot('03-workflows-empty');
   });
 
-  it('creates a CONTAINER workflow and shows its build complete', async () => {
+  it('creates a CONTAINER workflow, after showing the api\'s validation errors at their fields', async () => {
     await page.getByRole('link', { name: 'New workflow' }).click();
     await page.getByLabel('Name').fill('e2e container');
     await page.getByLabel('Kind').selectOption('CONTAINER');
     await page.getByLabel('Interval (minutes)').fill('600');
+    // first with values only the api can refuse
+    await page.getByLabel('Image').fill('Not An Image!');
+    await page.getByLabel('Timeout').fill('2h');
+    expectedRefusals.push({ path: '/api/workflows', status: 400 });
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    await page.locator('#wf-image-error', { hasText: 'must be a valid image reference' }).waitFor();
+    await page.locator('#wf-timeout-error', { hasText: 'must be at most' }).waitFor();
+    assert.equal(await page.getByLabel('Image').getAttribute('aria-invalid'), 'true');
+    await shot('04-workflow-new-invalid');
     await page.getByLabel('Image').fill(TEST_IMAGE);
     await page.getByLabel('Command').fill(['sh', '-c', SCRIPT].join('\n'));
     await page.getByLabel('Environment').fill('GREETING=hello');

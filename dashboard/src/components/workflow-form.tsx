@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { WORKFLOW_KINDS } from '../api/client';
 import { CheckboxField, FormErrors, SelectField, TextAreaField, TextField } from './fields';
 import { useFormErrors } from './use-form-errors';
@@ -19,6 +19,11 @@ export function WorkflowForm({ mode, initial, onSubmit, onCancel }: Props) {
   const errors = useFormErrors(formFieldOf);
   const [local, setLocal] = useState<Partial<Record<FormField, string>>>({});
   const err = (f: FormField) => local[f] ?? errors.fields[f];
+  const form = useRef<HTMLFormElement>(null);
+  // After a refused submit the first field in error takes the focus, so keyboard and screen reader users land on it.
+  useEffect(() => {
+    form.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
+  }, [errors.fields, local]);
   const field = <K extends FormField>(key: K) => ({
     id: `wf-${key}`,
     error: err(key),
@@ -47,7 +52,7 @@ export function WorkflowForm({ mode, initial, onSubmit, onCancel }: Props) {
 
   const heartbeat = v.kind === 'HEARTBEAT';
   return (
-    <form className="card form" onSubmit={(e) => void submit(e)} noValidate aria-label={mode === 'create' ? 'New workflow' : 'Edit workflow'}>
+    <form ref={form} className="card form" onSubmit={(e) => void submit(e)} noValidate aria-label={mode === 'create' ? 'New workflow' : 'Edit workflow'}>
       <fieldset>
         <legend>Workflow</legend>
         <TextField {...field('name')} label="Name" required maxLength={200} autoComplete="off" />

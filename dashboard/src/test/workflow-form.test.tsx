@@ -77,6 +77,8 @@ describe('WorkflowForm', () => {
 
     const endpoint = screen.getByLabelText('Endpoint URL');
     expect(endpoint.getAttribute('aria-invalid')).toBe('true');
+    // the first field in error (in form order) has the focus
+    expect(document.activeElement).toBe(screen.getByLabelText('Interval (minutes)'));
     expect(document.getElementById(endpoint.getAttribute('aria-describedby')!)!.textContent).toBe('must be an absolute http or https URL');
     expect(screen.getByText('is not a valid header name')).toBeTruthy();
     expect(screen.getByText('must be at most 10080')).toBeTruthy();
