@@ -31,15 +31,17 @@ function LogLines({ lines }: { lines: Line[] }) {
 }
 
 /** Follows a running job's log, keeping to the bottom while the reader is there. */
-function LiveLog({ source, onEnded }: { source: LogSource; onEnded: () => void }) {
+function LiveLog({ source, onEnded, onFirstLine }: { source: LogSource; onEnded: () => void; onFirstLine?: (() => void) | undefined }) {
   const [lines, setLines] = useState<Line[]>([]);
   const [error, setError] = useState<string>();
   const [connected, setConnected] = useState(false);
   const box = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
   const ended = useRef(onEnded);
+  const first = useRef(onFirstLine);
   useEffect(() => {
     ended.current = onEnded;
+    first.current = onFirstLine;
   });
 
   useEffect(() => {
@@ -48,6 +50,7 @@ function LiveLog({ source, onEnded }: { source: LogSource; onEnded: () => void }
       onLog(entry) {
         setConnected(true);
         if (entry.sequence_num <= last) return;
+        if (last === -1) first.current?.();
         last = entry.sequence_num;
         setLines((old) => (old.length >= LIVE_LIMIT ? [...old.slice(old.length - LIVE_LIMIT + 1), entry] : [...old, entry]));
       },
@@ -118,7 +121,22 @@ function PagedLog({ source, filters, queryKey }: { source: LogSource; filters: L
  * whole log (or what matches) downloads as text, JSON or JSON lines once the
  * job is finished.
  */
-export function LogViewer({ source, live, terminal, queryKey, onEnded }: { source: LogSource; live: boolean; terminal: boolean; queryKey: readonly unknown[]; onEnded: () => void }) {
+export function LogViewer({
+  source,
+  live,
+  terminal,
+  queryKey,
+  onEnded,
+  onFirstLine,
+}: {
+  source: LogSource;
+  live: boolean;
+  terminal: boolean;
+  queryKey: readonly unknown[];
+  onEnded: () => void;
+  /** The job wrote its first line: it is running, whatever the last poll said. */
+  onFirstLine?: () => void;
+}) {
   const [q, setQ] = useState('');
   const [stream, setStream] = useState('');
   const [filters, setFilters] = useState<LogFilters>({});
@@ -161,7 +179,7 @@ export function LogViewer({ source, live, terminal, queryKey, onEnded }: { sourc
           ))}
         </div>
       ) : null}
-      {live && !searching ? <LiveLog source={source} onEnded={onEnded} /> : <PagedLog source={source} filters={filters} queryKey={queryKey} />}
+      {live && !searching ? <LiveLog source={source} onEnded={onEnded} onFirstLine={onFirstLine} /> : <PagedLog source={source} filters={filters} queryKey={queryKey} />}
     </section>
   );
 }

@@ -61,6 +61,7 @@ export function JobPage() {
           terminal={terminal}
           queryKey={['logs', jobId]}
           onEnded={() => void client.invalidateQueries({ queryKey: jobKey })}
+          onFirstLine={() => void client.invalidateQueries({ queryKey: jobKey })}
         />
       ) : (
         <p className="note">{w.kind === 'HEARTBEAT' ? 'HTTP checks keep no logs.' : 'This workflow does not keep logs (log retention is off).'}</p>

@@ -23,9 +23,16 @@ function fakeSource(pages: (filters: LogFilters, cursor: string) => LogPage) {
   return { source, stop, tail: () => handlers! };
 }
 
-const view = (source: LogSource, props: { live?: boolean; terminal?: boolean; onEnded?: () => void } = {}) =>
+const view = (source: LogSource, props: { live?: boolean; terminal?: boolean; onEnded?: () => void; onFirstLine?: () => void } = {}) =>
   renderWithProviders(
-    <LogViewer source={source} live={props.live ?? false} terminal={props.terminal ?? true} queryKey={['logs', Math.random()]} onEnded={props.onEnded ?? (() => {})} />,
+    <LogViewer
+      source={source}
+      live={props.live ?? false}
+      terminal={props.terminal ?? true}
+      queryKey={['logs', Math.random()]}
+      onEnded={props.onEnded ?? (() => {})}
+      onFirstLine={props.onFirstLine}
+    />,
   );
 
 describe('LogViewer', () => {
@@ -79,7 +86,8 @@ describe('LogViewer', () => {
   it('follows a running job live: appends lines once each, then hands over when it ends', async () => {
     const { source, stop, tail } = fakeSource(() => logPage([]));
     const onEnded = vi.fn();
-    const { unmount } = view(source, { live: true, terminal: false, onEnded });
+    const onFirstLine = vi.fn();
+    const { unmount } = view(source, { live: true, terminal: false, onEnded, onFirstLine });
     expect(source.tail).toHaveBeenCalledWith(undefined, expect.anything());
     expect(screen.getByText('No output yet.')).toBeTruthy();
     act(() => {
@@ -89,6 +97,7 @@ describe('LogViewer', () => {
     });
     const live = screen.getByLabelText('Live log');
     expect(within(live).getAllByText(/^(first|second)$/).map((e) => e.textContent)).toEqual(['first', 'second']);
+    expect(onFirstLine).toHaveBeenCalledOnce();
     expect(screen.getByRole('status').textContent).toContain('Live: new lines appear');
     act(() => tail().onEnd());
     expect(onEnded).toHaveBeenCalledOnce();
