@@ -158,6 +158,8 @@ describe('dashboard in a real browser', function () {
   });
 
   afterEach(function () {
+    // A failed step shows what the server said meanwhile (warnings and errors only).
+    if (this.currentTest?.state === 'failed' && orloj) console.log(`orloj output (last 4 KiB):\n${orloj.output().slice(-4096)}`);
     // Reported at the step that caused it.
     if (expectedRefusals.length) problems.push(`refusals that never came: ${JSON.stringify(expectedRefusals.splice(0))}`);
     if (problems.length) assert.fail(problems.splice(0).join('\n'));
