@@ -3,7 +3,8 @@
 // @orloj/* package at its src/ instead of its build output.
 module.exports = {
   'node-option': ['import=tsx', 'conditions=orloj-src'],
-  ignore: ['dashboard/**', 'node_modules/**'],
+  // dashboard/src holds the Vitest component tests; dashboard/test the browser suite.
+  ignore: ['dashboard/src/**', '**/node_modules/**'],
   reporter: './scripts/mocha-reporter.cjs',
   timeout: 20000,
   exit: true,

@@ -1,10 +1,11 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import reactHooks from 'eslint-plugin-react-hooks';
 
 // Role packages talk through the store and the bus, never by importing each other.
 const roles = ['api', 'scheduler', 'runners', 'log-ingest', 'notifier', 'server', 'dashboard'];
 const forbidRoles = (self, allowed = []) => ({
-  files: [`${self}/src/**/*.ts`],
+  files: [`${self}/src/**/*.{ts,tsx}`],
   rules: {
     'no-restricted-imports': [
       'error',
@@ -18,7 +19,7 @@ const forbidRoles = (self, allowed = []) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'dashboard/**', 'data/**', 'artifacts/**', '**/*.cjs'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', 'dashboard/src/api/*.gen.ts', 'data/**', 'artifacts/**', '**/*.cjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -39,7 +40,10 @@ export default tseslint.config(
   forbidRoles('runners'),
   forbidRoles('log-ingest'),
   forbidRoles('notifier'),
+  // The dashboard talks to the api over HTTP only: no role package in the browser bundle.
+  forbidRoles('dashboard'),
+  { files: ['dashboard/**/*.{ts,tsx}'], ...reactHooks.configs.flat.recommended },
   // the composition root starts every role
   forbidRoles('server', ['api', 'scheduler', 'runners', 'log-ingest', 'notifier']),
-  { files: ['**/test/**/*.ts', 'bench/**/*.ts', 'scripts/**', 'server/src/bin.ts'], rules: { 'no-console': 'off' } },
+  { files: ['**/test/**/*.ts', 'bench/**/*.ts', 'scripts/**', 'dashboard/scripts/**', 'server/src/bin.ts'], rules: { 'no-console': 'off' } },
 );

@@ -71,3 +71,16 @@ ensure_rabbitmq() {
   export TEST_AMQP_URL="${TEST_AMQP_URL:-amqp://guest:guest@127.0.0.1:5672}"
   log "rabbitmq ready"
 }
+
+# The dashboard's browser tests drive Debian's Chromium through playwright-core
+# (never a browser downloaded by a test tool). A no-op when it is installed.
+ensure_chromium() {
+  local bin=${CHROMIUM_PATH:-/usr/bin/chromium}
+  if [ ! -x "$bin" ]; then
+    log "installing chromium"
+    apt_install chromium || { log "chromium could not be installed"; return 1; }
+  fi
+  [ -x "$bin" ] || return 1
+  export TEST_CHROMIUM="$bin"
+  log "chromium ready: $bin"
+}

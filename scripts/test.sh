@@ -28,11 +28,45 @@ if [ -x scripts/container-runtime.sh ]; then
   fi
 fi
 
+# The dashboard's browser suite drives Debian's Chromium (dashboard/test/e2e.test.ts).
+if [ "${REQUIRE_SERVICES:-0}" = 1 ] || [ ! -x /usr/bin/chromium ]; then
+  ensure_chromium || [ "${REQUIRE_SERVICES:-0}" != 1 ] || fail_early "Chromium is required but could not be installed"
+fi
+
 echo "[test] type-checking" >&2
 npx tsc -b || fail_early "type check (tsc -b) failed"
 npx tsc -p tsconfig.test.json || fail_early "type check of tests failed"
 echo "[test] linting" >&2
 npx eslint . || fail_early "lint failed"
+# Generates the typed API client from the OpenAPI document, type-checks the
+# app against it and builds the static files the browser suite is served.
+echo "[test] building the dashboard" >&2
+npm run build --silent -w @orloj/dashboard >&2 || fail_early "the dashboard build failed"
 
-if [ $# -eq 0 ]; then set -- "*/test/**/*.test.ts"; fi
+# The dashboard's component tests run in Vitest (jsdom); their counts join
+# mocha's closing line through ORLOJ_EXTRA_COUNTS (scripts/mocha-reporter.cjs).
+extra_failed=0
+if [ $# -eq 0 ]; then
+  set -- "*/test/**/*.test.ts"
+  echo "[test] dashboard component tests (Vitest)" >&2
+  results=$(mktemp) counts=$(mktemp)
+  trap 'rm -f "$results" "$counts"' EXIT
+  (cd dashboard && npx vitest run --reporter=default --reporter=json --outputFile.json="$results")
+  vitest_rc=$?
+  node -e '
+    const fs = require("fs");
+    let r = {};
+    try { r = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); } catch {}
+    const failed = r.numFailedTests || r.numFailedTestSuites || 0;
+    const c = { passed: r.numPassedTests ?? 0, failed, skipped: (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0) };
+    // Vitest failing without a failed test (a crash, a file that did not load) still counts as one failure.
+    if (process.argv[2] !== "0" && c.failed === 0) c.failed = 1;
+    fs.writeFileSync(process.argv[3], JSON.stringify(c));
+    process.exit(c.failed ? 1 : 0);
+  ' "$results" "$vitest_rc" "$counts" || extra_failed=1
+  export ORLOJ_EXTRA_COUNTS="$counts"
+fi
 npx mocha "$@"
+mocha_rc=$?
+[ "$extra_failed" = 0 ] || exit 1
+exit "$mocha_rc"

@@ -19,6 +19,7 @@ import { notificationsRoutes } from './routes/notifications.routes.js';
 import { analyticsRoutes } from './routes/analytics.routes.js';
 import { LiveTailHub, type LiveTailSettings } from './http/live-tail.js';
 import { openApiDocument } from './openapi.js';
+import { dashboardMiddleware } from './http/dashboard.js';
 
 export interface AppOptions {
   store: Store;
@@ -34,6 +35,8 @@ export interface AppOptions {
   liveTail?: Partial<LiveTailSettings> | undefined;
   /** The tails registry; ApiServer passes its own so stop() can end open streams. */
   tails?: LiveTailHub | undefined;
+  /** A built dashboard (index.html and assets/) to serve at `/`; none when undefined. */
+  dashboardDir?: string | undefined;
 }
 
 /** The live tails of an app built from these options. */
@@ -79,6 +82,8 @@ export function createApp(options: AppOptions): Koa {
     await next();
   });
   app.use(errorMiddleware(logger));
+  // Before the rate limits: build assets are exempt from them (the contract's Limits).
+  if (options.dashboardDir) app.use(dashboardMiddleware(options.dashboardDir, API_PREFIX));
   app.use(async (ctx, next) => {
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Cache-Control', 'no-store');

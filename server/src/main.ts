@@ -19,7 +19,9 @@ import {
   type ResolvedConfig,
   type RoleKeys,
 } from '@orloj/common';
-import { ApiServer } from '@orloj/api';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { ApiServer, isDashboardDir } from '@orloj/api';
 import { Scheduler } from '@orloj/scheduler';
 import { BusLogSink, ContainerExecutor, HttpCheckExecutor, Runner } from '@orloj/runners';
 import { LogIngester } from '@orloj/log-ingest';
@@ -54,6 +56,25 @@ async function loadKeys(config: ResolvedConfig, env: Env): Promise<RoleKeys> {
     (['private', 'public'] as const).some((kind) => env[keyEnvName(role, kind)] || env[`${keyEnvName(role, kind)}_FILE`]),
   );
   return configured ? loadKeysFromEnv(env) : ensureKeyDir(config.dataDir);
+}
+
+/**
+ * The dashboard the api serves: DASHBOARD_DIR, else the build output of the
+ * dashboard package (`npm run build` makes it). Without one the api serves the
+ * API alone, and says so.
+ */
+export function dashboardDir(config: ResolvedConfig, logger: Logger): string | undefined {
+  let dir = config.dashboardDir;
+  if (dir === undefined) {
+    try {
+      dir = path.join(path.dirname(createRequire(import.meta.url).resolve('@orloj/dashboard/package.json')), 'dist');
+    } catch {
+      dir = undefined;
+    }
+  }
+  if (dir !== undefined && isDashboardDir(dir)) return dir;
+  logger.warn({ dashboardDir: dir }, 'no built dashboard (run npm run build, or set DASHBOARD_DIR): serving the API only');
+  return undefined;
 }
 
 /**
@@ -153,7 +174,15 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       started.push(runner);
     }
     if (roles.has('api') && store) {
-      const api = new ApiServer({ store, config, clock, logger: logger.child({ role: 'api' }), bus: roleBus({ bus, role: 'api', keys, clock, logger }) });
+      const log = logger.child({ role: 'api' });
+      const api = new ApiServer({
+        store,
+        config,
+        clock,
+        logger: log,
+        bus: roleBus({ bus, role: 'api', keys, clock, logger }),
+        dashboardDir: dashboardDir(config, log),
+      });
       port = (await api.start()).port;
       started.push(api);
     }

@@ -13,6 +13,8 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly dataDir: string;
+  /** The built dashboard to serve at `/`; undefined: the one built in the dashboard package, if any. */
+  readonly dashboardDir: string | undefined;
   readonly databaseUrl: string;
   readonly dbPoolSize: number;
   readonly serverHostUrl: string;
@@ -182,6 +184,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host: r.string('HOST', '127.0.0.1'),
     dataDir,
+    dashboardDir: r.raw('DASHBOARD_DIR') === undefined ? undefined : path.resolve(r.raw('DASHBOARD_DIR')!),
     databaseUrl: r.string('DATABASE_URL', `sqlite:${path.join(dataDir, 'orloj.db')}`),
     dbPoolSize: r.int('DB_POOL_SIZE', 10, 1, 1000),
     serverHostUrl,

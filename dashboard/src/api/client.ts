@@ -1,0 +1,79 @@
+import createClient from 'openapi-fetch';
+import type { components, paths } from './schema.gen';
+import { networkError, toApiError } from './problem';
+
+/** The api below /api on this origin: the same cookies, no CORS. */
+export const API_BASE = '/api';
+
+/** The typed client, generated from the api's OpenAPI document at build time. */
+export const api = createClient<paths>({ baseUrl: API_BASE, credentials: 'same-origin' });
+
+type Schemas = components['schemas'];
+export type User = Schemas['User'];
+export type Workflow = Schemas['Workflow'];
+export type WorkflowKind = Workflow['kind'];
+export type BuildStatus = Workflow['build_status'];
+export type Job = Schemas['Job'];
+export type JobStatus = Job['status'];
+export type JobTrigger = Job['trigger'];
+export type LogEntry = Schemas['LogEntry'];
+export type LogPage = Schemas['LogPage'];
+export type CreateWorkflow = Schemas['CreateWorkflow'];
+export type UpdateWorkflow = Schemas['UpdateWorkflow'];
+
+export const WORKFLOW_KINDS: readonly WorkflowKind[] = ['HEARTBEAT', 'CONTAINER'];
+export const BUILD_STATUSES: readonly BuildStatus[] = ['QUEUED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELED'];
+export const JOB_STATUSES: readonly JobStatus[] = ['PENDING', 'QUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED'];
+export const JOB_TRIGGERS: readonly JobTrigger[] = ['AUTOMATIC', 'MANUAL'];
+export const isTerminal = (status: JobStatus): boolean => status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELED';
+export const isBuilding = (status: BuildStatus): boolean => status === 'QUEUED' || status === 'STARTED';
+
+/**
+ * Awaits an openapi-fetch call: its data, or an ApiError carrying the
+ * problem document (status 0 when the request never got an answer).
+ */
+export async function call<T>(request: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  let result: { data?: T; error?: unknown; response: Response };
+  try {
+    result = await request;
+  } catch {
+    throw networkError();
+  }
+  if (!result.response.ok) throw toApiError(result.response, result.error);
+  return result.data as T;
+}
+
+/**
+ * Routes of the contract this build's OpenAPI document may not describe yet
+ * (see features.gen.ts): plain fetch with hand-written types.
+ */
+export async function contractRequest<T>(method: 'GET' | 'PUT', path: string, body?: unknown): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(`${API_BASE}${path}`, {
+      method,
+      credentials: 'same-origin',
+      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      body: body === undefined ? null : JSON.stringify(body),
+    });
+  } catch {
+    throw networkError();
+  }
+  const text = await response.text();
+  const parsed: unknown = text ? JSON.parse(text) : undefined;
+  if (!response.ok) throw toApiError(response, parsed);
+  return parsed as T;
+}
+
+/** The raw log download of a finished job, as a link the browser saves. */
+export function rawLogUrl(workflowId: string, jobId: string, format: 'txt' | 'json' | 'jsonl', filters: { q?: string; stream?: string }): string {
+  const qs = new URLSearchParams({ format });
+  if (filters.stream) qs.set('stream', filters.stream);
+  if (filters.q) qs.set('q', filters.q);
+  return `${API_BASE}/workflows/${encodeURIComponent(workflowId)}/jobs/${encodeURIComponent(jobId)}/logs/raw?${qs}`;
+}
+
+export function eventsUrl(workflowId: string, jobId: string, since?: number): string {
+  const base = `${API_BASE}/workflows/${encodeURIComponent(workflowId)}/jobs/${encodeURIComponent(jobId)}/events`;
+  return since === undefined ? base : `${base}?since=${since}`;
+}

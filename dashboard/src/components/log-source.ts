@@ -1,0 +1,83 @@
+import { api, call, eventsUrl, rawLogUrl, type LogEntry, type LogPage } from '../api/client';
+
+export type LogStream = 'stdout' | 'stderr';
+export interface LogFilters {
+  q?: string;
+  stream?: LogStream;
+}
+
+export interface TailHandlers {
+  onLog: (entry: LogEntry) => void;
+  /** The job reached a terminal state and every line was sent. */
+  onEnd: () => void;
+  /** The api refused the stream (its message), e.g. logs not kept. */
+  onError: (message: string) => void;
+}
+
+/** Where the log viewer gets lines from; the api in the app, a fake in tests. */
+export interface LogSource {
+  page(filters: LogFilters, cursor: string): Promise<LogPage>;
+  /** Follows the job's log from after `since` (every stored line when undefined); returns the way to stop. */
+  tail(since: number | undefined, handlers: TailHandlers): () => void;
+  rawUrl(format: 'txt' | 'json' | 'jsonl', filters: LogFilters): string;
+}
+
+const REOPEN_MS = 3_000;
+
+export function apiLogSource(workflowId: string, jobId: string): LogSource {
+  const path = { workflow_id: workflowId, job_id: jobId };
+  return {
+    page(filters, cursor) {
+      const c = cursor ? { cursor } : {};
+      if (filters.q || filters.stream) {
+        return call(api.GET('/workflows/{workflow_id}/jobs/{job_id}/logs/search', { params: { path, query: { ...c, q: filters.q || undefined, stream: filters.stream } } }));
+      }
+      return call(api.GET('/workflows/{workflow_id}/jobs/{job_id}/logs', { params: { path, query: c } }));
+    },
+    rawUrl: (format, filters) => rawLogUrl(workflowId, jobId, format, filters),
+    tail(since, handlers) {
+      let last = since;
+      let source: EventSource | undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      let stopped = false;
+      const stop = () => {
+        stopped = true;
+        clearTimeout(timer);
+        source?.close();
+      };
+      const open = () => {
+        // A dropped connection is resumed by the browser with Last-Event-ID;
+        // one it gave up on (the server refused it, e.g. 429) is reopened here
+        // from the last line seen, so nothing is missed or shown twice.
+        const es = new EventSource(eventsUrl(workflowId, jobId, last));
+        source = es;
+        es.addEventListener('log', (e) => {
+          const entry = JSON.parse((e as MessageEvent<string>).data) as LogEntry;
+          last = entry.sequence_num;
+          handlers.onLog(entry);
+        });
+        es.addEventListener('end', () => {
+          stop();
+          handlers.onEnd();
+        });
+        es.addEventListener('error', (e) => {
+          if (e instanceof MessageEvent && typeof e.data === 'string') {
+            // The api's own `error` event: a problem document, then it closes.
+            let message = 'The live log could not be opened.';
+            try {
+              message = (JSON.parse(e.data) as { detail?: string }).detail ?? message;
+            } catch {
+              // keep the generic message
+            }
+            stop();
+            handlers.onError(message);
+          } else if (es.readyState === EventSource.CLOSED && !stopped) {
+            timer = setTimeout(open, REOPEN_MS);
+          }
+        });
+      };
+      open();
+      return stop;
+    },
+  };
+}

@@ -1,0 +1,185 @@
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { useEffect, useLayoutEffect, useRef, useState, type FormEvent } from 'react';
+import type { LogEntry } from '../api/client';
+import { EmptyState, Spinner } from './badges';
+import { SelectField, TextField } from './fields';
+import { Highlighted } from './highlighted';
+import type { LogFilters, LogSource, LogStream } from './log-source';
+
+/** Lines kept in memory while tailing; older ones stay readable through the pages once the job ends. */
+const LIVE_LIMIT = 5_000;
+
+type Line = LogEntry & { token?: string };
+
+function LogLines({ lines }: { lines: Line[] }) {
+  return (
+    <ol className="log-lines">
+      {lines.map((l) => (
+        <li key={l.sequence_num} className={`log-line log-${l.stream}`}>
+          <span className="log-seq">{l.sequence_num}</span>
+          <time className="log-time" dateTime={l.timestamp}>
+            {new Date(l.timestamp).toLocaleTimeString()}
+          </time>
+          <span className="log-stream">{l.stream}</span>
+          <span className="log-message">
+            <Highlighted text={l.message} token={l.token} />
+          </span>
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+/** Follows a running job's log, keeping to the bottom while the reader is there. */
+function LiveLog({ source, onEnded, onFirstLine }: { source: LogSource; onEnded: () => void; onFirstLine?: (() => void) | undefined }) {
+  const [lines, setLines] = useState<Line[]>([]);
+  const [error, setError] = useState<string>();
+  const [connected, setConnected] = useState(false);
+  const box = useRef<HTMLDivElement>(null);
+  const stick = useRef(true);
+  const ended = useRef(onEnded);
+  const first = useRef(onFirstLine);
+  useEffect(() => {
+    ended.current = onEnded;
+    first.current = onFirstLine;
+  });
+
+  useEffect(() => {
+    let last = -1;
+    return source.tail(undefined, {
+      onLog(entry) {
+        setConnected(true);
+        if (entry.sequence_num <= last) return;
+        if (last === -1) first.current?.();
+        last = entry.sequence_num;
+        setLines((old) => (old.length >= LIVE_LIMIT ? [...old.slice(old.length - LIVE_LIMIT + 1), entry] : [...old, entry]));
+      },
+      onEnd: () => ended.current(),
+      onError: setError,
+    });
+  }, [source]);
+
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (el && stick.current) el.scrollTop = el.scrollHeight;
+  }, [lines]);
+
+  return (
+    <>
+      <p className="live" role="status">
+        <span className="live-dot" aria-hidden="true" /> {error ? error : connected ? 'Live: new lines appear as the job writes them.' : 'Live: waiting for output…'}
+      </p>
+      <div
+        className="log-box"
+        ref={box}
+        tabIndex={0}
+        aria-label="Live log"
+        onScroll={(e) => {
+          const el = e.currentTarget;
+          stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+        }}
+      >
+        {lines.length === 0 ? <p className="muted">No output yet.</p> : <LogLines lines={lines} />}
+      </div>
+    </>
+  );
+}
+
+function PagedLog({ source, filters, queryKey }: { source: LogSource; filters: LogFilters; queryKey: readonly unknown[] }) {
+  const pages = useInfiniteQuery({
+    queryKey: [...queryKey, filters],
+    queryFn: ({ pageParam }) => source.page(filters, pageParam),
+    initialPageParam: '',
+    getNextPageParam: (last) => last.cursor || undefined,
+  });
+  if (pages.isPending) return <Spinner label="Loading log…" />;
+  if (pages.isError) return <p className="error-text">{pages.error.message}</p>;
+  // Pages come newest first; the reader sees them oldest first, older pages above.
+  const lines: Line[] = pages.data.pages.flatMap((p) => p.logs.map((l) => ({ ...l, token: p.highlight_token }))).reverse();
+  const searching = Boolean(filters.q || filters.stream);
+  return (
+    <>
+      {pages.hasNextPage ? (
+        <button type="button" className="secondary" disabled={pages.isFetchingNextPage} onClick={() => void pages.fetchNextPage()}>
+          {pages.isFetchingNextPage ? 'Loading…' : 'Load older lines'}
+        </button>
+      ) : null}
+      <div className="log-box" tabIndex={0} aria-label={searching ? 'Matching log lines' : 'Log'}>
+        {lines.length === 0 ? <EmptyState title={searching ? 'No line matches' : 'No output'} /> : <LogLines lines={lines} />}
+      </div>
+      <p className="muted">
+        {lines.length} line{lines.length === 1 ? '' : 's'}
+        {pages.hasNextPage ? ' shown; older ones above' : ''}
+      </p>
+    </>
+  );
+}
+
+/**
+ * A job's log: live while the job runs, in pages once it is done, and
+ * searchable (matches highlighted) with a stream filter at any time. The
+ * whole log (or what matches) downloads as text, JSON or JSON lines once the
+ * job is finished.
+ */
+export function LogViewer({
+  source,
+  live,
+  terminal,
+  queryKey,
+  onEnded,
+  onFirstLine,
+}: {
+  source: LogSource;
+  live: boolean;
+  terminal: boolean;
+  queryKey: readonly unknown[];
+  onEnded: () => void;
+  /** The job wrote its first line: it is running, whatever the last poll said. */
+  onFirstLine?: () => void;
+}) {
+  const [q, setQ] = useState('');
+  const [stream, setStream] = useState('');
+  const [filters, setFilters] = useState<LogFilters>({});
+  const searching = Boolean(filters.q || filters.stream);
+
+  const apply = (e: FormEvent) => {
+    e.preventDefault();
+    setFilters({ ...(q ? { q } : {}), ...(stream ? { stream: stream as LogStream } : {}) });
+  };
+
+  return (
+    <section className="logs" aria-labelledby="logs-title">
+      <h2 id="logs-title">Logs</h2>
+      <form className="filters" role="search" aria-label="Search the log" onSubmit={apply}>
+        <TextField id="log-q" label="Search" type="search" value={q} onChange={setQ} placeholder="Text in a line…" />
+        <SelectField id="log-stream" label="Stream" value={stream} onChange={setStream} options={[['', 'Both streams'], 'stdout', 'stderr']} />
+        <div className="row filters-buttons">
+          <button type="submit">Search</button>
+          {searching ? (
+            <button
+              type="button"
+              className="secondary"
+              onClick={() => {
+                setQ('');
+                setStream('');
+                setFilters({});
+              }}
+            >
+              Clear
+            </button>
+          ) : null}
+        </div>
+      </form>
+      {terminal ? (
+        <div className="row downloads" aria-label="Download the log">
+          {(['txt', 'json', 'jsonl'] as const).map((format) => (
+            <a key={format} className="button secondary" href={source.rawUrl(format, filters)} download>
+              Download .{format}
+            </a>
+          ))}
+        </div>
+      ) : null}
+      {live && !searching ? <LiveLog source={source} onEnded={onEnded} onFirstLine={onFirstLine} /> : <PagedLog source={source} filters={filters} queryKey={queryKey} />}
+    </section>
+  );
+}

@@ -1,0 +1,142 @@
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useRef } from 'react';
+import { Link } from 'react-router';
+import { contractRequest } from '../api/client';
+import { notificationPayload, safeActionPath, type Notification, type NotificationPage } from '../api/contract';
+import { formatTime } from '../format';
+import { EmptyState, Spinner } from './badges';
+
+const POLL_MS = 10_000;
+
+/**
+ * Unread notifications among the newest page (the list is newest first, read
+ * and unread together; only the contract's plain GET is relied on). "+" when
+ * older pages may hold more.
+ */
+function useUnreadCount() {
+  return useQuery({
+    queryKey: ['notifications', 'newest'],
+    queryFn: () => contractRequest<NotificationPage>('GET', '/notifications'),
+    refetchInterval: POLL_MS,
+    select: (page) => {
+      const unread = page.notifications.filter((n) => !n.read_at);
+      return { count: unread.length, more: page.cursor !== '' && unread.length === page.notifications.length };
+    },
+  });
+}
+
+/** The bell: how many notifications are unread, and the way into the drawer. */
+export function NotificationsButton({ onOpen }: { onOpen: () => void }) {
+  const unread = useUnreadCount();
+  const count = unread.data?.count ?? 0;
+  const label = count === 0 ? 'Notifications, none unread' : `Notifications, ${count}${unread.data?.more ? '+' : ''} unread`;
+  return (
+    <button type="button" className="secondary bell" aria-label={label} onClick={onOpen}>
+      <span aria-hidden="true">🔔</span>
+      {count > 0 ? (
+        <span className="bell-count" aria-hidden="true" data-testid="unread-count">
+          {count}
+          {unread.data?.more ? '+' : ''}
+        </span>
+      ) : null}
+    </button>
+  );
+}
+
+function NotificationItem({ n, onRead, busy, onNavigate }: { n: Notification; onRead: () => void; busy: boolean; onNavigate: () => void }) {
+  const p = notificationPayload(n);
+  const target = safeActionPath(p.action_url);
+  const kind = n.kind.replace(/^WEB_/, '').toLowerCase();
+  return (
+    <li className={`notification notification-${kind}${n.read_at ? ' read' : ''}`}>
+      <div className="notification-head">
+        <strong>{p.title ?? 'Notification'}</strong>
+        <time dateTime={n.created_at}>{formatTime(n.created_at)}</time>
+      </div>
+      {p.message ? <p>{p.message}</p> : null}
+      <div className="row">
+        {target ? (
+          <Link to={target} onClick={onNavigate}>
+            Open
+          </Link>
+        ) : null}
+        {n.read_at ? (
+          <span className="muted">Read</span>
+        ) : (
+          <button type="button" className="link" disabled={busy} onClick={onRead}>
+            Mark read
+          </button>
+        )}
+      </div>
+    </li>
+  );
+}
+
+/** A side panel (modal dialog): newest notifications first, mark one or all read. */
+export function NotificationsDrawer({ onClose }: { onClose: () => void }) {
+  const client = useQueryClient();
+  const panel = useRef<HTMLDivElement>(null);
+  const list = useInfiniteQuery({
+    queryKey: ['notifications', 'all'],
+    queryFn: ({ pageParam }) => contractRequest<NotificationPage>('GET', `/notifications${pageParam ? `?cursor=${encodeURIComponent(pageParam)}` : ''}`),
+    initialPageParam: '',
+    getNextPageParam: (last) => last.cursor || undefined,
+    refetchInterval: POLL_MS,
+  });
+  const markRead = useMutation({
+    mutationFn: (ids: string[]) => contractRequest<void>('PUT', '/notifications', { ids }),
+    onSettled: () => client.invalidateQueries({ queryKey: ['notifications'] }),
+  });
+
+  useEffect(() => {
+    panel.current?.focus();
+    const onKey = (e: KeyboardEvent) => e.key === 'Escape' && onClose();
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [onClose]);
+
+  const all = list.data?.pages.flatMap((p) => p.notifications) ?? [];
+  const unread = all.filter((n) => !n.read_at).map((n) => n.id);
+
+  return (
+    <div className="drawer-backdrop" onClick={onClose}>
+      <div
+        className="drawer"
+        role="dialog"
+        aria-modal="true"
+        aria-labelledby="notifications-title"
+        tabIndex={-1}
+        ref={panel}
+        onClick={(e) => e.stopPropagation()}
+      >
+        <div className="drawer-head">
+          <h2 id="notifications-title">Notifications</h2>
+          <button type="button" className="secondary" disabled={unread.length === 0 || markRead.isPending} onClick={() => markRead.mutate(unread.slice(0, 1000))}>
+            Mark all read
+          </button>
+          <button type="button" className="link" aria-label="Close notifications" onClick={onClose}>
+            ×
+          </button>
+        </div>
+        {list.isPending ? (
+          <Spinner />
+        ) : all.length === 0 ? (
+          <EmptyState title="No notifications yet">
+            <p>Builds, finished jobs and terminated workflows show up here.</p>
+          </EmptyState>
+        ) : (
+          <ul className="notifications">
+            {all.map((n) => (
+              <NotificationItem key={n.id} n={n} busy={markRead.isPending} onRead={() => markRead.mutate([n.id])} onNavigate={onClose} />
+            ))}
+          </ul>
+        )}
+        {list.hasNextPage ? (
+          <button type="button" className="secondary" disabled={list.isFetchingNextPage} onClick={() => void list.fetchNextPage()}>
+            Load older
+          </button>
+        ) : null}
+      </div>
+    </div>
+  );
+}

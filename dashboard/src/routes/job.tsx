@@ -1,0 +1,71 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMemo } from 'react';
+import { Link, useParams } from 'react-router';
+import { api, call, isTerminal } from '../api/client';
+import { LoadFailed, Spinner, StatusBadge } from '../components/badges';
+import { Facts } from '../components/facts';
+import { apiLogSource } from '../components/log-source';
+import { LogViewer } from '../components/log-viewer';
+import { formatSpan, formatTime } from '../format';
+import { useWorkflow } from './workflow-queries';
+import { useTitle } from '../components/use-title';
+
+export function JobPage() {
+  const { workflowId = '', jobId = '' } = useParams();
+  const client = useQueryClient();
+  const workflow = useWorkflow(workflowId);
+  const jobKey = ['jobs', workflowId, 'one', jobId];
+  const job = useQuery({
+    queryKey: jobKey,
+    queryFn: () => call(api.GET('/workflows/{workflow_id}/jobs/{job_id}', { params: { path: { workflow_id: workflowId, job_id: jobId } } })),
+    refetchInterval: (q) => (q.state.data && !isTerminal(q.state.data.status) ? 2_000 : false),
+  });
+  const source = useMemo(() => apiLogSource(workflowId, jobId), [workflowId, jobId]);
+  useTitle(job.data ? `Job ${job.data.status.toLowerCase()}` : 'Job');
+
+  if (job.isPending) return <Spinner />;
+  if (job.isError) return <LoadFailed title="Job" error={job.error} back={{ to: `/workflows/${workflowId}`, label: 'Back to the workflow' }} />;
+  const j = job.data;
+  const terminal = isTerminal(j.status);
+  const w = workflow.data;
+  return (
+    <div>
+      <p className="crumbs">
+        <Link to="/workflows">Workflows</Link> / <Link to={`/workflows/${workflowId}`}>{w?.name ?? 'Workflow'}</Link> /
+      </p>
+      <div className="page-head">
+        <h1>Job</h1>
+        <StatusBadge status={j.status} />
+      </div>
+      <Facts
+        items={[
+          ['Trigger', j.trigger.toLowerCase()],
+          ['Scheduled', formatTime(j.scheduled_at)],
+          ['Started', formatTime(j.started_at)],
+          ['Completed', formatTime(j.completed_at)],
+          ['Duration', formatSpan(j.started_at, j.completed_at)],
+          j.status_reason_code !== undefined && [
+            'Reason',
+            <>
+              <code>{j.status_reason_code}</code> {j.status_reason_message}
+            </>,
+            true,
+          ],
+        ]}
+      />
+      {!w ? null : w.log_retention ? (
+        <LogViewer
+          key={jobId}
+          source={source}
+          live={!terminal}
+          terminal={terminal}
+          queryKey={['logs', jobId]}
+          onEnded={() => void client.invalidateQueries({ queryKey: jobKey })}
+          onFirstLine={() => void client.invalidateQueries({ queryKey: jobKey })}
+        />
+      ) : (
+        <p className="note">{w.kind === 'HEARTBEAT' ? 'HTTP checks keep no logs.' : 'This workflow does not keep logs (log retention is off).'}</p>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,218 @@
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Link, useNavigate, useParams } from 'react-router';
+import { api, call, contractRequest, isTerminal, JOB_STATUSES, JOB_TRIGGERS, type JobStatus, type JobTrigger, type Workflow } from '../api/client';
+import type { WorkflowAnalytics } from '../api/contract';
+import { features } from '../api/features.gen';
+import { useIdempotencyKey } from '../api/idempotency';
+import { ApiError } from '../api/problem';
+import { EmptyState, LoadFailed, Spinner, StatusBadge } from '../components/badges';
+import { ConfirmButton } from '../components/confirm';
+import { DataTable } from '../components/data-table';
+import { Facts } from '../components/facts';
+import { SelectField } from '../components/fields';
+import { LoadMore } from '../components/load-more';
+import { toasts } from '../components/toasts';
+import { formatCount, formatInterval, formatSeconds, formatSpan, formatTime } from '../format';
+import { useWorkflow } from './workflow-queries';
+import { useTitle } from '../components/use-title';
+
+function prettyPayload(payload: string): string {
+  try {
+    return JSON.stringify(JSON.parse(payload), null, 2);
+  } catch {
+    return payload;
+  }
+}
+
+/**
+ * "Run now": one manual job per click. The Idempotency-Key of a click is kept
+ * until the api answers definitely, so retrying after a lost answer cannot
+ * start a second run.
+ */
+function useRunNow(workflowId: string) {
+  const { keyFor, settled } = useIdempotencyKey();
+  const navigate = useNavigate();
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: () =>
+      call(
+        api.POST('/workflows/{workflow_id}/jobs/schedule', {
+          params: { path: { workflow_id: workflowId }, header: { 'Idempotency-Key': keyFor('run now') } },
+        }),
+      ),
+    onSuccess: async ({ id }) => {
+      settled();
+      await client.invalidateQueries({ queryKey: ['jobs', workflowId] });
+      navigate(`/workflows/${workflowId}/jobs/${id}`);
+    },
+    onError: (err) => {
+      if (!(err instanceof ApiError && err.retryable)) settled();
+    },
+  });
+}
+
+function Actions({ w }: { w: Workflow }) {
+  const client = useQueryClient();
+  const navigate = useNavigate();
+  const runNow = useRunNow(w.id);
+  const path = { params: { path: { workflow_id: w.id } } };
+  const refresh = () => client.invalidateQueries({ queryKey: ['workflows'] });
+  const terminate = useMutation({
+    mutationFn: () => call(api.PATCH('/workflows/{workflow_id}', path)),
+    onSuccess: async () => {
+      toasts.push('success', 'Workflow terminated.');
+      await refresh();
+      await client.invalidateQueries({ queryKey: ['jobs', w.id] });
+    },
+  });
+  const remove = useMutation({
+    mutationFn: () => call(api.DELETE('/workflows/{workflow_id}', path)),
+    onSuccess: () => {
+      toasts.push('success', `Workflow "${w.name}" deleted.`);
+      client.removeQueries({ queryKey: ['workflows', 'one', w.id] });
+      void refresh();
+      navigate('/workflows');
+    },
+  });
+  const active = !w.terminated_at;
+  return (
+    <div className="row actions">
+      {active ? (
+        <button type="button" disabled={runNow.isPending || w.build_status === 'FAILED'} onClick={() => runNow.mutate()}>
+          {runNow.isPending ? 'Scheduling…' : runNow.isError ? 'Retry run now' : 'Run now'}
+        </button>
+      ) : null}
+      <Link to={`/workflows/${w.id}/edit`} className="button secondary">
+        {active ? 'Edit' : 'Edit and reactivate'}
+      </Link>
+      {active ? (
+        <ConfirmButton
+          label="Terminate"
+          question="Terminate this workflow? Pending jobs are canceled and a running one is stopped."
+          confirmLabel="Yes, terminate"
+          disabled={terminate.isPending}
+          onConfirm={() => terminate.mutate()}
+        />
+      ) : (
+        <ConfirmButton
+          label="Delete"
+          danger
+          question="Delete this workflow with its jobs and logs? This cannot be undone."
+          confirmLabel="Yes, delete"
+          disabled={remove.isPending}
+          onConfirm={() => remove.mutate()}
+        />
+      )}
+    </div>
+  );
+}
+
+function WorkflowStats({ workflowId }: { workflowId: string }) {
+  const stats = useQuery({
+    queryKey: ['analytics', workflowId],
+    queryFn: () => contractRequest<WorkflowAnalytics>('GET', `/analytics/${encodeURIComponent(workflowId)}`),
+    refetchInterval: 10_000,
+  });
+  if (!stats.data) return null;
+  return (
+    <Facts
+      className="stats"
+      label="Workflow analytics"
+      items={[
+        ['Jobs run', formatCount(stats.data.total_jobs)],
+        ['Log lines', formatCount(stats.data.total_joblogs)],
+        ['Total run time', formatSeconds(stats.data.total_job_execution_duration)],
+      ]}
+    />
+  );
+}
+
+function Jobs({ w }: { w: Workflow }) {
+  const [status, setStatus] = useState('');
+  const [trigger, setTrigger] = useState('');
+  const query = { status: (status || undefined) as JobStatus | undefined, trigger: (trigger || undefined) as JobTrigger | undefined };
+  const jobs = useInfiniteQuery({
+    queryKey: ['jobs', w.id, query],
+    queryFn: ({ pageParam }) =>
+      call(api.GET('/workflows/{workflow_id}/jobs', { params: { path: { workflow_id: w.id }, query: { ...query, ...(pageParam ? { cursor: pageParam } : {}) } } })),
+    initialPageParam: '',
+    getNextPageParam: (last) => last.cursor || undefined,
+    // New runs appear while the workflow is active; running ones change state.
+    refetchInterval: (q) => (!w.terminated_at || q.state.data?.pages.some((p) => p.jobs.some((j) => !isTerminal(j.status))) ? 3_000 : false),
+  });
+  const all = jobs.data?.pages.flatMap((p) => p.jobs) ?? [];
+  return (
+    <section aria-labelledby="jobs-title">
+      <h2 id="jobs-title">Jobs</h2>
+      <form className="filters" aria-label="Filter jobs" onSubmit={(e) => e.preventDefault()}>
+        <SelectField id="j-status" label="Status" value={status} onChange={setStatus} options={[['', 'Any status'], ...JOB_STATUSES]} />
+        <SelectField id="j-trigger" label="Trigger" value={trigger} onChange={setTrigger} options={[['', 'Any trigger'], ...JOB_TRIGGERS]} />
+      </form>
+      {jobs.isPending ? (
+        <Spinner />
+      ) : all.length === 0 ? (
+        <EmptyState title={status || trigger ? 'No job matches these filters' : 'No jobs yet'}>
+          {status || trigger ? null : <p>The first run is due one interval after the build completes, or use Run now.</p>}
+        </EmptyState>
+      ) : (
+        <DataTable
+          label="Jobs"
+          rows={all}
+          rowKey={(j) => j.id}
+          columns={[
+            { header: 'Scheduled', cell: (j) => <Link to={`/workflows/${w.id}/jobs/${j.id}`}>{formatTime(j.scheduled_at)}</Link> },
+            { header: 'Status', cell: (j) => <StatusBadge status={j.status} /> },
+            { header: 'Trigger', cell: (j) => j.trigger.toLowerCase() },
+            { header: 'Duration', cell: (j) => formatSpan(j.started_at, j.completed_at) },
+            { header: 'Reason', cell: (j) => j.status_reason_message ?? '' },
+          ]}
+        />
+      )}
+      <LoadMore hasMore={jobs.hasNextPage} loading={jobs.isFetchingNextPage} onLoad={() => void jobs.fetchNextPage()} label="Load older jobs" />
+    </section>
+  );
+}
+
+export function WorkflowPage() {
+  const { workflowId = '' } = useParams();
+  const workflow = useWorkflow(workflowId);
+  useTitle(workflow.data?.name ?? 'Workflow');
+  if (workflow.isPending) return <Spinner />;
+  if (workflow.isError) return <LoadFailed title="Workflow" error={workflow.error} back={{ to: '/workflows', label: 'Back to workflows' }} />;
+  const w = workflow.data;
+  return (
+    <div>
+      <p className="crumbs">
+        <Link to="/workflows">Workflows</Link> /
+      </p>
+      <div className="page-head">
+        <h1>{w.name}</h1>
+        <div className="row">
+          <StatusBadge status={w.terminated_at ? 'TERMINATED' : 'ACTIVE'} label={w.terminated_at ? 'terminated' : 'active'} />
+          <span className="build-status">
+            Build: <StatusBadge status={w.build_status} />
+          </span>
+        </div>
+      </div>
+      <Actions w={w} />
+      <Facts
+        items={[
+          ['Kind', w.kind],
+          ['Runs every', formatInterval(w.interval)],
+          ['Consecutive failures', `${w.consecutive_job_failures_count} of ${w.max_consecutive_job_failures_allowed} allowed`],
+          ['Logs', w.log_retention ? 'kept' : 'not kept'],
+          ['Created', formatTime(w.created_at)],
+          ['Updated', formatTime(w.updated_at)],
+          w.terminated_at !== undefined && ['Terminated', formatTime(w.terminated_at)],
+        ]}
+      />
+      <details className="payload">
+        <summary>Definition (payload)</summary>
+        <pre>{prettyPayload(w.payload)}</pre>
+      </details>
+      {features.analytics ? <WorkflowStats workflowId={w.id} /> : null}
+      <Jobs w={w} />
+    </div>
+  );
+}
