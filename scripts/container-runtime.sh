@@ -149,7 +149,9 @@ start_service() {
   if service_pid >/dev/null; then stop_service || true; fi
   rm -f "$SOCK"
   log "starting podman system service on unix://$SOCK"
-  CONTAINERS_CONF="$CONF" setsid nohup podman system service --time=0 "unix://$SOCK" \
+  # From /, not the caller's folder: the service outlives it, and once that folder is
+  # deleted (a checkout removed) every container it starts fails in conmon.
+  CONTAINERS_CONF="$CONF" setsid nohup env -C / podman system service --time=0 "unix://$SOCK" \
     >"$SERVICE_LOG" 2>&1 </dev/null 9>&- &
   pid=$!
   echo "$pid" >"$PID_FILE"
@@ -164,6 +166,14 @@ start_service() {
     sleep 0.1
   done
   log "podman service ready (pid $pid)"
+}
+
+# A running service whose working folder was deleted: it answers pings, but its
+# containers fail ("conmon: Failed to get working directory"). Restart such a one.
+service_stranded() {
+  local pid
+  pid=$(service_pid) || return 1
+  [[ "$(readlink "/proc/$pid/cwd" 2>/dev/null)" == *" (deleted)" ]]
 }
 
 # Runs in a subshell so its EXIT trap removes the scratch folder whatever happens.
@@ -204,7 +214,7 @@ ensure_images() {
 
 ensure() {
   # Fast path: everything is already up.
-  if ping_ok && all_images_present; then
+  if ping_ok && all_images_present && ! service_stranded; then
     echo "unix://$SOCK"
     return 0
   fi
@@ -214,6 +224,10 @@ ensure() {
   flock -w 300 9 || die "could not lock $STATE_DIR/lock"
   ensure_packages || die "podman, runc and busybox-static are required"
   write_conf
+  if service_stranded; then
+    log "the podman service runs in a deleted folder; restarting it"
+    stop_service || true
+  fi
   ping_ok || start_service || die "the podman API service could not be started"
   ensure_images || die "the test images could not be built"
   echo "unix://$SOCK"
