@@ -1,3 +1,4 @@
+import { useState } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, call, type User } from '../api/client';
 import { Spinner } from '../components/badges';
@@ -8,13 +9,20 @@ import { useTitle } from '../components/use-title';
 
 const USER_KEY = ['user'];
 
+type Preference = User['notification_preference'];
+
 export function ProfilePage() {
   useTitle('Profile');
   const client = useQueryClient();
   const user = useQuery({ queryKey: USER_KEY, queryFn: () => call(api.GET('/users')) });
+  // The radio follows the choice at once: the mutation's own state reaches the
+  // page a tick later, and a controlled radio would snap back meanwhile.
+  const [chosen, setChosen] = useState<Preference | undefined>();
   const save = useMutation({
-    mutationFn: (notification_preference: User['notification_preference']) => call(api.PUT('/users', { body: { notification_preference } })),
-    onSuccess: async () => {
+    mutationFn: (notification_preference: Preference) => call(api.PUT('/users', { body: { notification_preference } })),
+    onError: () => setChosen(undefined),
+    onSuccess: async (_saved, notification_preference) => {
+      client.setQueryData<User>(USER_KEY, (old) => old && { ...old, notification_preference });
       toasts.push('success', 'Notification preference saved.');
       await client.invalidateQueries({ queryKey: USER_KEY });
       await client.invalidateQueries({ queryKey: ['notifications'] });
@@ -23,7 +31,7 @@ export function ProfilePage() {
   if (user.isPending) return <Spinner />;
   if (user.isError) return <p className="error-text">{user.error.message}</p>;
   const u = user.data;
-  const current = save.isPending && save.variables ? save.variables : u.notification_preference;
+  const current = chosen ?? u.notification_preference;
   return (
     <div>
       <h1>Profile</h1>
@@ -51,7 +59,10 @@ export function ProfilePage() {
                 checked={current === value}
                 disabled={save.isPending}
                 aria-describedby={`pref-${value}-hint`}
-                onChange={() => save.mutate(value)}
+                onChange={() => {
+                  setChosen(value);
+                  save.mutate(value);
+                }}
               />
               <label htmlFor={`pref-${value}`}>{label}</label>
               <p className="hint" id={`pref-${value}-hint`}>
