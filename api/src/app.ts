@@ -9,6 +9,7 @@ import { ClientAddressResolver } from './http/client-address.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { SessionManager } from './http/session.js';
 import { IdempotencyGuard } from './http/idempotency.js';
+import { ListPageCache } from './http/list-pages.js';
 import { authRoutes } from './routes/auth.routes.js';
 import { usersRoutes } from './routes/users.routes.js';
 import { workflowsRoutes } from './routes/workflows.routes.js';
@@ -67,6 +68,7 @@ export function createApp(options: AppOptions): Koa {
     tails: options.tails ?? createLiveTailHub(options),
     sessions: new SessionManager(options.store, config, clock),
     idempotency: new IdempotencyGuard(options.store, clock),
+    listPages: new ListPageCache(config.listCacheBytes),
   };
   const app = new Koa();
   app.silent = true;

@@ -2,6 +2,7 @@ import { MESSAGE_TYPES, TOPICS, type Clock, type Logger, type ResolvedConfig, ty
 import type { SessionManager } from './http/session.js';
 import type { IdempotencyGuard } from './http/idempotency.js';
 import type { LiveTailHub } from './http/live-tail.js';
+import type { ListPageCache } from './http/list-pages.js';
 
 /** What every route handler may use; built once in createApp. */
 export interface ApiDeps {
@@ -11,6 +12,8 @@ export interface ApiDeps {
   logger: Logger;
   sessions: SessionManager;
   idempotency: IdempotencyGuard;
+  /** Rendered workflow list pages, reused while their user's list version holds. */
+  listPages: ListPageCache;
   /** The bus as the api role sees it (live log broadcasts); absent in tests and tools. */
   bus?: SignedBus | undefined;
   /** Open live log tails: the per-client limit and the broadcast fan-out. */

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { describeApi, key, workflowBody } from './support/harness.js';
-import { rawRequest, type TestClient } from './support/client.js';
-import type { Job, JobStatus } from '@orloj/common';
+import { rawRequest, TestClient } from './support/client.js';
+import { openDatabase, silentLogger, Store, systemClock, type DatabaseHandle, type Job, type JobStatus } from '@orloj/common';
+import { ApiServer } from '@orloj/api';
 
 const containerPayload = (image = 'localhost/orloj-test/busybox:1') => JSON.stringify({ image, cmd: ['echo', 'hi'] });
 
@@ -535,6 +536,55 @@ describeApi('workflows', (h) => {
       await h().db.store.jobs.transition(running, 'CANCELED', Date.now());
       assert.equal((await c.delete(`/workflows/${id}`)).status, 204);
       assert.equal(await h().db.store.jobs.findById(running), undefined);
+    });
+  });
+
+  describe('GET /workflows after changes elsewhere', () => {
+    let replica: ApiServer;
+    let replicaDb: DatabaseHandle;
+
+    before(async () => {
+      // Another api process over the same database: its own connections, its own page cache.
+      replicaDb = openDatabase(h().db.url);
+      replica = new ApiServer({ store: Store.fromHandle(replicaDb), config: h().config, clock: systemClock, logger: silentLogger });
+    });
+    after(async () => {
+      await replica.stop();
+      await replicaDb.close();
+    });
+
+    it('shows every change at once, whichever replica or role made it', async () => {
+      const c = await h().user();
+      const { port } = await replica.start();
+      const elsewhere = new TestClient(`http://127.0.0.1:${port}`);
+      for (const [name, value] of c.cookies) elsewhere.cookies.set(name, value);
+      const listed = async (client: TestClient) => {
+        const res = await client.get('/workflows');
+        assert.equal(res.status, 200, res.text);
+        assert.match(String(res.headers['content-type']), /^application\/json; charset=utf-8$/);
+        return res.json.workflows as Record<string, unknown>[];
+      };
+      const id = await create(c);
+      assert.equal((await listed(c))[0]?.build_status, 'QUEUED');
+      assert.equal((await listed(elsewhere))[0]?.build_status, 'QUEUED');
+      // The scheduler builds it and counts a failed job: writes of another role.
+      const { workflows } = h().db.store;
+      const token = await workflows.startBuild(id, 0, Date.now());
+      await workflows.finishBuild(id, token!, true, Date.now());
+      await workflows.recordFailure(id, Date.now());
+      for (const client of [c, elsewhere]) {
+        const [w] = await listed(client);
+        assert.equal(w?.build_status, 'COMPLETED');
+        assert.equal(w?.consecutive_job_failures_count, 1);
+      }
+      // Renamed through the replica: this api's cached page is stale and must not be sent.
+      const { kind: _kind, ...renamed } = workflowBody({ name: 'Renamed' });
+      const put = await elsewhere.put(`/workflows/${id}`, renamed, { headers: key() });
+      assert.equal(put.status, 204, put.text);
+      assert.equal((await listed(c))[0]?.name, 'Renamed');
+      assert.equal((await c.patch(`/workflows/${id}`)).status, 204);
+      assert.deepEqual(await listed(c), []);
+      assert.equal((await listed(elsewhere)).length, 0);
     });
   });
 });

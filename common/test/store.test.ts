@@ -63,7 +63,9 @@ describeEachEngine('store', (db) => {
     it('finds an active session and stops finding it once revoked or expired', async () => {
       const s = { id: newId(), userId, createdAt: 1000, expiresAt: 5000 };
       await db().store.sessions.insert(s);
-      assert.deepEqual(await db().store.sessions.findActive(s.id, 2000), s);
+      const found = await db().store.sessions.findActive(s.id, 2000);
+      assert.deepEqual(found, { ...s, workflowListVersion: found?.workflowListVersion });
+      assert.equal(typeof found?.workflowListVersion, 'number');
       assert.equal(await db().store.sessions.findActive(s.id, 5000), undefined);
       await db().store.sessions.revoke(s.id, 3000);
       assert.equal(await db().store.sessions.findActive(s.id, 2000), undefined);
@@ -118,6 +120,62 @@ describeEachEngine('store', (db) => {
       assert.equal(u?.terminatedAt, null);
       assert.equal(u?.buildStatus, 'QUEUED');
       assert.equal(u?.name, 'New');
+    });
+  });
+
+  describe('workflow list version', () => {
+    it('moves when a workflow is added, deleted or changes what the list shows, and only then', async () => {
+      const owner = newId();
+      const now = Date.now();
+      await db().store.users.insert({ id: owner, email: `v-${owner}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: now, updatedAt: now });
+      const { workflows, sessions } = db().store;
+      // Signed-in requests read the version with their session.
+      const session = { id: newId(), userId: owner, createdAt: now, expiresAt: now + 60_000 };
+      await sessions.insert(session);
+      const listVersion = async () => (await sessions.findActive(session.id, now))!.workflowListVersion;
+      const w = workflow(owner);
+      let seen = await listVersion();
+      assert.equal(seen, 0);
+      const step = async (label: string, change: () => Promise<unknown>, moves: boolean) => {
+        await change();
+        const version = await listVersion();
+        assert.equal(version !== seen, moves, `${label}: version ${seen} → ${version}`);
+        seen = version;
+      };
+      await step('insert', () => workflows.insert(w), true);
+      await step('next due slot', () => workflows.setNextDue(w.id, 123), false);
+      await step('row lock', () => db().store.transaction((tx) => tx.workflows.lock([w.id])), false);
+      await step('build started', () => workflows.startBuild(w.id, w.buildToken, 1), true);
+      await step('build finished', () => workflows.finishBuild(w.id, w.buildToken + 1, true, 2), true);
+      await step('failure', () => workflows.recordFailure(w.id, 3), true);
+      await step('failures reset', () => workflows.resetFailures(w.id, 4), true);
+      await step('failures reset again (already 0)', () => workflows.resetFailures(w.id, 5), false);
+      await step(
+        'rolled back rename',
+        () =>
+          db()
+            .store.transaction(async (tx) => {
+              await tx.workflows.update(
+                owner,
+                w.id,
+                { name: 'Gone', payload: w.payload, intervalMinutes: 5, maxConsecutiveJobFailuresAllowed: 3, logRetention: false, rebuild: false, nextDueAt: null },
+                6,
+              );
+              throw new Error('roll back');
+            })
+            .catch(() => undefined),
+        false,
+      );
+      await step('terminate', () => workflows.terminate(owner, w.id, 7), true);
+      await step('delete', () => workflows.deleteTerminated(owner, w.id), true);
+    });
+
+    it('lists the same page inside a transaction as outside it', async () => {
+      for (const name of ['Alpha', 'Beta', 'Gamma']) await db().store.workflows.insert(workflow(userId, { name, createdAt: Date.UTC(2026, 1, 1) }));
+      const filter = { userId, terminated: false, query: 'a', limit: 2 };
+      const outside = await db().store.workflows.list(filter);
+      assert.equal(outside.length, 2);
+      assert.deepEqual(await db().store.transaction((tx) => tx.workflows.list(filter)), outside);
     });
   });
 

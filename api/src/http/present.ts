@@ -1,4 +1,4 @@
-import { DELETED_WORKFLOW_NAME, logEventId, reasons, toIso, type Job, type Notification, type Store, type User, type UserTotals, type Workflow, type WorkflowTotals } from '@orloj/common';
+import { DELETED_WORKFLOW_NAME, logEventId, reasons, toIso, type Job, type Notification, type Store, type User, type UserTotals, type WorkflowSummary, type WorkflowTotals } from '@orloj/common';
 
 /** A stored log line as the store's read side returns it. */
 export type LogLine = Awaited<ReturnType<Store['logQueries']['page']>>[number];
@@ -13,7 +13,8 @@ export function presentUser(u: User) {
   };
 }
 
-export function presentWorkflow(w: Workflow, options: { withGeneration?: boolean } = {}) {
+/** A workflow; the single read adds its `generation`. */
+export function presentWorkflow(w: WorkflowSummary, options: { generation?: number } = {}) {
   return {
     id: w.id,
     name: w.name,
@@ -27,7 +28,7 @@ export function presentWorkflow(w: Workflow, options: { withGeneration?: boolean
     updated_at: toIso(w.updatedAt),
     ...(w.terminatedAt !== null ? { terminated_at: toIso(w.terminatedAt) } : {}),
     log_retention: w.logRetention,
-    ...(options.withGeneration ? { generation: w.generation } : {}),
+    ...(options.generation !== undefined ? { generation: options.generation } : {}),
   };
 }
 

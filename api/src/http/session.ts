@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { sealData, unsealData } from 'iron-session';
 import { serialize } from 'cookie';
 import type { Context, Middleware } from 'koa';
-import { newId, OrlojError, type Clock, type ResolvedConfig, type Store } from '@orloj/common';
+import { newId, OrlojError, type ActiveSession, type Clock, type ResolvedConfig, type Store } from '@orloj/common';
 
 export const SESSION_COOKIE = 'session';
 export const CSRF_COOKIE = 'csrf';
@@ -50,8 +50,8 @@ export class SessionManager {
   }
 
   /** The active session named by the request's cookie, or undefined. */
-  async current(ctx: Context): Promise<SessionState | undefined> {
-    const cached = ctx.state.session as SessionState | undefined;
+  async current(ctx: Context): Promise<ActiveSession | undefined> {
+    const cached = ctx.state.session as ActiveSession | undefined;
     if (cached) return cached;
     const sealed = ctx.cookies.get(SESSION_COOKIE);
     if (!sealed || sealed.length > 4096) return undefined;

@@ -16,6 +16,7 @@ import {
   terminateWorkflow,
   validationError,
   WORKFLOW_KINDS,
+  type ActiveSession,
   type FieldError,
   type Store,
   type Workflow,
@@ -56,7 +57,7 @@ const workflowId = (ctx: Context) => requireUuidParam('workflow_id', ctx.params.
 const userIdOf = (ctx: Context) => ctx.state.session.userId as string;
 
 export function workflowsRoutes(deps: ApiDeps): Router {
-  const { store, clock, idempotency } = deps;
+  const { store, clock, idempotency, listPages } = deps;
   const router = new Router();
   const session = requireSession(deps.sessions, deps.config);
 
@@ -108,29 +109,41 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     q.done();
     const list = 'workflows';
     const after = decodeCursor(list, cursor);
-    const rows = await store.workflows.list({
-      userId: userIdOf(ctx),
+    const userId = userIdOf(ctx);
+    const filter = {
+      userId,
       query: query || undefined,
       kind,
       buildStatus,
       terminated,
       intervalMin: intervalMin || undefined,
       intervalMax: intervalMax || undefined,
-      after,
-      limit: limit + 1,
-    });
+      limit,
+    };
+    // Read with the session, before the page: a page read later can only be newer than its label.
+    const version = (ctx.state.session as ActiveSession).workflowListVersion;
+    const key = JSON.stringify([filter, cursor ?? '']);
+    ctx.type = 'application/json';
+    const cached = listPages.get(key, version);
+    if (cached !== undefined) {
+      ctx.body = cached;
+      return;
+    }
+    const rows = await store.workflows.list({ ...filter, after, limit: limit + 1 });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    ctx.body = {
+    const json = JSON.stringify({
       workflows: page.map((w) => presentWorkflow(w)),
       cursor: rows.length > limit && last ? encodeCursor(list, { k: last.createdAt, id: last.id }) : '',
-    };
+    });
+    listPages.set(key, version, json);
+    ctx.body = json;
   });
 
   router.get('/workflows/:workflow_id', session, async (ctx) => {
     const workflow = await store.workflows.findForUser(userIdOf(ctx), workflowId(ctx));
     if (!workflow) throw notFound('The workflow');
-    ctx.body = presentWorkflow(workflow, { withGeneration: true });
+    ctx.body = presentWorkflow(workflow, { generation: workflow.generation });
   });
 
   router.put('/workflows/:workflow_id', session, async (ctx) => {

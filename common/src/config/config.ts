@@ -17,6 +17,8 @@ export interface Config {
   readonly dashboardDir: string | undefined;
   readonly databaseUrl: string;
   readonly dbPoolSize: number;
+  /** Bytes of rendered workflow list pages the api keeps (0: none). */
+  readonly listCacheBytes: number;
   readonly serverHostUrl: string;
   readonly allowedOrigins: readonly string[];
   readonly sameSite: 'Lax' | 'Strict' | 'None';
@@ -187,6 +189,7 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardDir: r.raw('DASHBOARD_DIR') === undefined ? undefined : path.resolve(r.raw('DASHBOARD_DIR')!),
     databaseUrl: r.string('DATABASE_URL', `sqlite:${path.join(dataDir, 'orloj.db')}`),
     dbPoolSize: r.int('DB_POOL_SIZE', 10, 1, 1000),
+    listCacheBytes: r.int('LIST_CACHE_MB', 32, 0, 65_536) * 1024 * 1024,
     serverHostUrl,
     allowedOrigins: r.list('SERVER_ALLOWED_ORIGINS').map((o) => normalizeOrigin(o, 'SERVER_ALLOWED_ORIGINS', r.problems)),
     sameSite,

@@ -33,6 +33,23 @@ export interface Workflow {
   buildToken: number;
 }
 
+/** A workflow as its owner's list shows it: without the scheduler's bookkeeping. */
+export type WorkflowSummary = Pick<
+  Workflow,
+  | 'id'
+  | 'name'
+  | 'payload'
+  | 'kind'
+  | 'buildStatus'
+  | 'intervalMinutes'
+  | 'consecutiveJobFailuresCount'
+  | 'maxConsecutiveJobFailuresAllowed'
+  | 'logRetention'
+  | 'createdAt'
+  | 'updatedAt'
+  | 'terminatedAt'
+>;
+
 export interface HeartbeatPayload {
   endpoint: string;
   method: 'GET' | 'HEAD' | 'POST';

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -16,10 +17,13 @@ import {
 import type { Database } from './schema.js';
 import { foldCase, postgresHelpers, sqliteHelpers, SQLITE_CONTAINS_FOLDED_FUNCTION, SQLITE_FOLD_FUNCTION, type DialectHelpers } from './dialect.js';
 import { migrationProvider } from './migrations/index.js';
+import type { RowReader } from './compiled-read.js';
 
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
   readonly dialect: DialectHelpers;
+  /** Runs compiled reads outside transactions (compiled-read.ts); none for an in-memory SQLite database. */
+  readonly reader: RowReader | undefined;
   /** Applies pending migrations; returns the names applied now. */
   migrate(): Promise<string[]>;
   close(): Promise<void>;
@@ -43,10 +47,17 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
   throw new Error(`DATABASE_URL must start with sqlite: or postgres:// (got "${url.split(':')[0]}:")`);
 }
 
-function handle(db: Kysely<Database>, dialect: DialectHelpers, close: () => Promise<void>, afterMigrate?: () => void): DatabaseHandle {
+function handle(
+  db: Kysely<Database>,
+  dialect: DialectHelpers,
+  reader: RowReader | undefined,
+  close: () => Promise<void>,
+  afterMigrate?: () => void,
+): DatabaseHandle {
   return {
     db,
     dialect,
+    reader,
     async migrate() {
       // In PostgreSQL the migration tables live in the current schema (tests and
       // installations may share a database); Kysely would otherwise find them in any schema.
@@ -69,22 +80,82 @@ function openSqlite(file: string): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  registerFunctions(sqlite);
+  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(new SqliteDialect({ database: withStatementCache(sqlite) })) });
+  const stopOptimizing = keepPlannerStatistics(sqlite);
+  // An in-memory database is private to its connection: reads go through Kysely there.
+  const reader = file === ':memory:' ? undefined : new SqliteReader(file);
+  return handle(
+    db,
+    sqliteHelpers,
+    reader,
+    async () => {
+      stopOptimizing();
+      await reader?.close();
+      await db.destroy();
+    },
+    () => optimize(sqlite, OPTIMIZE_ALL_TABLES),
+  );
+}
+
+/** Functions of orloj's SQL, on every connection. */
+function registerFunctions(sqlite: SQLite.Database): void {
   // Case-insensitive log search (dialect.containsFolded): the same fold as the needle's.
   sqlite.function(SQLITE_FOLD_FUNCTION, { deterministic: true }, (text: unknown) => (typeof text === 'string' ? foldCase(text) : text));
   sqlite.function(SQLITE_CONTAINS_FOLDED_FUNCTION, { deterministic: true }, (text: unknown, needle: unknown) =>
     typeof text === 'string' && typeof needle === 'string' && foldCase(text).includes(needle) ? 1 : 0,
   );
-  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(new SqliteDialect({ database: withStatementCache(sqlite) })) });
-  const stopOptimizing = keepPlannerStatistics(sqlite);
-  return handle(
-    db,
-    sqliteHelpers,
-    async () => {
-      stopOptimizing();
-      await db.destroy();
-    },
-    () => optimize(sqlite, OPTIMIZE_ALL_TABLES),
-  );
+}
+
+/**
+ * Compiled reads on a connection of their own, opened at first use. With WAL
+ * it reads the last commit without waiting for the writer and can never land
+ * inside a transaction that another caller holds open on the main connection
+ * (which Kysely shares among callers, one transaction at a time). Each
+ * statement is prepared once and returns its rows as arrays: better-sqlite3
+ * builds a row object through the V8 API, a value at a time, which cost
+ * twice the query itself on a page of workflows.
+ */
+class SqliteReader implements RowReader {
+  private connection: SQLite.Database | undefined;
+  private readonly statements = new Map<string, SQLite.Statement>();
+
+  constructor(private readonly file: string) {}
+
+  rows(source: string, parameters: readonly unknown[]): Promise<unknown[][]> {
+    try {
+      return Promise.resolve(this.statement(source).all(...parameters) as unknown[][]);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+
+  private statement(source: string): SQLite.Statement {
+    let statement = this.statements.get(source);
+    if (!statement) {
+      statement = this.open().prepare(source).raw(true);
+      this.statements.set(source, statement);
+    }
+    return statement;
+  }
+
+  private open(): SQLite.Database {
+    if (!this.connection) {
+      const sqlite = new SQLite(this.file, { fileMustExist: true });
+      sqlite.pragma('busy_timeout = 5000');
+      sqlite.pragma('query_only = ON');
+      registerFunctions(sqlite);
+      this.connection = sqlite;
+    }
+    return this.connection;
+  }
+
+  close(): Promise<void> {
+    this.statements.clear();
+    this.connection?.close();
+    this.connection = undefined;
+    return Promise.resolve();
+  }
 }
 
 /** How often SQLite re-checks its planner statistics (cheap when nothing changed). */
@@ -169,7 +240,33 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   // discards the client on release.
   pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return handle(db, postgresHelpers, () => db.destroy());
+  return handle(db, postgresHelpers, new PostgresReader(pool), () => db.destroy());
+}
+
+/**
+ * Compiled reads as named prepared statements, rows as arrays: each pooled
+ * connection parses a statement once and then only binds and executes it.
+ * The name is derived from the SQL, so one name never means two statements.
+ */
+class PostgresReader implements RowReader {
+  private readonly names = new Map<string, string>();
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  async rows(text: string, values: readonly unknown[]): Promise<unknown[][]> {
+    let name = this.names.get(text);
+    if (!name) {
+      name = `orloj_${crypto.createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+      this.names.set(text, name);
+    }
+    const result = await this.pool.query<unknown[]>({ name, text, values: values as unknown[], rowMode: 'array' });
+    return result.rows;
+  }
+
+  /** The pool is the database's; it closes with it. */
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
 }
 
 /**

@@ -143,6 +143,12 @@ export interface WorkflowStatsTable {
   deleted_at: number | null;
 }
 
+/** Moved by triggers whenever a user's workflow list would read differently (migration 0007). */
+export interface WorkflowListVersionsTable {
+  user_id: string;
+  version: number;
+}
+
 export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
@@ -156,6 +162,7 @@ export interface Database {
   applied_events: AppliedEventsTable;
   notifications: NotificationsTable;
   workflow_stats: WorkflowStatsTable;
+  workflow_list_versions: WorkflowListVersionsTable;
 }
 
 export type { Generated, Selectable };

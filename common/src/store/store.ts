@@ -13,6 +13,7 @@ import { OutboxRepo } from './repos/outbox.repo.js';
 import { NotificationsRepo } from './repos/notifications.repo.js';
 import { AnalyticsRepo } from './repos/analytics.repo.js';
 import type { DatabaseHandle } from './database.js';
+import { CompiledReads, ReadRunner } from './compiled-read.js';
 
 /**
  * The repositories over one database, or over one open transaction of it.
@@ -34,13 +35,21 @@ export class Store {
   readonly notifications: NotificationsRepo;
   readonly analytics: AnalyticsRepo;
 
+  /**
+   * `reads` are the database's compiled reads (compiled-read.ts), shared with
+   * its transactions' stores; without them (a bare Kysely instance), they are
+   * compiled for this store alone and run through Kysely.
+   */
   constructor(
     readonly db: Kysely<Database>,
     readonly dialect: DialectHelpers,
+    private readonly reads: CompiledReads = new CompiledReads(db, undefined),
+    inTransaction = false,
   ) {
+    const runner = new ReadRunner(reads, db, inTransaction);
     this.users = new UsersRepo(db);
-    this.sessions = new SessionsRepo(db);
-    this.workflows = new WorkflowsRepo(db, dialect);
+    this.sessions = new SessionsRepo(db, runner);
+    this.workflows = new WorkflowsRepo(db, dialect, runner);
     this.idempotency = new IdempotencyRepo(db);
     this.jobs = new JobsRepo(db);
     this.leases = new LeasesRepo(db);
@@ -52,10 +61,10 @@ export class Store {
   }
 
   static fromHandle(h: DatabaseHandle): Store {
-    return new Store(h.db, h.dialect);
+    return new Store(h.db, h.dialect, new CompiledReads(h.db, h.reader));
   }
 
   transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute((trx) => fn(new Store(trx, this.dialect)));
+    return this.db.transaction().execute((trx) => fn(new Store(trx, this.dialect, this.reads, true)));
   }
 }

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.js';
+import { slot, type ReadRunner } from '../compiled-read.js';
 
 export interface Session {
   id: string;
@@ -8,8 +9,21 @@ export interface Session {
   expiresAt: number;
 }
 
+/**
+ * An active session as a signed-in request reads it. It brings its user's
+ * workflow list version (kept by triggers, migration 0007) in the same statement: the
+ * busiest page then needs no read of its own to reuse a rendered page, and a
+ * PostgreSQL round trip costs more than the join.
+ */
+export interface ActiveSession extends Session {
+  workflowListVersion: number;
+}
+
 export class SessionsRepo {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly runner: ReadRunner,
+  ) {}
 
   async insert(session: Session): Promise<void> {
     await this.db
@@ -24,16 +38,19 @@ export class SessionsRepo {
       .execute();
   }
 
-  /** The session if it exists, is not revoked and has not expired at `now`. */
-  async findActive(id: string, now: number): Promise<Session | undefined> {
-    const row = await this.db
-      .selectFrom('sessions')
-      .select(['id', 'user_id', 'created_at', 'expires_at'])
-      .where('id', '=', id)
-      .where('revoked_at', 'is', null)
-      .where('expires_at', '>', now)
-      .executeTakeFirst();
-    return row && { id: row.id, userId: row.user_id, createdAt: row.created_at, expiresAt: row.expires_at };
+  /** The session if it exists, is not revoked and has not expired at `now`. Every signed-in request asks: a compiled read. */
+  async findActive(id: string, now: number): Promise<ActiveSession | undefined> {
+    const read = this.runner.reads.get('sessions.findActive', (db) =>
+      db
+        .selectFrom('sessions as s')
+        .leftJoin('workflow_list_versions as v', 'v.user_id', 's.user_id')
+        .select(['s.user_id', 's.created_at', 's.expires_at', 'v.version'])
+        .where('s.id', '=', slot<string>('id'))
+        .where('s.revoked_at', 'is', null)
+        .where('s.expires_at', '>', slot<number>('now')),
+    );
+    const [row] = (await this.runner.rows(read, { id, now })) as [userId: string, createdAt: number, expiresAt: number, version: number | null][];
+    return row && { id, userId: row[0], createdAt: row[1], expiresAt: row[2], workflowListVersion: row[3] ?? 0 };
   }
 
   async revoke(id: string, now: number): Promise<void> {

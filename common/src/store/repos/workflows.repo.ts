@@ -1,8 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectHelpers } from '../dialect.js';
 import type { Database, Selectable, WorkflowsTable } from '../schema.js';
-import type { BuildStatus, Workflow, WorkflowKind } from '../../domain/workflow.js';
+import type { BuildStatus, Workflow, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
 import type { KeysetPosition } from '../../cursor.js';
+import { slot, type ReadRunner } from '../compiled-read.js';
 
 export interface WorkflowListFilter {
   userId: string;
@@ -61,10 +62,59 @@ export function toWorkflow(r: Selectable<WorkflowsTable>): Workflow {
   };
 }
 
+/** The columns of a WorkflowSummary, in the order of SummaryRow. */
+const SUMMARY_COLUMNS = [
+  'id',
+  'name',
+  'payload',
+  'kind',
+  'build_status',
+  'interval_minutes',
+  'consecutive_job_failures_count',
+  'max_consecutive_job_failures_allowed',
+  'log_retention',
+  'created_at',
+  'updated_at',
+  'terminated_at',
+] as const;
+
+type SummaryRow = [
+  id: string,
+  name: string,
+  payload: string,
+  kind: WorkflowKind,
+  buildStatus: BuildStatus,
+  intervalMinutes: number,
+  consecutiveJobFailuresCount: number,
+  maxConsecutiveJobFailuresAllowed: number,
+  logRetention: number,
+  createdAt: number,
+  updatedAt: number,
+  terminatedAt: number | null,
+];
+
+function toSummary(r: SummaryRow): WorkflowSummary {
+  return {
+    id: r[0],
+    name: r[1],
+    payload: r[2],
+    kind: r[3],
+    buildStatus: r[4],
+    intervalMinutes: r[5],
+    consecutiveJobFailuresCount: r[6],
+    maxConsecutiveJobFailuresAllowed: r[7],
+    logRetention: r[8] === 1,
+    createdAt: r[9],
+    updatedAt: r[10],
+    terminatedAt: r[11],
+  };
+}
+
 export class WorkflowsRepo {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectHelpers,
+    private readonly runner: ReadRunner,
   ) {}
 
   async insert(w: Workflow): Promise<void> {
@@ -101,23 +151,42 @@ export class WorkflowsRepo {
     return row && toWorkflow(row);
   }
 
-  async list(f: WorkflowListFilter): Promise<Workflow[]> {
-    let q = this.db
-      .selectFrom('workflows')
-      .selectAll()
-      .where('user_id', '=', f.userId)
-      .where('terminated_at', f.terminated ? 'is not' : 'is', null);
-    if (f.query) q = q.where(({ ref }) => this.dialect.contains(ref('name_folded'), foldName(f.query!)));
-    if (f.kind) q = q.where('kind', '=', f.kind);
-    if (f.buildStatus) q = q.where('build_status', '=', f.buildStatus);
-    if (f.intervalMin) q = q.where('interval_minutes', '>=', f.intervalMin);
-    if (f.intervalMax) q = q.where('interval_minutes', '<=', f.intervalMax);
-    if (f.after) {
-      const { k, id } = f.after;
-      q = q.where((eb) => eb.or([eb('created_at', '<', k), eb.and([eb('created_at', '=', k), eb('id', '<', id)])]));
-    }
-    const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).execute();
-    return rows.map(toWorkflow);
+  /**
+   * A page of the user's workflows, newest first. The dashboard's busiest
+   * request: a compiled read per combination of filters.
+   */
+  async list(f: WorkflowListFilter): Promise<WorkflowSummary[]> {
+    const filters = { query: !!f.query, kind: !!f.kind, buildStatus: !!f.buildStatus, intervalMin: !!f.intervalMin, intervalMax: !!f.intervalMax, after: !!f.after };
+    const key = `workflows.list:${f.terminated}:${Object.entries(filters).map(([name, on]) => (on ? name : '')).join(',')}`;
+    const read = this.runner.reads.get(key, (db) => {
+      let q = db
+        .selectFrom('workflows')
+        .select(SUMMARY_COLUMNS)
+        .where('user_id', '=', slot<string>('userId'))
+        .where('terminated_at', f.terminated ? 'is not' : 'is', null);
+      if (filters.query) q = q.where(({ ref }) => this.dialect.contains(ref('name_folded'), slot<string>('query')));
+      if (filters.kind) q = q.where('kind', '=', slot<WorkflowKind>('kind'));
+      if (filters.buildStatus) q = q.where('build_status', '=', slot<BuildStatus>('buildStatus'));
+      if (filters.intervalMin) q = q.where('interval_minutes', '>=', slot<number>('intervalMin'));
+      if (filters.intervalMax) q = q.where('interval_minutes', '<=', slot<number>('intervalMax'));
+      if (filters.after) {
+        const k = slot<number>('afterKey');
+        q = q.where((eb) => eb.or([eb('created_at', '<', k), eb.and([eb('created_at', '=', k), eb('id', '<', slot<string>('afterId'))])]));
+      }
+      return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(slot<number>('limit'));
+    });
+    const rows = await this.runner.rows(read, {
+      userId: f.userId,
+      query: f.query && foldName(f.query),
+      kind: f.kind,
+      buildStatus: f.buildStatus,
+      intervalMin: f.intervalMin,
+      intervalMax: f.intervalMax,
+      afterKey: f.after?.k,
+      afterId: f.after?.id,
+      limit: f.limit,
+    });
+    return (rows as SummaryRow[]).map(toSummary);
   }
 
   /** Applies a PUT: bumps the generation, resets failures, reactivates, optionally rebuilds. */

@@ -1,0 +1,97 @@
+import { CompiledQuery, type Kysely } from 'kysely';
+import type { Database } from './schema.js';
+
+/**
+ * Compiled reads: the store's hottest SELECTs (a request's session lookup, the
+ * workflow list) built with Kysely once per query shape instead of per call,
+ * and run with their rows as arrays.
+ *
+ * Kysely builds and compiles a query on every call, and drivers turn every row
+ * into an object; for a page of 21 workflows that was most of a request's
+ * time (docs/benchmarks.md, "GET /workflows"). A compiled read keeps Kysely's
+ * typed builder for the SQL, with `slot()` stand-ins where each run's values
+ * go, and the root store runs it on a RowReader: a read-only SQLite connection
+ * of its own, or PostgreSQL named statements (parsed once per connection).
+ * Inside a transaction the same SQL runs through the transaction instead.
+ */
+
+class Slot {
+  constructor(readonly name: string) {}
+}
+
+/** A stand-in for a value each run of a compiled read supplies under `name`; typed as that value. */
+export function slot<T>(name: string): T {
+  return new Slot(name) as unknown as T;
+}
+
+/** A SELECT compiled once: its SQL, and its parameters with slots still open. */
+export class CompiledRead {
+  readonly sql: string;
+  private readonly template: readonly unknown[];
+
+  constructor(compiled: CompiledQuery) {
+    this.sql = compiled.sql;
+    this.template = compiled.parameters;
+  }
+
+  /** The parameters of one run: every slot filled from `args`. */
+  bind(args: Readonly<Record<string, unknown>>): unknown[] {
+    return this.template.map((p) => {
+      if (!(p instanceof Slot)) return p;
+      const value = args[p.name];
+      if (value === undefined) throw new Error(`compiled read: no value for slot "${p.name}"`);
+      return value;
+    });
+  }
+}
+
+/** Runs SQL outside any transaction and returns the rows as arrays, columns in select order. */
+export interface RowReader {
+  rows(sql: string, parameters: readonly unknown[]): Promise<unknown[][]>;
+  close(): Promise<void>;
+}
+
+/**
+ * The compiled reads of one database: compiled once per shape, shared by the
+ * root store and its transactions.
+ */
+export class CompiledReads {
+  private readonly compiled = new Map<string, CompiledRead>();
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    readonly reader: RowReader | undefined,
+  ) {}
+
+  /** The read known as `key`, compiled from `build`'s query the first time. */
+  get(key: string, build: (db: Kysely<Database>) => { compile(): CompiledQuery }): CompiledRead {
+    let read = this.compiled.get(key);
+    if (!read) {
+      read = new CompiledRead(build(this.db).compile());
+      this.compiled.set(key, read);
+    }
+    return read;
+  }
+}
+
+/**
+ * Runs compiled reads for one Store: on the row reader at the root, through
+ * Kysely inside a transaction (where the reader's separate connection would
+ * not see the transaction's writes) or where no reader exists.
+ */
+export class ReadRunner {
+  constructor(
+    readonly reads: CompiledReads,
+    private readonly db: Kysely<Database>,
+    private readonly inTransaction: boolean,
+  ) {}
+
+  async rows(read: CompiledRead, args: Readonly<Record<string, unknown>>): Promise<unknown[][]> {
+    const parameters = read.bind(args);
+    const reader = this.inTransaction ? undefined : this.reads.reader;
+    if (reader) return reader.rows(read.sql, parameters);
+    const result = await this.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(read.sql, parameters));
+    // Both drivers keep the select order in a row's keys.
+    return result.rows.map((row) => Object.values(row));
+  }
+}
