@@ -146,23 +146,14 @@ export async function seedJobLogs(
  * the time of each run (ms) and the rows of the last.
  */
 export async function timeSearchSql(store: Store, o: { jobId: string; needle: string; limit: number; runs: number }): Promise<{ ms: number[]; rows: number; sql: string }> {
-  const match = store.logQueries.matcher(o.needle);
-  const compiled = store.db
-    .selectFrom('job_logs')
-    .selectAll()
-    .where('job_id', '=', o.jobId)
-    .where('attempt', '=', 1)
-    .where(({ ref }) => match.sql(ref('message'), store.dialect))
-    .orderBy('sequence_num', 'desc')
-    .limit(o.limit + 1)
-    .compile();
+  // The route's own query: the compiled read LogQueriesRepo.page runs, through the same call.
+  const filter = { jobId: o.jobId, attempt: 1, match: store.logQueries.matcher(o.needle), limit: o.limit + 1 };
   const times: number[] = [];
   let rows = 0;
   for (let i = 0; i < o.runs; i++) {
     const started = performance.now();
-    const result = await store.db.executeQuery(compiled);
+    rows = (await store.logQueries.page(filter)).length;
     times.push(performance.now() - started);
-    rows = result.rows.length;
   }
-  return { ms: times, rows, sql: compiled.sql.replace(/\s+/g, ' ') };
+  return { ms: times, rows, sql: store.logQueries.linesRead(filter, 'desc', false).sql.replace(/\s+/g, ' ') };
 }

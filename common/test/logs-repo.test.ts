@@ -136,7 +136,7 @@ describeEachEngine('logs repo and log search', (db, engine) => {
         .selectFrom('job_logs')
         .select('message')
         .where('job_id', '=', jobId)
-        .where(({ ref }) => store.dialect.containsFolded(ref('message'), needle))
+        .where(({ ref }) => store.dialect.containsFolded(ref('message'), foldCase(needle)))
         .orderBy('sequence_num')
         .execute();
       const expected = MESSAGES.filter((m) => foldCase(m).includes(foldCase(needle)));

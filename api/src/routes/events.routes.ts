@@ -71,7 +71,7 @@ export function eventsRoutes(deps: ApiDeps): Router {
         return;
       }
       sse.respond(ctx);
-      await tails.open({ sse, jobId, workflowId, attempt: opened.job.attempts, after });
+      await tails.open({ sse, jobId, workflowId, attempt: opened.attempts, after });
     } catch (err) {
       sse.body.destroy();
       release();

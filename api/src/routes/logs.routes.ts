@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, type Job, type Store, type Workflow } from '@orloj/common';
+import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, type Job, type JobLogAccess, type Store } from '@orloj/common';
 import type { ApiDeps } from '../deps.js';
 import { logDownloadEntryJson, presentLogEntry, type LogLine } from '../http/present.js';
 import { requireSession } from '../http/session.js';
@@ -44,14 +44,13 @@ export function isTerminal(status: Job['status']): boolean {
  * the caller's (or not this workflow's), 412 when its workflow keeps no logs
  * (every HEARTBEAT workflow, CONTAINER with log_retention=false).
  */
-export async function openJobLogs(store: Store, userId: string, workflowId: string, jobId: string): Promise<{ job: Job; workflow: Workflow }> {
-  const job = await store.jobs.findForUser(userId, workflowId, jobId);
-  const workflow = job && (await store.workflows.findForUser(userId, workflowId));
-  if (!job || !workflow) throw notFound('The job');
-  if (!workflow.logRetention) {
+export async function openJobLogs(store: Store, userId: string, workflowId: string, jobId: string): Promise<JobLogAccess> {
+  const job = await store.jobs.logAccess(userId, workflowId, jobId);
+  if (!job) throw notFound('The job');
+  if (!job.logRetention) {
     throw new OrlojError('log_retention_disabled', "The workflow does not retain logs (log_retention is off, as for every HEARTBEAT workflow).");
   }
-  return { job, workflow };
+  return job;
 }
 
 /** A fresh marker: 32 random lowercase hex characters that occur in none of the page's messages. */
@@ -79,7 +78,7 @@ export function logsRoutes(deps: ApiDeps): Router {
     const text = search ? readSearchText(q) : undefined;
     const stream = search ? q.enumOf('stream', LOG_STREAMS) : undefined;
     q.done();
-    const { job } = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
+    const job = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
     const list = `logs:${jobId}:${job.attempts}`;
     const before = decodeCursor(list, cursor)?.k;
     const match: LogMatcher | undefined = text === undefined ? undefined : store.logQueries.matcher(text);
@@ -119,7 +118,7 @@ export function logsRoutes(deps: ApiDeps): Router {
     const stream = q.enumOf('stream', LOG_STREAMS);
     const text = readSearchText(q);
     q.done();
-    const { job } = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
+    const job = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
     if (!isTerminal(job.status)) {
       throw new OrlojError('job_not_terminal', `The job is ${job.status}: its log can be downloaded once it has COMPLETED, FAILED or been CANCELED.`);
     }

@@ -15,12 +15,13 @@ export interface DialectHelpers {
   /** `haystack` contains `needle` literally (no pattern characters). */
   contains(haystack: Expression<string>, needle: string): RawBuilder<SqlBool>;
   /**
-   * `haystack` contains `needle` literally, ignoring case (Unicode aware):
-   * both sides are compared after {@link foldCase}. `needle` is the text as
-   * the user typed it (folded here); `%`, `_`, `\`, `*` … are plain
+   * `haystack` contains the needle literally, ignoring case (Unicode aware):
+   * both sides are compared after {@link foldCase}. `foldedNeedle` is the
+   * text the user typed, already passed through foldCase (a bound value, so a
+   * compiled read can take it per run); `%`, `_`, `\`, `*` … are plain
    * characters. An empty needle matches everything. Used by log search.
    */
-  containsFolded(haystack: Expression<string>, needle: string): RawBuilder<SqlBool>;
+  containsFolded(haystack: Expression<string>, foldedNeedle: string): RawBuilder<SqlBool>;
   /** Whether SELECT … FOR UPDATE is available (PostgreSQL) or implied by the single writer (SQLite). */
   readonly rowLocks: boolean;
   /** Most bind parameters one statement may carry (SQLite 32 766, PostgreSQL 65 535). */
@@ -67,7 +68,7 @@ export const postgresHelpers: DialectHelpers = {
   uuidType: 'uuid',
   bigintType: 'bigint',
   contains: (haystack, needle) => sql<SqlBool>`strpos(${haystack}, ${needle}) > 0`,
-  containsFolded: (haystack, needle) => sql<SqlBool>`strpos(lower(${haystack}), ${foldCase(needle)}) > 0`,
+  containsFolded: (haystack, foldedNeedle) => sql<SqlBool>`strpos(lower(${haystack}), ${foldedNeedle}) > 0`,
   rowLocks: true,
   maxParameters: 65_535,
   isUniqueViolation: (e) => (e as { code?: string } | null)?.code === '23505',
@@ -78,7 +79,7 @@ export const sqliteHelpers: DialectHelpers = {
   uuidType: 'text',
   bigintType: 'integer',
   contains: (haystack, needle) => sql<SqlBool>`instr(${haystack}, ${needle}) > 0`,
-  containsFolded: (haystack, needle) => sql<SqlBool>`${sql.raw(SQLITE_CONTAINS_FOLDED_FUNCTION)}(${haystack}, ${foldCase(needle)})`,
+  containsFolded: (haystack, foldedNeedle) => sql<SqlBool>`${sql.raw(SQLITE_CONTAINS_FOLDED_FUNCTION)}(${haystack}, ${foldedNeedle})`,
   rowLocks: false,
   maxParameters: 32_766,
   isUniqueViolation: (e) => {

@@ -51,9 +51,9 @@ export class Store {
     this.sessions = new SessionsRepo(db, runner);
     this.workflows = new WorkflowsRepo(db, dialect, runner);
     this.idempotency = new IdempotencyRepo(db);
-    this.jobs = new JobsRepo(db);
+    this.jobs = new JobsRepo(db, runner);
     this.leases = new LeasesRepo(db);
-    this.logQueries = new LogQueriesRepo(db, dialect);
+    this.logQueries = new LogQueriesRepo(dialect, runner);
     this.logs = new LogsRepo(db, dialect);
     this.outbox = new OutboxRepo(db);
     this.notifications = new NotificationsRepo(db, dialect);

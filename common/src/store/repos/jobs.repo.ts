@@ -1,5 +1,6 @@
 import { type Kysely, type Selectable } from 'kysely';
 import { openJobOf } from './open-jobs.js';
+import { slot, type ReadRunner } from '../compiled-read.js';
 import type { Database, JobsTable } from '../schema.js';
 import type { Job } from '../../domain/job-record.js';
 import type { JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js';
@@ -55,8 +56,18 @@ export interface JobListFilter {
   limit: number;
 }
 
+/** What the log routes need of a job: its current attempt and status, and whether its workflow keeps logs. */
+export interface JobLogAccess {
+  attempts: number;
+  status: JobStatus;
+  logRetention: boolean;
+}
+
 export class JobsRepo {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly runner: ReadRunner,
+  ) {}
 
   /**
    * Inserts a job. For AUTOMATIC jobs the unique (workflow, slot) index makes a
@@ -106,6 +117,25 @@ export class JobsRepo {
       .where('user_id', '=', userId)
       .executeTakeFirst();
     return row && toJob(row);
+  }
+
+  /**
+   * The user's job of this workflow, as the log routes check it before every
+   * page, download or tail: one compiled read over the job and its workflow.
+   */
+  async logAccess(userId: string, workflowId: string, jobId: string): Promise<JobLogAccess | undefined> {
+    const read = this.runner.reads.get('jobs.logAccess', (db) =>
+      db
+        .selectFrom('jobs as j')
+        .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
+        .select(['j.attempts', 'j.status', 'w.log_retention'])
+        .where('j.id', '=', slot<string>('jobId'))
+        .where('j.workflow_id', '=', slot<string>('workflowId'))
+        .where('j.user_id', '=', slot<string>('userId'))
+        .where('w.user_id', '=', slot<string>('userId')),
+    );
+    const [row] = (await this.runner.rows(read, { userId, workflowId, jobId })) as [attempts: number, status: JobStatus, logRetention: number][];
+    return row && { attempts: row[0], status: row[1], logRetention: row[2] === 1 };
   }
 
   /** Newest first by (scheduled_at, id). */

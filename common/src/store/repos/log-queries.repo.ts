@@ -1,6 +1,5 @@
-import { type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import { foldCase, type DialectHelpers } from '../dialect.js';
-import type { Database, JobLogsTable, Selectable } from '../schema.js';
+import { slot, type CompiledRead, type ReadRunner } from '../compiled-read.js';
 
 /**
  * The read side of job logs: pages for list and search (newest first), and
@@ -86,30 +85,18 @@ export class LogMatcher {
     }
     return from === 0 ? message : out + message.slice(from);
   }
-
-  /** The test in SQL, for `haystack`. */
-  sql(haystack: Expression<string>, dialect: DialectHelpers): RawBuilder<SqlBool> {
-    return dialect.containsFolded(haystack, this.needle);
-  }
 }
 
 // ---- queries -----------------------------------------------------------------
 
-export function toLogLine(r: Selectable<JobLogsTable>): LogLine {
-  return {
-    jobId: r.job_id,
-    attempt: r.attempt,
-    sequenceNum: r.sequence_num,
-    stream: r.stream,
-    message: r.message,
-    timestamp: r.timestamp,
-  };
-}
+/** The columns of a LogLine read, in the order of LineRow (job and attempt come from the filter). */
+const LINE_COLUMNS = ['sequence_num', 'stream', 'message', 'timestamp'] as const;
+type LineRow = [sequenceNum: number, stream: LogStream, message: string, timestamp: number];
 
 export class LogQueriesRepo {
   constructor(
-    private readonly db: Kysely<Database>,
     private readonly dialect: DialectHelpers,
+    private readonly runner: ReadRunner,
   ) {}
 
   /** Compiles a search needle (not empty). */
@@ -117,28 +104,47 @@ export class LogQueriesRepo {
     return new LogMatcher(needle);
   }
 
-  private filtered(f: LogFilter) {
-    let q = this.db.selectFrom('job_logs').selectAll().where('job_id', '=', f.jobId).where('attempt', '=', f.attempt);
-    if (f.stream) q = q.where('stream', '=', f.stream);
-    const match = f.match;
-    if (match) q = q.where(({ ref }) => match.sql(ref('message'), this.dialect));
-    return q;
-  }
-
   /** Newest first: the lines with sequence_num below `before` (all when absent). */
-  async page(f: LogFilter & { before?: number; limit: number }): Promise<LogLine[]> {
-    let q = this.filtered(f);
-    if (f.before !== undefined) q = q.where('sequence_num', '<', f.before);
-    const rows = await q.orderBy('sequence_num', 'desc').limit(f.limit).execute();
-    return rows.map(toLogLine);
+  page(f: LogFilter & { before?: number; limit: number }): Promise<LogLine[]> {
+    return this.lines(f, 'desc', f.before);
   }
 
   /** Oldest first: the lines with sequence_num above `after` (all when absent). */
-  async after(f: LogFilter & { after?: number; limit: number }): Promise<LogLine[]> {
-    let q = this.filtered(f);
-    if (f.after !== undefined) q = q.where('sequence_num', '>', f.after);
-    const rows = await q.orderBy('sequence_num', 'asc').limit(f.limit).execute();
-    return rows.map(toLogLine);
+  after(f: LogFilter & { after?: number; limit: number }): Promise<LogLine[]> {
+    return this.lines(f, 'asc', f.after);
+  }
+
+  /**
+   * The statement page() (`desc`) or after() (`asc`) runs for a filter of this
+   * shape, with or without a bound: a compiled read per shape, so list,
+   * search and live tails skip building SQL per call.
+   */
+  linesRead(f: LogFilter, order: 'asc' | 'desc', bounded: boolean): CompiledRead {
+    const key = `logs.lines:${order}:${f.stream ? 'stream' : ''}:${f.match ? 'match' : ''}:${bounded ? 'bound' : ''}`;
+    return this.runner.reads.get(key, (db) => {
+      let q = db
+        .selectFrom('job_logs')
+        .select(LINE_COLUMNS)
+        .where('job_id', '=', slot<string>('jobId'))
+        .where('attempt', '=', slot<number>('attempt'));
+      if (f.stream) q = q.where('stream', '=', slot<LogStream>('stream'));
+      if (f.match) q = q.where(({ ref }) => this.dialect.containsFolded(ref('message'), slot<string>('folded')));
+      if (bounded) q = q.where('sequence_num', order === 'desc' ? '<' : '>', slot<number>('bound'));
+      return q.orderBy('sequence_num', order).limit(slot<number>('limit'));
+    });
+  }
+
+  private async lines(f: LogFilter & { limit: number }, order: 'asc' | 'desc', bound: number | undefined): Promise<LogLine[]> {
+    const { jobId, attempt } = f;
+    const rows = (await this.runner.rows(this.linesRead(f, order, bound !== undefined), {
+      jobId,
+      attempt,
+      stream: f.stream,
+      folded: f.match?.folded,
+      bound,
+      limit: f.limit,
+    })) as LineRow[];
+    return rows.map(([sequenceNum, stream, message, timestamp]) => ({ jobId, attempt, sequenceNum, stream, message, timestamp }));
   }
 
   /**
