@@ -159,6 +159,7 @@ async function measure(ctx: SuiteContext, s: Settings, dockerHost: string): Prom
     const connectMs = performance.now() - connectStarted;
     ctx.log(`${s.subscribers} subscribers connected in ${fmt(connectMs)} ms; waiting for the job's lines`);
     if (connectMs > s.delay * 1000) ctx.log(`warning: connecting took longer than the job's pause of ${s.delay} s (BENCH_TAIL_DELAY); early lines are left out`);
+    const endProfile = await orloj.profile('live-tail');
     const orlojCpu = meterCpu(() => [orloj!.pid]);
     const client = meterOwnCpu();
     const machine = meterMachineCpu();
@@ -167,6 +168,8 @@ async function measure(ctx: SuiteContext, s: Settings, dockerHost: string): Prom
     const ours = orlojCpu.stop();
     const clientCpu = client.stop();
     const whole = machine.stop();
+    const profileFile = await endProfile();
+    if (profileFile) ctx.log(`CPU profile from the last connection to the last \`end\` in ${profileFile}`);
     const errors = [...new Set(subscribers.flatMap((sub) => (sub.error ? [sub.error] : [])))];
     return {
       latency: summarize(latencies),
@@ -206,7 +209,7 @@ export const liveTail: BenchSuite = {
       ['orloj', 'roles api, scheduler, runners, log-ingest in one child process (TypeScript sources via tsx), `NODE_ENV=production`, `RATE_LIMIT_ENABLED=false`, `LOG_LEVEL=warn`, live-tail settings default, `DOCKER_HOST` = the podman service of `scripts/container-runtime.sh`'],
       ['Subscribers', `${fmt(s.subscribers)} node:http clients in the parent process, connected in waves of ${CONNECT_WAVE}, each waiting for \`connected\``],
       ['Lines', `${fmt(s.lines)} after a ${s.delay} s pause, \`usleep ${Math.round(1_000_000 / s.rate)}\` between them (nominal ${s.rate}/s)`],
-      ['Overrides', 'BENCH_TAIL_SUBSCRIBERS, BENCH_TAIL_RATE (lines/s), BENCH_TAIL_LINES, BENCH_TAIL_DELAY (s), ORLOJ_PODMAN_DIR'],
+      ['Overrides', 'BENCH_TAIL_SUBSCRIBERS, BENCH_TAIL_RATE (lines/s), BENCH_TAIL_LINES, BENCH_TAIL_DELAY (s), ORLOJ_PODMAN_DIR, BENCH_CPU_PROF (adds orloj-live-tail-<pid>.cpuprofile: the orloj process from the last connection to the last `end`)'],
     ];
     const columns = ['Target', 'deliveries', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'mean ms', 'missing / duplicate', 'no `end`'];
     const target = `Target: p99 delivery latency ≤ ${TARGET_P99_MS} ms with 1,000 subscribers.`;
