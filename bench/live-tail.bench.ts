@@ -202,7 +202,7 @@ export const liveTail: BenchSuite = {
     const description = [
       `Delivery latency of live log lines to ${fmt(s.subscribers)} SSE subscribers of one running job (\`GET /workflows/{wid}/jobs/{jid}/events\`, signed in) on the embedded orloj (api, scheduler, runners and log-ingest in one child process, SQLite, \`BUS_URL=memory:\`, rate limits off so the 5-streams-per-client limit is off too).`,
       `The job's container (\`${IMAGE}\`) pauses ${s.delay} s while the subscribers connect, then prints ${fmt(s.lines)} lines at about ${s.rate} a second.`,
-      'A delivery\'s latency is its arrival at the subscriber minus the line\'s `timestamp` (when the runner read it from the container): runner batching (`BusLogSink`, 50 ms linger), the bus, the store write in log-ingest, the `live-logs` broadcast, the api\'s `LiveTailHub` fan-out and SSE. Every subscriber must get every line exactly once, then `end`.',
+      'A delivery\'s latency is its arrival at the subscriber minus the line\'s `timestamp` (when the runner read it from the container): runner batching (`BusLogSink`), the bus, the store write in log-ingest, the `live-logs` broadcast, the api\'s `LiveTailHub` fan-out and SSE. Every subscriber must get every line exactly once, then `end`.',
     ].join(' ');
     const settings: Array<[string, string]> = [
       ['Code', codeVersion()],
