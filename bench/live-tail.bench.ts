@@ -109,6 +109,10 @@ class Subscriber {
 
 interface Measured {
   latency: Summary;
+  /** Per line (measured deliveries only): its first delivery to any subscriber — the pipeline up to the fan-out … */
+  first: Summary;
+  /** … and from its first delivery to its last — the fan-out to every subscriber. */
+  spread: Summary;
   /** Deliveries of lines printed before the last subscriber connected (replayed from the store for some): left out. */
   excluded: number;
   connectMs: number;
@@ -142,11 +146,21 @@ async function measure(ctx: SuiteContext, s: Settings, dockerHost: string): Prom
     let excluded = 0;
     let firstTs = Number.POSITIVE_INFINITY;
     let lastTs = 0;
-    const onLatency = (_seq: number, ts: number, latency: number) => {
+    const perLine = new Map<number, { first: number; last: number }>();
+    const onLatency = (seq: number, ts: number, latency: number) => {
       firstTs = Math.min(firstTs, ts);
       lastTs = Math.max(lastTs, ts);
-      if (ts < allConnectedAt) excluded++;
-      else latencies.push(latency);
+      if (ts < allConnectedAt) {
+        excluded++;
+        return;
+      }
+      latencies.push(latency);
+      const line = perLine.get(seq);
+      if (!line) perLine.set(seq, { first: latency, last: latency });
+      else {
+        line.first = Math.min(line.first, latency);
+        line.last = Math.max(line.last, latency);
+      }
     };
     const url = `${orloj.url}/workflows/${id}/jobs/${jobId}/events`;
     const connectStarted = performance.now();
@@ -171,8 +185,11 @@ async function measure(ctx: SuiteContext, s: Settings, dockerHost: string): Prom
     const profileFile = await endProfile();
     if (profileFile) ctx.log(`CPU profile from the last connection to the last \`end\` in ${profileFile}`);
     const errors = [...new Set(subscribers.flatMap((sub) => (sub.error ? [sub.error] : [])))];
+    const lines = [...perLine.values()];
     return {
       latency: summarize(latencies),
+      first: summarize(lines.map((l) => l.first)),
+      spread: summarize(lines.map((l) => l.last - l.first)),
       excluded,
       connectMs,
       emitSeconds: (lastTs - firstTs) / 1000,
@@ -234,6 +251,7 @@ export const liveTail: BenchSuite = {
       notes: [
         `- All on one machine: the container, the orloj process and the ${fmt(s.subscribers)} clients share the 2 cores, so the clients' own parsing delays what they record. CPU from the last connection to the last \`end\`: orloj ${pct(m.orlojCpu)}, the clients (parent process) ${pct(m.clientCpu)}, other processes ${pct(m.otherCpu)} (% of one core).`,
         `- The lines took ${fmt(m.emitSeconds, 1)} s to print (${fmt(s.lines / Math.max(m.emitSeconds, 0.001), 1)} lines/s; \`usleep\` and the shell loop add to the nominal pause); ${fmt(s.subscribers)} subscribers connected in ${fmt(m.connectMs)} ms.`,
+        `- Where the time goes, per line: its first delivery to any subscriber (runner, bus, store write, broadcast) p50 ${ms(m.first.p50)} / p99 ${ms(m.first.p99)} ms; from there to its last delivery (the fan-out to every subscriber, and the clients reading it) p50 ${ms(m.spread.p50)} / p99 ${ms(m.spread.p99)} ms.`,
         '- Latency is measured with one clock (the machine\'s): the line\'s `timestamp` is set by the runner in the orloj process, the arrival by the client process; timestamps have millisecond resolution.',
         ...(m.excluded ? [`- ${fmt(m.excluded)} deliveries of lines printed before the last subscriber connected were left out (replayed from the store, not live).`] : []),
         ...(m.errors.length ? [`- Stream errors: ${m.errors.slice(0, 3).join('; ')}.`] : []),
