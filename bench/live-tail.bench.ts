@@ -109,6 +109,10 @@ class Subscriber {
 
 interface Measured {
   latency: Summary;
+  /** Per line (measured deliveries only): its first delivery to any subscriber — the pipeline up to the fan-out … */
+  first: Summary;
+  /** … and from its first delivery to its last — the fan-out to every subscriber. */
+  spread: Summary;
   /** Deliveries of lines printed before the last subscriber connected (replayed from the store for some): left out. */
   excluded: number;
   connectMs: number;
@@ -142,11 +146,21 @@ async function measure(ctx: SuiteContext, s: Settings, dockerHost: string): Prom
     let excluded = 0;
     let firstTs = Number.POSITIVE_INFINITY;
     let lastTs = 0;
-    const onLatency = (_seq: number, ts: number, latency: number) => {
+    const perLine = new Map<number, { first: number; last: number }>();
+    const onLatency = (seq: number, ts: number, latency: number) => {
       firstTs = Math.min(firstTs, ts);
       lastTs = Math.max(lastTs, ts);
-      if (ts < allConnectedAt) excluded++;
-      else latencies.push(latency);
+      if (ts < allConnectedAt) {
+        excluded++;
+        return;
+      }
+      latencies.push(latency);
+      const line = perLine.get(seq);
+      if (!line) perLine.set(seq, { first: latency, last: latency });
+      else {
+        line.first = Math.min(line.first, latency);
+        line.last = Math.max(line.last, latency);
+      }
     };
     const url = `${orloj.url}/workflows/${id}/jobs/${jobId}/events`;
     const connectStarted = performance.now();
@@ -159,6 +173,7 @@ async function measure(ctx: SuiteContext, s: Settings, dockerHost: string): Prom
     const connectMs = performance.now() - connectStarted;
     ctx.log(`${s.subscribers} subscribers connected in ${fmt(connectMs)} ms; waiting for the job's lines`);
     if (connectMs > s.delay * 1000) ctx.log(`warning: connecting took longer than the job's pause of ${s.delay} s (BENCH_TAIL_DELAY); early lines are left out`);
+    const endProfile = await orloj.profile('live-tail');
     const orlojCpu = meterCpu(() => [orloj!.pid]);
     const client = meterOwnCpu();
     const machine = meterMachineCpu();
@@ -167,9 +182,14 @@ async function measure(ctx: SuiteContext, s: Settings, dockerHost: string): Prom
     const ours = orlojCpu.stop();
     const clientCpu = client.stop();
     const whole = machine.stop();
+    const profileFile = await endProfile();
+    if (profileFile) ctx.log(`CPU profile from the last connection to the last \`end\` in ${profileFile}`);
     const errors = [...new Set(subscribers.flatMap((sub) => (sub.error ? [sub.error] : [])))];
+    const lines = [...perLine.values()];
     return {
       latency: summarize(latencies),
+      first: summarize(lines.map((l) => l.first)),
+      spread: summarize(lines.map((l) => l.last - l.first)),
       excluded,
       connectMs,
       emitSeconds: (lastTs - firstTs) / 1000,
@@ -199,14 +219,14 @@ export const liveTail: BenchSuite = {
     const description = [
       `Delivery latency of live log lines to ${fmt(s.subscribers)} SSE subscribers of one running job (\`GET /workflows/{wid}/jobs/{jid}/events\`, signed in) on the embedded orloj (api, scheduler, runners and log-ingest in one child process, SQLite, \`BUS_URL=memory:\`, rate limits off so the 5-streams-per-client limit is off too).`,
       `The job's container (\`${IMAGE}\`) pauses ${s.delay} s while the subscribers connect, then prints ${fmt(s.lines)} lines at about ${s.rate} a second.`,
-      'A delivery\'s latency is its arrival at the subscriber minus the line\'s `timestamp` (when the runner read it from the container): runner batching (`BusLogSink`, 50 ms linger), the bus, the store write in log-ingest, the `live-logs` broadcast, the api\'s `LiveTailHub` fan-out and SSE. Every subscriber must get every line exactly once, then `end`.',
+      'A delivery\'s latency is its arrival at the subscriber minus the line\'s `timestamp` (when the runner read it from the container): runner batching (`BusLogSink`), the bus, the store write in log-ingest, the `live-logs` broadcast, the api\'s `LiveTailHub` fan-out and SSE. Every subscriber must get every line exactly once, then `end`.',
     ].join(' ');
     const settings: Array<[string, string]> = [
       ['Code', codeVersion()],
       ['orloj', 'roles api, scheduler, runners, log-ingest in one child process (TypeScript sources via tsx), `NODE_ENV=production`, `RATE_LIMIT_ENABLED=false`, `LOG_LEVEL=warn`, live-tail settings default, `DOCKER_HOST` = the podman service of `scripts/container-runtime.sh`'],
       ['Subscribers', `${fmt(s.subscribers)} node:http clients in the parent process, connected in waves of ${CONNECT_WAVE}, each waiting for \`connected\``],
       ['Lines', `${fmt(s.lines)} after a ${s.delay} s pause, \`usleep ${Math.round(1_000_000 / s.rate)}\` between them (nominal ${s.rate}/s)`],
-      ['Overrides', 'BENCH_TAIL_SUBSCRIBERS, BENCH_TAIL_RATE (lines/s), BENCH_TAIL_LINES, BENCH_TAIL_DELAY (s), ORLOJ_PODMAN_DIR'],
+      ['Overrides', 'BENCH_TAIL_SUBSCRIBERS, BENCH_TAIL_RATE (lines/s), BENCH_TAIL_LINES, BENCH_TAIL_DELAY (s), ORLOJ_PODMAN_DIR, BENCH_CPU_PROF (adds orloj-live-tail-<pid>.cpuprofile: the orloj process from the last connection to the last `end`)'],
     ];
     const columns = ['Target', 'deliveries', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'mean ms', 'missing / duplicate', 'no `end`'];
     const target = `Target: p99 delivery latency ≤ ${TARGET_P99_MS} ms with 1,000 subscribers.`;
@@ -231,6 +251,7 @@ export const liveTail: BenchSuite = {
       notes: [
         `- All on one machine: the container, the orloj process and the ${fmt(s.subscribers)} clients share the 2 cores, so the clients' own parsing delays what they record. CPU from the last connection to the last \`end\`: orloj ${pct(m.orlojCpu)}, the clients (parent process) ${pct(m.clientCpu)}, other processes ${pct(m.otherCpu)} (% of one core).`,
         `- The lines took ${fmt(m.emitSeconds, 1)} s to print (${fmt(s.lines / Math.max(m.emitSeconds, 0.001), 1)} lines/s; \`usleep\` and the shell loop add to the nominal pause); ${fmt(s.subscribers)} subscribers connected in ${fmt(m.connectMs)} ms.`,
+        `- Where the time goes, per line: its first delivery to any subscriber (runner, bus, store write, broadcast) p50 ${ms(m.first.p50)} / p99 ${ms(m.first.p99)} ms; from there to its last delivery (the fan-out to every subscriber, and the clients reading it) p50 ${ms(m.spread.p50)} / p99 ${ms(m.spread.p99)} ms.`,
         '- Latency is measured with one clock (the machine\'s): the line\'s `timestamp` is set by the runner in the orloj process, the arrival by the client process; timestamps have millisecond resolution.',
         ...(m.excluded ? [`- ${fmt(m.excluded)} deliveries of lines printed before the last subscriber connected were left out (replayed from the store, not live).`] : []),
         ...(m.errors.length ? [`- Stream errors: ${m.errors.slice(0, 3).join('; ')}.`] : []),

@@ -13,11 +13,13 @@ import {
   type RoleKeys,
   type SignedBus,
 } from '@orloj/common';
-import { ApiServer } from '@orloj/api';
+import { ApiServer, LiveTailHub, type LiveTailSettings } from '@orloj/api';
+import { SseStream } from '../src/http/sse.js';
 import { describeApi, testConfig, type ApiHarness } from './support/harness.js';
 import { TestClient } from './support/client.js';
 import { containerWorkflow, entry, heartbeatWorkflow, insertJob, insertLines, lines, type Line } from './support/logs.js';
 import { SseReader } from './support/sse.js';
+import { waitFor } from '../../common/test/support/async.js';
 
 type Json = Record<string, any>;
 
@@ -324,6 +326,7 @@ function generateKeys(): RoleKeys {
 // The api process gets lines from log-ingest's broadcasts; the store is read only to fill gaps.
 let bus: MemoryBus | undefined;
 let ingest: SignedBus | undefined;
+let keys: RoleKeys | undefined;
 describeApi(
   'live log tail (SSE, fed by the bus)',
   (h) => {
@@ -333,6 +336,30 @@ describeApi(
 
     const broadcast = (jobId: string, workflowId: string, attempt: number, rows: Line[]) =>
       ingest!.broadcast<LiveLogsMessage>(TOPICS.liveLogs, MESSAGE_TYPES.liveLogs, { job_id: jobId, workflow_id: workflowId, attempt, lines: rows });
+
+    const runningJob = async () => {
+      const wid = await containerWorkflow(await h().user());
+      return { wid, job: await insertJob(h().db.store, wid, 'RUNNING') };
+    };
+
+    /** A hub of its own on the same bus (to read its metrics), over the harness's store. */
+    const ownHub = (settings: Partial<LiveTailSettings>) =>
+      new LiveTailHub({
+        store: h().db.store,
+        clock: systemClock,
+        logger: silentLogger,
+        bus: roleBus({ bus: bus!, role: 'api', keys: keys!, clock: systemClock, logger: silentLogger }),
+        settings,
+      });
+
+    /** Opens a tail on the hub, without HTTP; its output accumulates in `text`. */
+    const openTail = async (hub: LiveTailHub, job: { id: string; attempts: number }, workflowId: string) => {
+      const sse = new SseStream();
+      const out = { text: '' };
+      sse.body.on('data', (chunk: Buffer) => (out.text += chunk.toString('utf8')));
+      await hub.open({ sse, jobId: job.id, workflowId, attempt: job.attempts, after: -1 });
+      return out;
+    };
 
     it('delivers broadcast lines at once, fills a gap from the store, drops repeats, then ends', async () => {
       const c = await h().user();
@@ -362,11 +389,61 @@ describeApi(
         r.close();
       }
     });
+
+    it("serialises each broadcast line once for all of a job's tails, and reads the job once for tails opened together", async () => {
+      const { wid, job } = await runningJob();
+      // No periodic status reads or polls.
+      const hub = ownHub({ pollMs: 600_000, busPollMs: 600_000, statusMs: 600_000, keepAliveMs: 600_000 });
+      try {
+        const texts = await Promise.all(Array.from({ length: 20 }, () => openTail(hub, job, wid)));
+        assert.ok(hub.metrics().statusReads <= 2, `${hub.metrics().statusReads} status reads for 20 tails opened together`);
+        const rows = lines(messages(0, 5));
+        await broadcast(job.id, wid, job.attempts, rows);
+        const whole = rows.map((l) => `event: log\nid: ${l.sequence_num}\ndata: ${JSON.stringify(entry(job.id, job.attempts, l))}\n\n`).join('');
+        await waitFor(() => texts.every((t) => t.text.endsWith(whole)), 'every tail to send the 5 lines');
+        for (const t of texts) assert.ok(t.text.startsWith('event: connected\n') && t.text.split('event: log\n').length === 6, t.text);
+        assert.equal(hub.metrics().frames, 5, 'one serialisation per line, not per tail');
+        assert.deepEqual({ jobs: hub.metrics().jobs, tails: hub.metrics().tails }, { jobs: 1, tails: 20 });
+      } finally {
+        await hub.stop();
+      }
+      assert.deepEqual({ jobs: hub.metrics().jobs, tails: hub.metrics().tails }, { jobs: 0, tails: 0 }, 'the shared timers went with the last tail');
+    });
+
+    it('reads the store for lines no broadcast brought, and only then, checking the line count once for all tails', async () => {
+      const { wid, job } = await runningJob();
+      const hub = ownHub({ pollMs: 5, busPollMs: 10, statusMs: 600_000, keepAliveMs: 600_000 });
+      try {
+        const texts = await Promise.all(Array.from({ length: 5 }, () => openTail(hub, job, wid)));
+        const store = async (rows: Line[]) => {
+          await insertLines(h(), job.id, job.attempts, rows);
+          const lines = rows[rows.length - 1]!.sequence_num + 1;
+          await h().db.store.logs.recordCount({ jobId: job.id, attempt: job.attempts, workflowId: wid, userId: job.userId, lines });
+        };
+        const logs = (t: { text: string }) => t.text.split('event: log\n').length - 1;
+        // Broadcast and stored: the tails need no store read beyond their first. (Broadcast first,
+        // so that no check can find a count above what the tails have.)
+        const first = lines(messages(0, 3));
+        await broadcast(job.id, wid, job.attempts, first);
+        await waitFor(() => texts.every((t) => logs(t) === 3), 'the broadcast lines');
+        await store(first);
+        const readsBefore = hub.metrics().lineReads;
+        const checks = hub.metrics().countReads;
+        await waitFor(() => hub.metrics().countReads >= checks + 3, 'three more line-count checks');
+        assert.equal(hub.metrics().lineReads, readsBefore, 'no store read while the broadcasts brought every line');
+        // Stored, but the broadcast never came: the safety net reads them from the store.
+        await store(lines(messages(3, 6), 3));
+        await waitFor(() => texts.every((t) => logs(t) === 6), 'the missed lines, from the store');
+        for (const t of texts) assert.deepEqual([...t.text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1])), range(0, 6));
+      } finally {
+        await hub.stop();
+      }
+    });
   },
   {
     liveTail: { pollMs: 20, busPollMs: 600_000, statusMs: 100, keepAliveMs: 1_000, holeGraceMs: 60_000 },
     bus: () => {
-      const keys = generateKeys();
+      keys = generateKeys();
       bus = new MemoryBus({ logger: silentLogger });
       ingest = roleBus({ bus, role: 'log-ingest', keys, clock: systemClock, logger: silentLogger });
       return roleBus({ bus, role: 'api', keys, clock: systemClock, logger: silentLogger });

@@ -4,10 +4,12 @@
  * the protocol and its guarantees.
  *
  * - Batches: consecutive lines of one attempt, packed by column (`columns`),
- *   cut at maxBatchLines or ~maxBatchBytes, or when a partial batch has
- *   waited lingerMs of clock time.
- *   One batch per attempt is in flight at a time, so batches go out in
- *   sequence order.
+ *   cut at maxBatchLines or ~maxBatchBytes. One batch per attempt is in
+ *   flight at a time, so batches go out in sequence order. No lingering
+ *   (Nagle's rule): with nothing in flight, what is buffered is published at
+ *   the next turn of the event loop; lines written while a batch is in
+ *   flight go in the next one. A lone line waits for nothing, and the faster
+ *   lines come (or the slower the bus), the larger the batches.
  * - Never drops a line: a publish that fails (bus down, no confirm) is retried
  *   with backoff until it succeeds, or until abandon() (the runner's shutdown
  *   gave up).
@@ -44,8 +46,6 @@ export interface BusLogSinkOptions {
   maxBatchLines?: number;
   /** A batch is cut once its lines reach about this many bytes (UTF-8 text plus ~80 bytes of JSON per line). Default 256 KiB. */
   maxBatchBytes?: number;
-  /** How long (clock ms) a partial batch waits for more lines. Default 50. */
-  lingerMs?: number;
   /** Lines held (waiting or being published) over all attempts before write() waits. Default 10 000. */
   bufferLines?: number;
   /** Bytes held, counted like maxBatchBytes, before write() waits. Default 16 MiB. */
@@ -93,7 +93,6 @@ export class BusLogSink implements LogSink {
   readonly clock: Clock;
   readonly maxBatchLines: number;
   readonly maxBatchBytes: number;
-  readonly lingerMs: number;
   readonly bufferLines: number;
   readonly bufferBytes: number;
   readonly countIntervalMs: number;
@@ -103,7 +102,6 @@ export class BusLogSink implements LogSink {
   private usedLines = 0;
   private usedBytes = 0;
   private readonly waiters: Waiter[] = [];
-  private readonly writers = new Set<BatchingWriter>();
   private readonly abandoning = new AbortController();
   readonly counts = { waits: 0, batches: 0, lines: 0, publishFailures: 0, abandonedLines: 0 };
 
@@ -113,7 +111,6 @@ export class BusLogSink implements LogSink {
     this.clock = options.clock;
     this.maxBatchLines = positiveInt('maxBatchLines', options.maxBatchLines ?? 5_000);
     this.maxBatchBytes = positiveInt('maxBatchBytes', options.maxBatchBytes ?? 256 * 1024);
-    this.lingerMs = nonNegativeInt('lingerMs', options.lingerMs ?? 50);
     this.bufferLines = positiveInt('bufferLines', options.bufferLines ?? 10_000);
     this.bufferBytes = positiveInt('bufferBytes', options.bufferBytes ?? 16 * 1024 * 1024);
     this.countIntervalMs = positiveInt('countIntervalMs', options.countIntervalMs ?? 1_000);
@@ -123,9 +120,7 @@ export class BusLogSink implements LogSink {
 
   open(job: LogSinkJob): JobLogWriter {
     if (!job.log_retention) return new CountingWriter(this, job);
-    const writer = new BatchingWriter(this, job);
-    this.writers.add(writer);
-    return writer;
+    return new BatchingWriter(this, job);
   }
 
   /**
@@ -149,11 +144,6 @@ export class BusLogSink implements LogSink {
 
   // ---- the shared buffer (used by the writers) ------------------------------
 
-  /** Whether writers should publish at once instead of lingering: someone waits for room. */
-  get pressure(): boolean {
-    return this.waiters.length > 0;
-  }
-
   /** Takes room for one line if there is some and nobody waits before us. */
   tryReserve(size: number): boolean {
     if (this.waiters.length > 0 || !this.fits(size)) return false;
@@ -166,7 +156,7 @@ export class BusLogSink implements LogSink {
   reserve(size: number, admit: () => void): Promise<void> {
     if (this.abandoning.signal.aborted) return Promise.reject(new LogSinkAbandonedError());
     this.counts.waits += 1;
-    const room = new Promise<void>((resolve, reject) => {
+    return new Promise<void>((resolve, reject) => {
       this.waiters.push({
         size,
         admit: () => {
@@ -176,9 +166,6 @@ export class BusLogSink implements LogSink {
         fail: reject,
       });
     });
-    // Lingering writers publish now, so room comes back soon.
-    for (const w of this.writers) w.notify();
-    return room;
   }
 
   release(lines: number, bytes: number): void {
@@ -190,10 +177,6 @@ export class BusLogSink implements LogSink {
       this.usedBytes += w.size;
       w.admit();
     }
-  }
-
-  closed(writer: BatchingWriter): void {
-    this.writers.delete(writer);
   }
 
   private fits(size: number): boolean {
@@ -267,11 +250,10 @@ class BatchingWriter implements JobLogWriter {
     this.closing = true;
     this.notify();
     await this.pump;
-    this.sink.closed(this);
     if (this.failure !== undefined) throw this.failure;
   }
 
-  notify(): void {
+  private notify(): void {
     const wake = this.wake;
     this.wake = undefined;
     wake?.();
@@ -292,7 +274,7 @@ class BatchingWriter implements JobLogWriter {
   }
 
   private full(): boolean {
-    return this.closing || this.sink.pressure || this.seqs.length >= this.sink.maxBatchLines || this.bytes >= this.sink.maxBatchBytes;
+    return this.closing || this.seqs.length >= this.sink.maxBatchLines || this.bytes >= this.sink.maxBatchBytes;
   }
 
   private async run(): Promise<void> {
@@ -303,15 +285,12 @@ class BatchingWriter implements JobLogWriter {
         await this.woken();
         continue;
       }
-      if (!this.full() && sink.lingerMs > 0) {
-        // Linger from the first line of the batch: more lines may come.
-        const timer = new AbortController();
-        let lingered = false;
-        const linger = sink.clock.sleep(sink.lingerMs, timer.signal).then(() => (lingered = true));
-        while (!lingered && !this.full()) await Promise.race([linger, this.woken()]);
-        timer.abort();
-        this.wake = undefined;
-      }
+      // Nothing of this attempt is in flight (the pump publishes one batch at
+      // a time): what is buffered goes now, and lines written meanwhile wait
+      // for the next batch (Nagle). One turn of the event loop first, so the
+      // lines of one chunk of container output (delivered in microtasks) share
+      // a batch rather than the first going alone.
+      if (!this.full()) await nextTurn();
       // Cut a batch: whole consecutive lines, within the line and byte limits (at least one line).
       const first = this.seqs[0]!;
       let n = 0;
@@ -341,6 +320,10 @@ class BatchingWriter implements JobLogWriter {
       };
       try {
         await sink.publish(body, n, this.log);
+      } catch (err) {
+        // Abandoned (publish throws only then): this batch is lost as well as what is still buffered.
+        sink.counts.abandonedLines += n;
+        throw err;
       } finally {
         sink.release(n, bytes);
       }
@@ -419,12 +402,11 @@ class CountingWriter implements JobLogWriter {
   }
 }
 
-function positiveInt(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${value}`);
-  return value;
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
-function nonNegativeInt(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer, got ${value}`);
+function positiveInt(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${value}`);
   return value;
 }

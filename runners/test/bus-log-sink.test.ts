@@ -152,7 +152,7 @@ describe('BusLogSink', () => {
   });
 
   it('cuts batches at maxBatchLines and at maxBatchBytes, keeping sequence order', async () => {
-    const s = sink({ maxBatchLines: 100, maxBatchBytes: 10_000, lingerMs: 1_000 });
+    const s = sink({ maxBatchLines: 100, maxBatchBytes: 10_000 });
     const a = job();
     const w = s.open(a);
     bus.gate = deferred(); // hold the first batch so the rest queue up
@@ -173,29 +173,38 @@ describe('BusLogSink', () => {
     assert.deepEqual(all, [...Array.from({ length: 250 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => i)]);
   });
 
-  it('lingers lingerMs of clock time for a partial batch, then publishes it', async () => {
-    const clock = new ManualClock();
-    const s = sink({ lingerMs: 80 }, clock);
+  it('publishes a lone line at once, without waiting for more or for the clock', async () => {
+    const clock = new ManualClock(); // never advanced: no clock time may pass before a publish
+    const s = sink({}, clock);
     const j = job();
     const w = s.open(j);
     await w.write(line(0));
+    await waitFor(() => bus.batches().length === 1, 'the lone line');
     await w.write(line(1));
-    await new Promise((r) => setTimeout(r, 20));
-    assert.equal(bus.batches().length, 0, 'published before the linger');
-    clock.advance(79);
-    await w.write(line(2));
-    await new Promise((r) => setTimeout(r, 20));
-    assert.equal(bus.batches().length, 0, 'published before the linger');
-    clock.advance(1);
-    await waitFor(() => bus.batches().length === 1, 'the lingering batch');
-    assert.deepEqual(bus.batches()[0]!.lines.map((l) => l.sequence_num), [0, 1, 2]);
-    await w.write(line(3));
-    await w.close(); // close publishes at once, without lingering
-    assert.deepEqual(bus.batches().map((b) => b.lines.length), [3, 1]);
+    await waitFor(() => bus.batches().length === 2, 'the next lone line');
+    await w.close();
+    assert.deepEqual(bus.batches().map((b) => b.lines.map((l) => l.sequence_num)), [[0], [1]]);
+  });
+
+  it('puts lines written in one go in one batch, and lines written while a batch is in flight in the next', async () => {
+    const s = sink({}, new ManualClock());
+    const j = job();
+    const w = s.open(j);
+    bus.gate = deferred();
+    // A chunk of container output: lines written one after the other without a turn of the event loop.
+    for (let i = 0; i < 3; i++) await w.write(line(i));
+    assert.deepEqual((await bus.atGate.next('the first batch')).columns?.messages, ['line 0', 'line 1', 'line 2']);
+    for (let i = 3; i < 8; i++) await w.write(line(i));
+    await new Promise((r) => setImmediate(r));
+    const held = bus.gate;
+    bus.gate = undefined;
+    held.resolve();
+    await w.close();
+    assert.deepEqual(bus.batches().map((b) => b.lines.map((l) => l.sequence_num)), [[0, 1, 2], [3, 4, 5, 6, 7]]);
   });
 
   it('bounds the buffer over all attempts: write() waits for room while the bus is slow, and nothing is dropped', async () => {
-    const s = sink({ bufferLines: 100, maxBatchLines: 30, lingerMs: 10 });
+    const s = sink({ bufferLines: 100, maxBatchLines: 30 });
     bus.gate = deferred();
     const jobs = [job(), job()];
     const writers = jobs.map((j) => s.open(j));
@@ -244,7 +253,7 @@ describe('BusLogSink', () => {
   });
 
   it('retries a batch the bus refused, with backoff, until it is published', async () => {
-    const s = sink({ lingerMs: 0 });
+    const s = sink();
     bus.refuse = 3;
     const j = job();
     const w = s.open(j);
@@ -276,7 +285,7 @@ describe('BusLogSink', () => {
   });
 
   it('gives up when abandoned: close() and waiting writes reject, the buffer is released', async () => {
-    const s = sink({ bufferLines: 5, lingerMs: 0, retry: { initialMs: 10_000, maxMs: 10_000 } });
+    const s = sink({ bufferLines: 5, retry: { initialMs: 10_000, maxMs: 10_000 } });
     bus.refuse = 1_000;
     const w = s.open(job());
     for (let i = 0; i < 5; i++) await w.write(line(i));
@@ -287,7 +296,8 @@ describe('BusLogSink', () => {
     await assert.rejects(waiting, LogSinkAbandonedError);
     await assert.rejects(closing, LogSinkAbandonedError);
     assert.equal(s.metrics().bufferedLines, 0);
-    assert.ok(s.metrics().abandonedLines >= 1);
+    // The batch being retried and the line that waited for room: 5 were held, all lost (the waiting one never got room).
+    assert.equal(s.metrics().abandonedLines, 5);
   });
 });
 
@@ -330,7 +340,7 @@ describe('Runner with the BusLogSink', () => {
 
   async function start(script: { stream: 'stdout' | 'stderr'; message: string }[]): Promise<{ scheduler: SignedBus; sink: BusLogSink }> {
     const runnerBus = signedBus(bus, 'runners', systemClock);
-    const sink = new BusLogSink({ bus: runnerBus, logger, clock: systemClock, lingerMs: 5, maxBatchLines: 7, retry: { initialMs: 5, maxMs: 20 } });
+    const sink = new BusLogSink({ bus: runnerBus, logger, clock: systemClock, maxBatchLines: 7, retry: { initialMs: 5, maxMs: 20 } });
     runner = new Runner({
       bus: runnerBus,
       logger,
@@ -381,7 +391,7 @@ describe('Runner with the BusLogSink', () => {
   it('pauses the container output while the bus is slow (back-pressure reaches onLine)', async () => {
     const script = Array.from({ length: 200 }, (_, i) => ({ stream: 'stdout' as const, message: `p${i}` }));
     const runnerBus = signedBus(bus, 'runners', systemClock);
-    const sink = new BusLogSink({ bus: runnerBus, logger, clock: systemClock, lingerMs: 1, maxBatchLines: 10, bufferLines: 20 });
+    const sink = new BusLogSink({ bus: runnerBus, logger, clock: systemClock, maxBatchLines: 10, bufferLines: 20 });
     let maxBuffered = 0;
     const containers = new ScriptedContainers(script);
     const original = containers.run.bind(containers);

@@ -16,14 +16,18 @@ import {
 } from '@orloj/common';
 import { presentLogEntry, type LogLine } from './present.js';
 import { problemOf } from './problem.js';
-import type { SseStream } from './sse.js';
+import { sseFrame, type SseStream } from './sse.js';
 
 export interface LiveTailSettings {
   /** How often a tail reads the store for new lines while no bus feeds it. */
   pollMs: number;
-  /** The same while the bus feeds it: only a safety net for missed broadcasts. */
+  /**
+   * While the bus feeds the tails, how often the store is checked for lines
+   * the broadcasts missed: one read of the attempt's line count for all the
+   * job's tails here, and a store read by those tails it shows behind.
+   */
   busPollMs: number;
-  /** How often a tail reads its job's status (to send `end`). */
+  /** How often the job's status is read (once for all its tails in this process) to send `end`. */
   statusMs: number;
   /** Comment lines that keep proxies and clients from timing the stream out. */
   keepAliveMs: number;
@@ -54,15 +58,43 @@ export const DEFAULT_LIVE_TAIL: LiveTailSettings = {
 const TERMINAL: ReadonlySet<Job['status']> = new Set(['COMPLETED', 'FAILED', 'CANCELED']);
 /** After this many status checks that found the job terminal, `end` is sent even if lines still trickle in. */
 const MAX_FINISH_CHECKS = 30;
+/** A tail sends the lines it has ready in writes of about this many bytes at most. */
+const WRITE_BYTES = 64 * 1024;
 
 /**
- * The live tails of one api process: the per-client stream limit, and the
- * bus subscription (TOPICS.liveLogs, opened with the first tail) that fans
- * lines out to the tails of their job.
+ * The tails of one job in this process, and what they share: one timer of
+ * each kind, and one read of the job's status per statusMs for all of them.
+ */
+interface JobTails {
+  readonly tails: Set<LiveTail>;
+  readonly timers: NodeJS.Timeout[];
+  statusBusy: boolean;
+  /** A tail opened while a status read was under way: read again after it. */
+  statusAgain: boolean;
+  /** performance.now() of the last safety-net check (line counts), while broadcasts flow. */
+  countedAt: number;
+  countBusy: boolean;
+  /** The line count of each attempt followed, as that check read it. */
+  counted: Map<number, number>;
+}
+
+/**
+ * The live tails of one api process: the per-client stream limit, the bus
+ * subscription (TOPICS.liveLogs, opened with the first tail) that fans lines
+ * out to the tails of their job, and per job the work its tails share — one
+ * status read per statusMs, one timer of each kind, and each broadcast
+ * line's `log` event serialised once (`frame`) however many tails send it.
  */
 export class LiveTailHub {
   readonly settings: LiveTailSettings;
-  private readonly byJob = new Map<string, Set<LiveTail>>();
+  private readonly byJob = new Map<string, JobTails>();
+  /**
+   * The `log` event of a line, as long as the line object lives (broadcast
+   * lines are shared by every tail of the job): serialised and encoded once,
+   * the same bytes written to every stream.
+   */
+  private readonly frames = new WeakMap<LogLine, Buffer>();
+  private readonly counts = { frames: 0, statusReads: 0, countReads: 0, lineReads: 0 };
   private readonly perClient = new Map<string, number>();
   private subscribing: Promise<void> | undefined;
   private subscription: Subscription | undefined;
@@ -78,6 +110,17 @@ export class LiveTailHub {
     },
   ) {
     this.settings = { ...DEFAULT_LIVE_TAIL, ...o.settings };
+  }
+
+  /**
+   * Since start: `frames`, `log` events serialised; store reads of a job's
+   * status (`statusReads`), of an attempt's line count (`countReads`), and of
+   * lines by a tail (`lineReads`).
+   */
+  metrics(): { jobs: number; tails: number; frames: number; statusReads: number; countReads: number; lineReads: number } {
+    let tails = 0;
+    for (const job of this.byJob.values()) tails += job.tails.size;
+    return { jobs: this.byJob.size, tails, ...this.counts };
   }
 
   /** Whether broadcasts currently reach this process. */
@@ -109,18 +152,122 @@ export class LiveTailHub {
       tail.close();
       return tail;
     }
-    let set = this.byJob.get(options.jobId);
-    if (!set) this.byJob.set(options.jobId, (set = new Set()));
-    set.add(tail);
+    let job = this.byJob.get(options.jobId);
+    if (!job) this.byJob.set(options.jobId, (job = this.watch(options.jobId)));
+    job.tails.add(tail);
     tail.start();
+    void this.checkStatus(options.jobId);
     return tail;
   }
 
   detach(tail: LiveTail): void {
-    const set = this.byJob.get(tail.jobId);
-    if (!set) return;
-    set.delete(tail);
-    if (set.size === 0) this.byJob.delete(tail.jobId);
+    const job = this.byJob.get(tail.jobId);
+    if (!job) return;
+    job.tails.delete(tail);
+    if (job.tails.size === 0) {
+      for (const t of job.timers) clearInterval(t);
+      this.byJob.delete(tail.jobId);
+    }
+  }
+
+  /** Counts a tail's read of lines from the store. */
+  linesRead(): void {
+    this.counts.lineReads += 1;
+  }
+
+  /** The `log` event of a line, serialised once per line object. */
+  frame(line: LogLine): Buffer {
+    let frame = this.frames.get(line);
+    if (frame === undefined) {
+      this.frames.set(line, (frame = Buffer.from(sseFrame('log', presentLogEntry(line), String(line.sequenceNum)), 'utf8')));
+      this.counts.frames += 1;
+    }
+    return frame;
+  }
+
+  /** The shared timers of a job's tails (started with its first tail, stopped with its last). */
+  private watch(jobId: string): JobTails {
+    const s = this.settings;
+    return {
+      tails: new Set(),
+      statusBusy: false,
+      statusAgain: false,
+      countedAt: performance.now(),
+      countBusy: false,
+      counted: new Map(),
+      timers: [
+        setInterval(() => void this.poll(jobId), s.pollMs),
+        setInterval(() => void this.checkStatus(jobId), s.statusMs),
+        setInterval(() => {
+          for (const tail of this.byJob.get(jobId)?.tails ?? []) tail.keepAlive();
+        }, s.keepAliveMs),
+      ],
+    };
+  }
+
+  /**
+   * Without broadcasts, every tail reads the store every pollMs. With them,
+   * the store is only a safety net for missed broadcasts: every busPollMs,
+   * one read of the line count of each attempt the job's tails follow (log-
+   * ingest raises it in the transaction that stores the lines, so no stored
+   * line is above it), and a store read by the tails still behind the count
+   * of the previous check — lines stored a whole busPollMs ago that no
+   * broadcast brought. (Behind the count just read is normal: the broadcast
+   * of the lines just stored may still be on its way.)
+   */
+  private async poll(jobId: string): Promise<void> {
+    const job = this.byJob.get(jobId);
+    if (!job) return;
+    if (!this.live) {
+      for (const tail of job.tails) tail.poll();
+      return;
+    }
+    if (job.countBusy || performance.now() - job.countedAt < this.settings.busPollMs) return;
+    job.countBusy = true;
+    job.countedAt = performance.now();
+    try {
+      const counts = new Map<number, number>();
+      for (const tail of job.tails) counts.set(tail.attempt, 0);
+      try {
+        for (const attempt of counts.keys()) counts.set(attempt, await this.o.store.logs.count(jobId, attempt));
+      } catch (err) {
+        this.o.logger.warn({ err, jobId }, 'live tails: could not read the line count; reading the store for every tail');
+        for (const tail of job.tails) tail.poll();
+        return;
+      }
+      this.counts.countReads += counts.size;
+      for (const tail of job.tails) tail.pollIfBehind(job.counted);
+      job.counted = counts;
+    } finally {
+      job.countBusy = false;
+    }
+  }
+
+  /** Reads the job once for all its tails here; a read asked for while one runs follows it. */
+  private async checkStatus(jobId: string): Promise<void> {
+    const job = this.byJob.get(jobId);
+    if (!job) return;
+    if (job.statusBusy) {
+      job.statusAgain = true;
+      return;
+    }
+    job.statusBusy = true;
+    try {
+      do {
+        job.statusAgain = false;
+        let found: Job | undefined;
+        this.counts.statusReads += 1;
+        try {
+          found = await this.o.store.jobs.findById(jobId);
+        } catch (err) {
+          for (const tail of [...job.tails]) tail.fail(err);
+          continue;
+        }
+        for (const tail of [...job.tails]) tail.onStatus(found);
+      } while (job.statusAgain && job.tails.size > 0 && !this.stopped);
+    } finally {
+      job.statusBusy = false;
+    }
   }
 
   private subscribe(): Promise<void> {
@@ -144,21 +291,21 @@ export class LiveTailHub {
     if (envelope.type !== MESSAGE_TYPES.liveLogs) return;
     const body = envelope.body as Partial<LiveLogsMessage> | null;
     if (!body || typeof body.job_id !== 'string' || typeof body.attempt !== 'number' || !Array.isArray(body.lines)) return;
-    const tails = this.byJob.get(body.job_id);
-    if (!tails) return;
+    const job = this.byJob.get(body.job_id);
+    if (!job) return;
     const lines: LogLine[] = [];
     for (const l of body.lines) {
       if (typeof l?.sequence_num !== 'number' || typeof l.message !== 'string' || typeof l.timestamp !== 'number') continue;
       if (l.stream !== 'stdout' && l.stream !== 'stderr') continue;
       lines.push({ jobId: body.job_id, attempt: body.attempt, sequenceNum: l.sequence_num, stream: l.stream, message: l.message, timestamp: l.timestamp });
     }
-    for (const tail of tails) tail.onLive(body.attempt, lines);
+    for (const tail of job.tails) tail.onLive(body.attempt, lines);
   }
 
   /** Ends every open stream (without `end`: clients reconnect with Last-Event-ID) and leaves the topic. Idempotent. */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const set of [...this.byJob.values()]) for (const tail of [...set]) tail.close();
+    for (const job of [...this.byJob.values()]) for (const tail of [...job.tails]) tail.close();
     await this.subscribing;
     const s = this.subscription;
     this.subscription = undefined;
@@ -177,7 +324,8 @@ export class LiveTailHub {
 export class LiveTail {
   readonly jobId: string;
   private readonly workflowId: string;
-  private attempt: number;
+  /** The attempt followed (the job's latest; a retry moves it). */
+  private followed: number;
   /** The highest sequence_num sent (or the client's Last-Event-ID). */
   private last: number;
   private readonly pending = new Map<number, LogLine>();
@@ -186,7 +334,6 @@ export class LiveTail {
   /** Bumped when the job moves to another attempt: reads started before it are stale. */
   private epoch = 0;
   private sent = 0;
-  private lastPollAt = 0;
 
   private pumping = false;
   private wantPump = false;
@@ -196,10 +343,8 @@ export class LiveTail {
   private terminal: Job | undefined;
   private finishChecks = 0;
   private sentAtFinishCheck = 0;
-  private statusBusy = false;
 
   private closed = false;
-  private readonly timers: NodeJS.Timeout[] = [];
 
   constructor(
     private readonly hub: LiveTailHub,
@@ -216,34 +361,42 @@ export class LiveTail {
   ) {
     this.jobId = o.jobId;
     this.workflowId = o.workflowId;
-    this.attempt = o.attempt;
+    this.followed = o.attempt;
     this.last = o.after;
     void o.sse.closed.then(() => this.close());
+  }
+
+  get attempt(): number {
+    return this.followed;
   }
 
   private get settings(): LiveTailSettings {
     return this.hub.settings;
   }
 
+  /** Sends `connected` and starts the replay; the hub checks the job's status and runs the timers. */
   start(): void {
     if (this.closed) return;
     this.o.sse.event('connected', { id: this.jobId, workflow_id: this.workflowId });
-    const s = this.settings;
-    this.timers.push(
-      setInterval(() => {
-        // With broadcasts flowing the store is only a safety net.
-        if (this.hub.live && performance.now() - this.lastPollAt < s.busPollMs) return;
-        this.kick(true);
-      }, s.pollMs),
-      setInterval(() => void this.checkStatus(), s.statusMs),
-      setInterval(() => this.o.sse.comment('keep-alive'), s.keepAliveMs),
-    );
     this.kick(true);
-    void this.checkStatus();
+  }
+
+  /** Reads the store for lines after the last one sent. */
+  poll(): void {
+    if (!this.closed) this.kick(true);
+  }
+
+  /** Reads the store when it holds lines this tail has not sent (`counts`: line count by attempt). */
+  pollIfBehind(counts: ReadonlyMap<number, number>): void {
+    if ((counts.get(this.followed) ?? 0) - 1 > this.last) this.poll();
+  }
+
+  keepAlive(): void {
+    this.o.sse.comment('keep-alive');
   }
 
   onLive(attempt: number, lines: readonly LogLine[]): void {
-    if (this.closed || attempt !== this.attempt) return;
+    if (this.closed || attempt !== this.followed) return;
     let added = false;
     for (const line of lines) {
       if (line.sequenceNum <= this.last || this.pending.has(line.sequenceNum)) continue;
@@ -259,7 +412,6 @@ export class LiveTail {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const t of this.timers) clearInterval(t);
     this.pending.clear();
     this.hub.detach(this);
     this.o.sse.end();
@@ -271,7 +423,8 @@ export class LiveTail {
     this.close();
   }
 
-  private fail(err: unknown): void {
+  /** Sends `error` (a problem document) and ends the stream. */
+  fail(err: unknown): void {
     if (this.closed) return;
     let error: OrlojError;
     if (isOrlojError(err)) error = err;
@@ -321,10 +474,10 @@ export class LiveTail {
 
   /** Reads the store after the last line sent, sending as it goes; true when a gap remains. */
   private async refill(): Promise<boolean> {
-    this.lastPollAt = performance.now();
     for (;;) {
       const epoch = this.epoch;
-      const rows = await this.o.store.logQueries.after({ jobId: this.jobId, attempt: this.attempt, after: this.last, limit: this.settings.batchSize });
+      this.hub.linesRead();
+      const rows = await this.o.store.logQueries.after({ jobId: this.jobId, attempt: this.followed, after: this.last, limit: this.settings.batchSize });
       if (this.closed || epoch !== this.epoch) return false;
       for (const row of rows) if (row.sequenceNum > this.last) this.pending.set(row.sequenceNum, row);
       const hole = await this.drain(false);
@@ -332,61 +485,78 @@ export class LiveTail {
     }
   }
 
-  /** Sends pending lines in order while they are consecutive; true when a gap holds the rest back. */
+  /**
+   * Sends pending lines in order while they are consecutive, those ready
+   * together in one write (of at most about WRITE_BYTES); true when a gap
+   * holds the rest back.
+   */
   private async drain(skipHoles: boolean): Promise<boolean> {
+    const out: Buffer[] = [];
+    let bytes = 0;
+    let hole = false;
     while (!this.closed) {
       const next = this.pending.get(this.last + 1);
       if (next) {
         this.pending.delete(next.sequenceNum);
         this.last = next.sequenceNum;
         this.sent++;
-        if (!this.o.sse.event('log', presentLogEntry(next), String(next.sequenceNum))) await this.o.sse.drained();
+        const frame = this.hub.frame(next);
+        out.push(frame);
+        bytes += frame.length;
+        if (bytes >= WRITE_BYTES) {
+          await this.send(out, bytes);
+          bytes = 0;
+        }
         continue;
       }
       if (this.pending.size === 0) {
         this.holeSince = undefined;
-        return false;
+        break;
       }
       const now = performance.now();
       this.holeSince ??= now;
-      if (!skipHoles && now - this.holeSince < this.settings.holeGraceMs) return true;
-      this.o.logger.warn({ jobId: this.jobId, attempt: this.attempt, after: this.last }, 'live tail: skipping sequence numbers that never arrived');
+      if (!skipHoles && now - this.holeSince < this.settings.holeGraceMs) {
+        hole = true;
+        break;
+      }
+      this.o.logger.warn({ jobId: this.jobId, attempt: this.followed, after: this.last }, 'live tail: skipping sequence numbers that never arrived');
       this.last = Math.min(...this.pending.keys()) - 1;
       this.holeSince = undefined;
     }
-    return false;
+    await this.send(out, bytes);
+    return hole;
   }
 
-  private async checkStatus(): Promise<void> {
-    if (this.statusBusy || this.closed) return;
-    this.statusBusy = true;
-    try {
-      const job = await this.o.store.jobs.findById(this.jobId);
-      if (this.closed) return;
-      if (!job) {
-        this.fail(notFound('The job'));
-        return;
-      }
-      if (job.attempts !== this.attempt) {
-        // A retry on another runner: its lines are numbered from 0 again.
-        this.epoch++;
-        this.attempt = job.attempts;
-        this.last = -1;
-        this.pending.clear();
-        this.holeSince = undefined;
-        this.terminal = undefined;
-        this.finishChecks = 0;
-        this.kick(true);
-      }
-      if (TERMINAL.has(job.status)) {
-        this.terminal = job;
-        this.wantFinish = true;
-        this.kick(true);
-      }
-    } catch (err) {
-      this.fail(err);
-    } finally {
-      this.statusBusy = false;
+  /** Writes the frames (and empties the array), waiting while the client is slow. */
+  private async send(frames: Buffer[], bytes: number): Promise<void> {
+    if (frames.length === 0) return;
+    const data = frames.length === 1 ? frames[0]! : Buffer.concat(frames, bytes);
+    frames.length = 0;
+    if (!this.o.sse.send(data)) await this.o.sse.drained();
+  }
+
+  /** The job as the hub read it (undefined: it no longer exists). */
+  onStatus(job: Job | undefined): void {
+    if (this.closed) return;
+    if (!job) {
+      this.fail(notFound('The job'));
+      return;
+    }
+    if (job.attempts !== this.followed) {
+      // A retry on another runner: its lines are numbered from 0 again.
+      this.epoch++;
+      this.followed = job.attempts;
+      this.last = -1;
+      this.pending.clear();
+      this.holeSince = undefined;
+      this.terminal = undefined;
+      this.finishChecks = 0;
+      this.kick(true);
+    }
+    if (TERMINAL.has(job.status)) {
+      this.terminal = job;
+      this.wantFinish = true;
+      this.kick(true);
     }
   }
 

@@ -2,6 +2,14 @@ import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
 
 /**
+ * The text of one event; `data` is sent as one line of JSON (JSON.stringify
+ * never emits a line break). Built once, it can be sent to many streams.
+ */
+export function sseFrame(name: string, data: unknown, id?: string): string {
+  return `event: ${name}\n${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(data)}\n\n`;
+}
+
+/**
  * A server-sent event stream as a Koa response body. Writes report
  * back-pressure (false: wait for `drained()` before writing more), and
  * `closed` resolves once the response is over, whichever side ended it.
@@ -35,10 +43,15 @@ export class SseStream {
     return !this.ended && !this.body.writableEnded;
   }
 
-  /** One event; `data` is sent as one line of JSON (JSON.stringify never emits a line break). */
+  /** One event (see sseFrame). */
   event(name: string, data: unknown, id?: string): boolean {
+    return this.send(sseFrame(name, data, id));
+  }
+
+  /** Events already serialised by `sseFrame` (one or several, concatenated; as text or UTF-8), in one write. */
+  send(frames: string | Buffer): boolean {
     if (!this.isOpen) return true;
-    return this.body.write(`event: ${name}\n${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(data)}\n\n`);
+    return this.body.write(frames);
   }
 
   comment(text: string): void {
