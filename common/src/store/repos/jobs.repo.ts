@@ -290,6 +290,13 @@ export class JobsRepo {
     return rows.map(toJob);
   }
 
+  /** The workflows of these jobs (each once). */
+  async workflowIdsOf(jobIds: readonly string[]): Promise<string[]> {
+    if (jobIds.length === 0) return [];
+    const rows = await this.db.selectFrom('jobs').select('workflow_id').distinct().where('id', 'in', jobIds).execute();
+    return rows.map((r) => r.workflow_id);
+  }
+
   /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */
   async workflowsWithOpenJobs(workflowIds: readonly string[]): Promise<Set<string>> {
     if (workflowIds.length === 0) return new Set();
