@@ -275,6 +275,8 @@ export class Scheduler {
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
+      const jobs: Job[] = [];
+      const next: { id: string; nextDueAt: number }[] = [];
       for (const w of due) {
         if (w.buildCompletedAt === null) continue;
         const intervalMs = w.intervalMinutes * 60_000;
@@ -282,13 +284,16 @@ export class Scheduler {
           // Runs never overlap: this slot is skipped for now. The workflow waits
           // for its next slot, or, when its job ends first, runs this (most
           // recent missed) slot then (applyJobOutcome).
-          await tx.workflows.setNextDue(w.id, firstSlotAfter(w.buildCompletedAt, intervalMs, now));
+          next.push({ id: w.id, nextDueAt: firstSlotAfter(w.buildCompletedAt, intervalMs, now) });
           continue;
         }
         const slot = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
-        await tx.jobs.insert(newJob(w, 'AUTOMATIC', slot, now));
-        await tx.workflows.setNextDue(w.id, slot + intervalMs);
+        jobs.push(newJob(w, 'AUTOMATIC', slot, now));
+        next.push({ id: w.id, nextDueAt: slot + intervalMs });
       }
+      // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
+      await tx.jobs.insertMany(jobs);
+      await tx.workflows.setNextDueMany(next);
     });
     return due.length;
   }
@@ -302,20 +307,35 @@ export class Scheduler {
     if (jobs.length === 0) return 0;
     const workflows = new Map((await store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
     const queued: [Job, Workflow][] = [];
-    for (const job of jobs) {
-      const workflow = workflows.get(job.workflowId);
-      if (!workflow) continue;
-      const moved = await this.guardOverlap(() =>
-        store.jobs.transition(job.id, 'QUEUED', now, { attempts: job.attempts + 1, queuedAt: now }, { attempts: job.attempts }),
-      );
-      if (moved) queued.push([moved, workflow]);
+    for (const moved of await this.queueAll(jobs.filter((j) => workflows.has(j.workflowId)), now)) {
+      queued.push([moved, workflows.get(moved.workflowId)!]);
     }
     await this.sendJobs(queued);
     return jobs.length;
   }
 
+  /**
+   * Moves the jobs to QUEUED as their next attempt: all in one statement, or,
+   * when that would give a workflow a second active job (another leader, or a
+   * manual job, got there first), one by one, each job that would overlap
+   * waiting.
+   */
+  private async queueAll(jobs: readonly Job[], now: number): Promise<Job[]> {
+    const { store } = this.deps;
+    const all = await this.guardOverlap(() => store.jobs.queueNextAttempts(jobs, now));
+    if (all) return all;
+    const moved: Job[] = [];
+    for (const job of jobs) {
+      const one = await this.guardOverlap(() =>
+        store.jobs.transition(job.id, 'QUEUED', now, { attempts: job.attempts + 1, queuedAt: now }, { attempts: job.attempts }),
+      );
+      if (one) moved.push(one);
+    }
+    return moved;
+  }
+
   /** The one-active-job-per-workflow key refuses a second QUEUED job; that job simply waits. */
-  private async guardOverlap(move: () => Promise<Job | undefined>): Promise<Job | undefined> {
+  private async guardOverlap<T>(move: () => Promise<T | undefined>): Promise<T | undefined> {
     try {
       return await move();
     } catch (err) {

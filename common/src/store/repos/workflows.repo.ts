@@ -280,6 +280,22 @@ export class WorkflowsRepo {
     await this.db.updateTable('workflows').set({ next_due_at: nextDueAt }).where('id', '=', id).execute();
   }
 
+  /** setNextDue for many workflows in one statement (a due batch). */
+  async setNextDueMany(next: readonly { id: string; nextDueAt: number }[]): Promise<void> {
+    if (next.length === 0) return;
+    const type = sql.raw(this.dialect.bigintType);
+    await this.db
+      .updateTable('workflows')
+      .set((eb) => {
+        // The cast types the parameters for PostgreSQL, which cannot infer them inside CASE.
+        let when = eb.case('id').when(next[0]!.id).then(sql<number>`cast(${next[0]!.nextDueAt} as ${type})`);
+        for (const n of next.slice(1)) when = when.when(n.id).then(sql<number>`cast(${n.nextDueAt} as ${type})`);
+        return { next_due_at: when.end() };
+      })
+      .where('id', 'in', next.map((n) => n.id))
+      .execute();
+  }
+
   /** +1 consecutive failure, atomically; returns the new count and the limit. */
   async recordFailure(id: string, now: number): Promise<FailureCount | undefined> {
     const row = await this.db
