@@ -120,7 +120,7 @@ export class Scheduler {
   private stopping: Promise<void> | undefined;
   /** Job events received and waiting for the next batch (applyBatched). */
   private waiting: WaitingEvent[] = [];
-  private flushing: Promise<void> | undefined;
+  private flushing = false;
 
   constructor(private readonly deps: SchedulerDeps) {
     this.config = { ...DEFAULT_SCHEDULER_CONFIG, ...deps.config };
@@ -462,17 +462,24 @@ export class Scheduler {
     if (!isBatchable(envelope)) return this.applyPatiently(envelope);
     return new Promise<void>((resolve, reject) => {
       this.waiting.push({ envelope, resolve, reject });
-      this.flushing ??= this.flush().finally(() => (this.flushing = undefined));
+      if (!this.flushing) void this.flush();
     });
   }
 
   private async flush(): Promise<void> {
-    // Let the deliveries of this turn of the event loop join the first batch.
-    await new Promise((resolve) => setImmediate(resolve));
-    while (this.waiting.length > 0) {
-      const batch = this.waiting;
-      this.waiting = [];
-      await this.applyBatch(batch);
+    this.flushing = true;
+    try {
+      // Let the deliveries of this turn of the event loop join the first batch.
+      await new Promise((resolve) => setImmediate(resolve));
+      while (this.waiting.length > 0) {
+        const batch = this.waiting;
+        this.waiting = [];
+        await this.applyBatch(batch);
+      }
+    } finally {
+      // In the same step as the last look at `waiting`: an event that arrives
+      // from here on starts the next flush instead of waiting for one.
+      this.flushing = false;
     }
   }
 
