@@ -58,12 +58,14 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve();
-      const sleeper = { at: this.current + ms, wake: resolve };
-      this.sleepers.push(sleeper);
-      signal?.addEventListener('abort', () => {
+      const onAbort = () => {
         this.sleepers = this.sleepers.filter((s) => s !== sleeper);
         resolve();
-      }, { once: true });
+      };
+      // Woken by the clock: the listener goes, so a long-lived signal does not collect one per sleep.
+      const sleeper = { at: this.current + ms, wake: () => (signal?.removeEventListener('abort', onAbort), resolve()) };
+      this.sleepers.push(sleeper);
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.wakeDue();
     });
   }

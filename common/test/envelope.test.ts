@@ -128,6 +128,19 @@ describe('envelope', () => {
     assert.equal(small.verify(third).ok, false);
   });
 
+  it('keeps evicting the oldest and forgetting the expired across thousands of ids', () => {
+    const small = new EnvelopeVerifier({ publicKeys, policy, clock, maxSeen: 100 });
+    const api = signer('api');
+    const sealed = Array.from({ length: 3_000 }, (_, n) => wire(api.seal('workflow.terminate', { n })));
+    for (const e of sealed) assert.ok(small.verify(e).ok);
+    for (const e of sealed.slice(-100)) assert.equal(small.verify(e).ok, false, 'the newest 100 are remembered');
+    assert.ok(small.verify(sealed[2_899]!).ok, 'older ones were evicted');
+    clock.advance(TTL);
+    const fresh = Array.from({ length: 2_000 }, (_, n) => wire(api.seal('workflow.terminate', { fresh: n })));
+    for (const e of fresh) assert.ok(small.verify(e).ok);
+    assert.equal(small.verify(fresh[1_999]!).ok, false);
+  });
+
   it('rejects unsigned messages', () => {
     const sealed = wire(signer('api').seal('workflow.terminate', {}));
     const { sig: _sig, ...unsigned } = sealed;

@@ -97,3 +97,91 @@ describeEachEngine('job transitions in the store', (db) => {
     assert.equal(await db().store.jobs.insert({ ...again, id: newId(), trigger: 'MANUAL' }), true);
   });
 });
+
+describeEachEngine('batched job writes in the store', (db) => {
+  let userId: string;
+
+  before(async () => {
+    userId = newId();
+    await db().store.users.insert({ id: userId, email: `${userId}@x.io`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
+  });
+
+  async function workflows(n: number): Promise<string[]> {
+    const ids = Array.from({ length: n }, () => newId());
+    for (const id of ids) {
+      await db().store.workflows.insert({
+        id, userId, name: 'w', payload: '{}', kind: 'HEARTBEAT', buildStatus: 'COMPLETED', intervalMinutes: 1,
+        consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3, logRetention: false, generation: 0, createdAt: 0,
+        updatedAt: 0, terminatedAt: null, buildCompletedAt: 0, nextDueAt: 1, buildToken: 0,
+      });
+    }
+    return ids;
+  }
+
+  function job(workflowId: string, status: JobStatus, attempts = 0, slotAt = 60_000): Job {
+    return {
+      id: newId(), workflowId, userId, generation: 0, trigger: 'AUTOMATIC', status, slotAt, scheduledAt: slotAt, attempts,
+      queuedAt: null, runnerId: null, leaseExpiresAt: null, containerId: null, startedAt: null, completedAt: null,
+      statusReasonCode: null, statusReasonMessage: null, createdAt: 0, updatedAt: 0,
+    };
+  }
+
+  it('inserts many jobs at once, skipping a slot that already has its job', async () => {
+    const [a, b, c] = await workflows(3);
+    const existing = job(a!, 'PENDING');
+    assert.equal(await db().store.jobs.insertMany([existing]), 1);
+    const batch = [job(a!, 'PENDING'), job(b!, 'PENDING'), job(c!, 'PENDING'), job(c!, 'PENDING', 0, 120_000)];
+    assert.equal(await db().store.jobs.insertMany(batch), 3);
+    assert.equal(await db().store.jobs.findById(batch[0]!.id), undefined);
+    for (const j of batch.slice(1)) assert.equal((await db().store.jobs.findById(j.id))?.status, 'PENDING');
+  });
+
+  it('queues many next attempts at once, each only from an allowed status and on the attempt named', async () => {
+    const ids = await workflows(4);
+    const [pending, retried, stale, done] = [job(ids[0]!, 'PENDING'), job(ids[1]!, 'RUNNING', 2), job(ids[2]!, 'PENDING', 1), job(ids[3]!, 'COMPLETED')];
+    await db().store.jobs.insertMany([pending, retried, stale, done]);
+    const moved = await db().store.jobs.queueNextAttempts(
+      [
+        { id: pending.id, attempts: 0 },
+        { id: retried.id, attempts: 2 },
+        { id: stale.id, attempts: 0 }, // the job is on attempt 1: moved on
+        { id: done.id, attempts: 0 }, // COMPLETED → QUEUED is not a transition
+      ],
+      500,
+    );
+    assert.deepEqual(moved.map((j) => [j.id, j.status, j.attempts, j.queuedAt]).sort(), [
+      [pending.id, 'QUEUED', 1, 500],
+      [retried.id, 'QUEUED', 3, 500],
+    ].sort());
+    assert.equal((await db().store.jobs.findById(stale.id))?.status, 'PENDING');
+    assert.equal((await db().store.jobs.findById(done.id))?.status, 'COMPLETED');
+    // Its message is confirmed for the attempt it is on, not for an older one.
+    await db().store.jobs.markDispatched([{ id: pending.id, attempts: 1 }, { id: retried.id, attempts: 2 }], 600);
+    const dispatchedAt = async (id: string) => (await db().store.db.selectFrom('jobs').select('dispatched_at').where('id', '=', id).executeTakeFirst())?.dispatched_at;
+    assert.equal(await dispatchedAt(pending.id), 600);
+    assert.equal(await dispatchedAt(retried.id), null);
+  });
+
+  it('queues none of them when one would be a second active job of its workflow', async () => {
+    const [a, b] = await workflows(2);
+    const first = job(a!, 'PENDING');
+    const second = job(a!, 'PENDING', 0, 120_000);
+    const other = job(b!, 'PENDING');
+    await db().store.jobs.insertMany([first, second, other]);
+    await assert.rejects(
+      db().store.jobs.queueNextAttempts([first, second, other].map((j) => ({ id: j.id, attempts: 0 })), 1),
+      (err) => db().handle.dialect.isUniqueViolation(err),
+    );
+    for (const j of [first, second, other]) assert.equal((await db().store.jobs.findById(j.id))?.status, 'PENDING');
+  });
+
+  it('sets the next due slot of many workflows at once', async () => {
+    const ids = await workflows(3);
+    const big = 4_102_444_800_000; // beyond 32 bits
+    await db().store.workflows.setNextDueMany(ids.slice(0, 2).map((id, i) => ({ id, nextDueAt: big + i })));
+    assert.deepEqual(
+      await Promise.all(ids.map(async (id) => (await db().store.workflows.findById(id))?.nextDueAt)),
+      [big, big + 1, 1],
+    );
+  });
+});

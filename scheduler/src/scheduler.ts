@@ -62,6 +62,10 @@ export interface SchedulerConfig {
   maxQueued: number;
   /** How often a stop request for a running job is repeated until the job ends. */
   stopResendMs: number;
+  /**
+   * Runner events held at once. The events waiting are applied together in
+   * one transaction (see applyBatched), so this is also the largest batch.
+   */
   eventPrefetch: number;
 }
 
@@ -77,7 +81,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   passGapMs: 50,
   maxQueued: 2_000,
   stopResendMs: 30_000,
-  eventPrefetch: 32,
+  eventPrefetch: 128,
 };
 
 export interface SchedulerDeps {
@@ -114,6 +118,9 @@ export class Scheduler {
   private sleeping: AbortController | undefined;
   private woken = false;
   private stopping: Promise<void> | undefined;
+  /** Job events received and waiting for the next batch (applyBatched). */
+  private waiting: WaitingEvent[] = [];
+  private flushing = false;
 
   constructor(private readonly deps: SchedulerDeps) {
     this.config = { ...DEFAULT_SCHEDULER_CONFIG, ...deps.config };
@@ -133,7 +140,7 @@ export class Scheduler {
 
   /** Starts applying events and (unless `leaderLoop` is false, as in tests that call tick()) the leader loop. */
   async start(options: { leaderLoop?: boolean } = {}): Promise<void> {
-    this.events = await this.deps.bus.consume(QUEUES.jobEvents, (envelope) => this.applyPatiently(envelope), {
+    this.events = await this.deps.bus.consume(QUEUES.jobEvents, (envelope) => this.applyBatched(envelope), {
       prefetch: this.config.eventPrefetch,
     });
     if (options.leaderLoop !== false) {
@@ -268,6 +275,8 @@ export class Scheduler {
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
+      const jobs: Job[] = [];
+      const next: { id: string; nextDueAt: number }[] = [];
       for (const w of due) {
         if (w.buildCompletedAt === null) continue;
         const intervalMs = w.intervalMinutes * 60_000;
@@ -275,13 +284,16 @@ export class Scheduler {
           // Runs never overlap: this slot is skipped for now. The workflow waits
           // for its next slot, or, when its job ends first, runs this (most
           // recent missed) slot then (applyJobOutcome).
-          await tx.workflows.setNextDue(w.id, firstSlotAfter(w.buildCompletedAt, intervalMs, now));
+          next.push({ id: w.id, nextDueAt: firstSlotAfter(w.buildCompletedAt, intervalMs, now) });
           continue;
         }
         const slot = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
-        await tx.jobs.insert(newJob(w, 'AUTOMATIC', slot, now));
-        await tx.workflows.setNextDue(w.id, slot + intervalMs);
+        jobs.push(newJob(w, 'AUTOMATIC', slot, now));
+        next.push({ id: w.id, nextDueAt: slot + intervalMs });
       }
+      // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
+      await tx.jobs.insertMany(jobs);
+      await tx.workflows.setNextDueMany(next);
     });
     return due.length;
   }
@@ -295,20 +307,35 @@ export class Scheduler {
     if (jobs.length === 0) return 0;
     const workflows = new Map((await store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
     const queued: [Job, Workflow][] = [];
-    for (const job of jobs) {
-      const workflow = workflows.get(job.workflowId);
-      if (!workflow) continue;
-      const moved = await this.guardOverlap(() =>
-        store.jobs.transition(job.id, 'QUEUED', now, { attempts: job.attempts + 1, queuedAt: now }, { attempts: job.attempts }),
-      );
-      if (moved) queued.push([moved, workflow]);
+    for (const moved of await this.queueAll(jobs.filter((j) => workflows.has(j.workflowId)), now)) {
+      queued.push([moved, workflows.get(moved.workflowId)!]);
     }
     await this.sendJobs(queued);
     return jobs.length;
   }
 
+  /**
+   * Moves the jobs to QUEUED as their next attempt: all in one statement, or,
+   * when that would give a workflow a second active job (another leader, or a
+   * manual job, got there first), one by one, each job that would overlap
+   * waiting.
+   */
+  private async queueAll(jobs: readonly Job[], now: number): Promise<Job[]> {
+    const { store } = this.deps;
+    const all = await this.guardOverlap(() => store.jobs.queueNextAttempts(jobs, now));
+    if (all) return all;
+    const moved: Job[] = [];
+    for (const job of jobs) {
+      const one = await this.guardOverlap(() =>
+        store.jobs.transition(job.id, 'QUEUED', now, { attempts: job.attempts + 1, queuedAt: now }, { attempts: job.attempts }),
+      );
+      if (one) moved.push(one);
+    }
+    return moved;
+  }
+
   /** The one-active-job-per-workflow key refuses a second QUEUED job; that job simply waits. */
-  private async guardOverlap(move: () => Promise<Job | undefined>): Promise<Job | undefined> {
+  private async guardOverlap<T>(move: () => Promise<T | undefined>): Promise<T | undefined> {
     try {
       return await move();
     } catch (err) {
@@ -421,6 +448,107 @@ export class Scheduler {
   // ---- events from runners (every replica) ----------------------------------
 
   /**
+   * Applies a job event together with the other events waiting at that moment
+   * (up to the consumer's prefetch), in one transaction: one commit for the
+   * batch instead of one per event, which is most of an event's cost on
+   * SQLite. Each event is still applied by its own conditional transition,
+   * guarded by its attempt, in the order received, so a duplicate or a stale
+   * attempt in the same batch changes nothing, exactly as when applied alone.
+   * The handler resolves (and the bus acks) only after the commit. When the
+   * batch fails, nothing of it was committed and each of its events is applied
+   * on its own (applyPatiently), so one bad event costs the others nothing.
+   */
+  private applyBatched(envelope: Envelope): Promise<void> {
+    if (!isBatchable(envelope)) return this.applyPatiently(envelope);
+    return new Promise<void>((resolve, reject) => {
+      this.waiting.push({ envelope, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      // Let the deliveries of this turn of the event loop join the first batch.
+      await new Promise((resolve) => setImmediate(resolve));
+      while (this.waiting.length > 0) {
+        const batch = this.waiting;
+        this.waiting = [];
+        await this.applyBatch(batch);
+      }
+    } finally {
+      // In the same step as the last look at `waiting`: an event that arrives
+      // from here on starts the next flush instead of waiting for one.
+      this.flushing = false;
+    }
+  }
+
+  /**
+   * Applies these job events as one batch, as the consumer does with the
+   * events waiting (tests call it to choose a batch). Resolves with each
+   * event's outcome: rejected where the event could not be applied.
+   */
+  async applyEvents(envelopes: readonly Envelope[]): Promise<PromiseSettledResult<void>[]> {
+    const events = envelopes.map((envelope) => {
+      const event = { envelope } as WaitingEvent;
+      const done = new Promise<void>((resolve, reject) => Object.assign(event, { resolve, reject }));
+      return { event, done };
+    });
+    await this.applyBatch(events.map((e) => e.event));
+    return Promise.allSettled(events.map((e) => e.done));
+  }
+
+  /** Applies the batch in one transaction, or each of its events on its own when that fails. Never throws. */
+  private async applyBatch(batch: readonly WaitingEvent[]): Promise<void> {
+    const { store, clock } = this.deps;
+    const now = clock.now();
+    let stale: boolean[] = [];
+    try {
+      await store.transaction(async (tx) => {
+        stale = [];
+        // PostgreSQL: every workflow this batch may lock, up front and in id
+        // order, as the leader locks due workflows, so two batches (or a batch
+        // and the leader) cannot deadlock over them.
+        if (tx.dialect.rowLocks) await tx.workflows.lock(await tx.jobs.workflowIdsOf(batch.map((e) => (e.envelope.body as { job_id: string }).job_id)));
+        for (const { envelope } of batch) stale.push(!(await this.applyIn(tx, envelope, now)));
+      });
+    } catch (err) {
+      this.log.warn({ err, events: batch.length }, 'could not apply a batch of job events; applying them one by one');
+      await Promise.all(batch.map((e) => this.applyPatiently(e.envelope).then(e.resolve, e.reject)));
+      return;
+    }
+    await Promise.all(
+      batch.map(async (e, i) => {
+        if (!stale[i]) return e.resolve();
+        const m = e.envelope.body as { job_id: string; attempt: number };
+        // As when applied alone: a failure here redelivers the event, which then changes nothing and checks again.
+        await this.stopIfStale(m.job_id, m.attempt).then(e.resolve, e.reject);
+      }),
+    );
+  }
+
+  /**
+   * Applies a batchable event inside `tx`. Returns false when the event names
+   * an attempt the store no longer expects to run (its runner is told to stop
+   * after the commit).
+   */
+  private async applyIn(tx: Store, envelope: Envelope, now: number): Promise<boolean> {
+    switch (envelope.type) {
+      case MESSAGE_TYPES.jobStarted:
+        return this.startedIn(tx, envelope.body as JobStartedMessage, now);
+      case MESSAGE_TYPES.jobHeartbeat: {
+        const m = envelope.body as JobHeartbeatMessage;
+        return tx.jobs.renewLease(m.job_id, m.attempt, now + this.config.jobLeaseTtlMs, now);
+      }
+      case MESSAGE_TYPES.jobFinished:
+        await this.finishedIn(tx, envelope.body as JobFinishedMessage, now);
+        return true;
+      default:
+        throw new Error(`event type ${envelope.type} cannot be applied in a batch`);
+    }
+  }
+
+  /**
    * Applies an event, waiting out a store outage (a database restart) with
    * backoff instead of failing the delivery: failed deliveries count toward
    * dead-lettering, and a runner's result must not be lost that way. Only an
@@ -460,7 +588,11 @@ export class Scheduler {
   }
 
   private async onStarted(m: JobStartedMessage, now: number): Promise<void> {
-    const { store } = this.deps;
+    if (!(await this.startedIn(this.deps.store, m, now))) await this.stopIfStale(m.job_id, m.attempt);
+  }
+
+  /** RUNNING for the attempt the runner started; false when the store no longer expects that attempt. */
+  private async startedIn(store: Store, m: JobStartedMessage, now: number): Promise<boolean> {
     const started = await store.jobs.transition(
       m.job_id,
       'RUNNING',
@@ -468,7 +600,7 @@ export class Scheduler {
       { runnerId: m.runner_id, startedAt: m.started_at, leaseExpiresAt: now + this.config.jobLeaseTtlMs, ...(m.container_id ? { containerId: m.container_id } : {}) },
       { attempts: m.attempt },
     );
-    if (!started) await this.stopIfStale(m.job_id, m.attempt);
+    return started !== undefined;
   }
 
   private async onHeartbeat(m: JobHeartbeatMessage, now: number): Promise<void> {
@@ -498,25 +630,51 @@ export class Scheduler {
       }
       return;
     }
-    await store.transaction(async (tx) => {
-      const finished = await tx.jobs.transition(
-        m.job_id,
-        m.status,
-        now,
-        {
-          startedAt: m.started_at,
-          completedAt: m.finished_at,
-          leaseExpiresAt: null,
-          reason: m.status === 'COMPLETED' ? null : (m.reason ?? (m.status === 'FAILED' ? reasons.failureUnavailable() : reasons.cancellationUnavailable())),
-          ...(m.container_id ? { containerId: m.container_id } : {}),
-        },
-        { attempts: m.attempt },
-      );
-      if (finished) await applyJobOutcome(tx, finished, now);
-    });
+    await store.transaction((tx) => this.finishedIn(tx, m, now));
+  }
+
+  /** The runner's result for the attempt, and its outcome for the workflow, once (a repeated result finds the job ended). */
+  private async finishedIn(tx: Store, m: JobFinishedMessage, now: number): Promise<void> {
+    const finished = await tx.jobs.transition(
+      m.job_id,
+      m.status,
+      now,
+      {
+        startedAt: m.started_at,
+        completedAt: m.finished_at,
+        leaseExpiresAt: null,
+        reason: m.status === 'COMPLETED' ? null : (m.reason ?? (m.status === 'FAILED' ? reasons.failureUnavailable() : reasons.cancellationUnavailable())),
+        ...(m.container_id ? { containerId: m.container_id } : {}),
+      },
+      { attempts: m.attempt },
+    );
+    if (finished) await applyJobOutcome(tx, finished, now);
   }
 
   private async publish(queue: string, type: string, body: unknown, ttlMs: number): Promise<void> {
     await this.deps.bus.publish(queue, type, body, { ttlMs });
+  }
+}
+
+interface WaitingEvent {
+  envelope: Envelope;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Events applied in batches: a job's start, lease renewal and result. A SYSTEM
+ * failure (it publishes the next attempt) and a build result are applied on
+ * their own.
+ */
+function isBatchable(envelope: Envelope): boolean {
+  switch (envelope.type) {
+    case MESSAGE_TYPES.jobStarted:
+    case MESSAGE_TYPES.jobHeartbeat:
+      return true;
+    case MESSAGE_TYPES.jobFinished:
+      return !((envelope.body as JobFinishedMessage).status === 'FAILED' && (envelope.body as JobFinishedMessage).system_failure);
+    default:
+      return false;
   }
 }

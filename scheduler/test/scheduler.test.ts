@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { MESSAGE_TYPES, newJob, roleBus, silentLogger, TOPICS, type Job, type Store } from '@orloj/common';
+import { MESSAGE_TYPES, newId, newJob, roleBus, silentLogger, TOPICS, type Envelope, type Job, type JobRunMessage, type Store } from '@orloj/common';
 import { Scheduler } from '@orloj/scheduler';
 import { describeEachEngine } from '../../common/test/support/stores.js';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
@@ -305,6 +305,88 @@ describeEachEngine('scheduler', (db) => {
     assert.equal(r.runners.jobs.length, 1);
     const statuses = (await jobsOf(store(), w.id)).map((j) => j.status).sort();
     assert.deepEqual(statuses, ['PENDING', 'QUEUED']);
+  });
+
+  describe('runner events applied in one batch', () => {
+    function event(type: string, body: unknown): Envelope {
+      const now = r.clock.now();
+      return { id: newId(), type, producer: 'runners', issued_at: now, expires_at: now + MINUTE, body, sig: '-' };
+    }
+    const started = (m: JobRunMessage, attempt = m.attempt) =>
+      event(MESSAGE_TYPES.jobStarted, { job_id: m.job_id, attempt, runner_id: 'r1', started_at: r.clock.now() });
+    const finished = (m: JobRunMessage, status: string) =>
+      event(MESSAGE_TYPES.jobFinished, {
+        job_id: m.job_id,
+        attempt: m.attempt,
+        runner_id: 'r1',
+        status,
+        started_at: r.clock.now(),
+        finished_at: r.clock.now() + 10,
+        ...(status === 'FAILED' ? { reason: { code: 'UNEXPECTED_STATUS_CODE', message: '500' } } : {}),
+      });
+
+    /** Due jobs of `count` new workflows, handed out (attempt 1). */
+    async function handedOut(count: number, overrides = {}): Promise<JobRunMessage[]> {
+      const workflows = await Promise.all(Array.from({ length: count }, () => insertWorkflow(store(), userId, r.clock.now(), overrides)));
+      await scheduler.tick();
+      r.clock.advance(MINUTE);
+      await scheduler.tick();
+      await r.runners.until(() => workflows.every((w) => r.runners.jobs.some((j) => j.workflow_id === w.id)), 'the job.run messages');
+      return workflows.map((w) => r.runners.jobs.find((j) => j.workflow_id === w.id)!);
+    }
+
+    async function jobEvents(jobId: string): Promise<string[]> {
+      const rows = await store().db.selectFrom('domain_events').select(['kind', 'data']).execute();
+      return rows.filter((e) => (JSON.parse(e.data) as { job_id?: string }).job_id === jobId).map((e) => e.kind);
+    }
+
+    it('applies a duplicate result and a stale attempt in the same batch as if each came alone', async () => {
+      const [a, b] = await handedOut(2, { maxConsecutiveJobFailuresAllowed: 5 });
+      const results = await scheduler.applyEvents([
+        started(a!),
+        finished(a!, 'FAILED'),
+        finished(a!, 'FAILED'), // delivered twice
+        started(b!, 7), // an attempt the store does not expect
+        started(b!),
+        finished(b!, 'COMPLETED'),
+      ]);
+      assert.deepEqual(results.map((x) => x.status), Array(6).fill('fulfilled'));
+      const jobA = await store().jobs.findById(a!.job_id);
+      assert.equal(jobA?.status, 'FAILED');
+      assert.equal(jobA?.attempts, 1);
+      assert.equal((await store().workflows.findById(a!.workflow_id))?.consecutiveJobFailuresCount, 1);
+      assert.deepEqual(await jobEvents(a!.job_id), ['job.failed']);
+      assert.equal((await store().jobs.findById(b!.job_id))?.status, 'COMPLETED');
+      assert.deepEqual(await jobEvents(b!.job_id), ['job.completed']);
+      await r.runners.until(() => r.runners.stops.some((s) => s.job_id === b!.job_id && s.attempt === 7), 'a stop for the stale attempt');
+      assert.ok(!r.runners.stops.some((s) => s.job_id === b!.job_id && s.attempt === 1));
+    });
+
+    it('applies the other events of a batch when one of them fails', async () => {
+      const [a, b] = await handedOut(2);
+      const applying = scheduler.applyEvents([started(a!), finished(a!, 'NOT_A_STATUS'), started(b!), finished(b!, 'COMPLETED')]);
+      // The bad event is retried on its own with backoff (clock time) until it is given back to the bus.
+      let settled = false;
+      void applying.finally(() => (settled = true));
+      while (!settled) {
+        r.clock.advance(10_000);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const results = await applying;
+      assert.deepEqual(results.map((x) => x.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      assert.equal((await store().jobs.findById(a!.job_id))?.status, 'RUNNING');
+      assert.equal((await store().jobs.findById(b!.job_id))?.status, 'COMPLETED');
+      assert.deepEqual(await jobEvents(b!.job_id), ['job.completed']);
+    });
+
+    it('applies the events the consumer holds at once, each once, when runners report many jobs together', async () => {
+      const messages = await handedOut(20);
+      await Promise.all(messages.flatMap((m) => [r.runners.started(m, r.clock.now()), r.runners.finished(m, 'COMPLETED', { started: r.clock.now(), finished: r.clock.now() })]));
+      for (const m of messages) {
+        await eventually(() => store().jobs.findById(m.job_id), (j) => j?.status === 'COMPLETED', 'COMPLETED');
+        assert.deepEqual(await jobEvents(m.job_id), ['job.completed']);
+      }
+    });
   });
 
   describe('with batches of 3', () => {

@@ -68,7 +68,8 @@ export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise
   const workflow = await tx.workflows.findById(job.workflowId, { lock: true });
   if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now));
   if (job.status === 'COMPLETED') {
-    await tx.workflows.resetFailures(job.workflowId, now);
+    // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
+    if (!workflow || workflow.consecutiveJobFailuresCount > 0) await tx.workflows.resetFailures(job.workflowId, now);
   } else if (job.status === 'FAILED') {
     const failures = await tx.workflows.recordFailure(job.workflowId, now);
     if (failures && !failures.terminated && failures.count >= failures.max) {

@@ -1,4 +1,4 @@
-import { type Kysely, type Selectable } from 'kysely';
+import { type Expression, type ExpressionBuilder, type Insertable, type Kysely, type Selectable, type SqlBool } from 'kysely';
 import { openJobOf } from './open-jobs.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 import type { Database, JobsTable } from '../schema.js';
@@ -63,6 +63,48 @@ export interface JobLogAccess {
   logRetention: boolean;
 }
 
+const INSERT_CHUNK = 1_000;
+
+function toRow(job: Job): Insertable<JobsTable> {
+  return {
+    id: job.id,
+    workflow_id: job.workflowId,
+    user_id: job.userId,
+    generation: job.generation,
+    trigger: job.trigger,
+    status: job.status,
+    slot_at: job.slotAt,
+    scheduled_at: job.scheduledAt,
+    attempts: job.attempts,
+    queued_at: job.queuedAt,
+    runner_id: job.runnerId,
+    lease_expires_at: job.leaseExpiresAt,
+    stop_requested_at: null,
+    container_id: job.containerId,
+    started_at: job.startedAt,
+    completed_at: job.completedAt,
+    status_reason_code: job.statusReasonCode,
+    status_reason_message: job.statusReasonMessage,
+    created_at: job.createdAt,
+    updated_at: job.updatedAt,
+  };
+}
+
+/**
+ * `(attempts = 1 and id in (…)) or (attempts = 2 and id in (…)) …`: one
+ * condition for many (job, attempt) pairs that the primary key serves (a chain
+ * of `(id = ? and attempts = ?) or …` is evaluated row by row instead).
+ */
+function onAttempts(eb: ExpressionBuilder<Database, 'jobs'>, attempts: readonly { id: string; attempts: number }[]): Expression<SqlBool> {
+  const byAttempt = new Map<number, string[]>();
+  for (const a of attempts) {
+    const ids = byAttempt.get(a.attempts);
+    if (ids) ids.push(a.id);
+    else byAttempt.set(a.attempts, [a.id]);
+  }
+  return eb.or([...byAttempt].map(([n, ids]) => eb.and([eb('attempts', '=', n), eb('id', 'in', ids)])));
+}
+
 export class JobsRepo {
   constructor(
     private readonly db: Kysely<Database>,
@@ -74,33 +116,26 @@ export class JobsRepo {
    * second insert for the same slot a no-op: returns false then.
    */
   async insert(job: Job): Promise<boolean> {
-    const result = await this.db
-      .insertInto('jobs')
-      .values({
-        id: job.id,
-        workflow_id: job.workflowId,
-        user_id: job.userId,
-        generation: job.generation,
-        trigger: job.trigger,
-        status: job.status,
-        slot_at: job.slotAt,
-        scheduled_at: job.scheduledAt,
-        attempts: job.attempts,
-        queued_at: job.queuedAt,
-        runner_id: job.runnerId,
-        lease_expires_at: job.leaseExpiresAt,
-        stop_requested_at: null,
-        container_id: job.containerId,
-        started_at: job.startedAt,
-        completed_at: job.completedAt,
-        status_reason_code: job.statusReasonCode,
-        status_reason_message: job.statusReasonMessage,
-        created_at: job.createdAt,
-        updated_at: job.updatedAt,
-      })
-      .onConflict((oc) => oc.doNothing())
-      .executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
+    return (await this.insertMany([job])) === 1;
+  }
+
+  /**
+   * Inserts jobs with multi-row INSERTs (a due batch at once); a job whose
+   * AUTOMATIC slot already has one is skipped, as by insert(). Returns how many
+   * were inserted.
+   */
+  async insertMany(jobs: readonly Job[]): Promise<number> {
+    let inserted = 0;
+    // 20 columns a row: well under either engine's bind-parameter limit.
+    for (let i = 0; i < jobs.length; i += INSERT_CHUNK) {
+      const result = await this.db
+        .insertInto('jobs')
+        .values(jobs.slice(i, i + INSERT_CHUNK).map(toRow))
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst();
+      inserted += Number(result.numInsertedOrUpdatedRows ?? 0);
+    }
+    return inserted;
   }
 
   async findById(id: string): Promise<Job | undefined> {
@@ -181,6 +216,26 @@ export class JobsRepo {
     if (guard.attempts !== undefined) q = q.where('attempts', '=', guard.attempts);
     const row = await q.returningAll().executeTakeFirst();
     return row && toJob(row);
+  }
+
+  /**
+   * Hands out the next attempt of each of these jobs in one statement: to
+   * QUEUED (the state machine's allowed sources, as transition()), attempts
+   * + 1, where the job is still on the attempt given. Returns the jobs moved; a
+   * job that moved on meanwhile is left out. All or nothing: when one of them
+   * would be a second active job of its workflow the statement fails with the
+   * unique violation and nothing moves (the caller then moves them one by one).
+   */
+  async queueNextAttempts(jobs: readonly { id: string; attempts: number }[], now: number): Promise<Job[]> {
+    if (jobs.length === 0) return [];
+    const rows = await this.db
+      .updateTable('jobs')
+      .set((eb) => ({ status: 'QUEUED' as const, updated_at: now, dispatched_at: null, attempts: eb('attempts', '+', 1), queued_at: now }))
+      .where('status', 'in', ALLOWED_FROM.QUEUED)
+      .where((eb) => onAttempts(eb, jobs))
+      .returningAll()
+      .execute();
+    return rows.map(toJob);
   }
 
   /** Extends the lease of a running attempt; false when the job is no longer on it. */
@@ -281,7 +336,7 @@ export class JobsRepo {
       .updateTable('jobs')
       .set({ dispatched_at: now })
       .where('status', '=', 'QUEUED')
-      .where((eb) => eb.or(attempts.map((a) => eb.and([eb('id', '=', a.id), eb('attempts', '=', a.attempts)]))))
+      .where((eb) => onAttempts(eb, attempts))
       .execute();
   }
 
@@ -318,6 +373,13 @@ export class JobsRepo {
       .limit(limit)
       .execute();
     return rows.map(toJob);
+  }
+
+  /** The workflows of these jobs (each once). */
+  async workflowIdsOf(jobIds: readonly string[]): Promise<string[]> {
+    if (jobIds.length === 0) return [];
+    const rows = await this.db.selectFrom('jobs').select('workflow_id').distinct().where('id', 'in', jobIds).execute();
+    return rows.map((r) => r.workflow_id);
   }
 
   /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */

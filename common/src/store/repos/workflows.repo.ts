@@ -349,6 +349,23 @@ export class WorkflowsRepo {
     await this.db.updateTable('workflows').set({ next_due_at: nextDueAt }).where('id', '=', id).execute();
   }
 
+  /** setNextDue for many workflows in one statement (a due batch). */
+  async setNextDueMany(next: readonly { id: string; nextDueAt: number }[]): Promise<void> {
+    if (next.length === 0) return;
+    const type = sql.raw(this.dialect.bigintType);
+    // One raw CASE: Kysely's case builder copies itself at every when(), quadratic in the batch.
+    // The cast types the parameters for PostgreSQL, which cannot infer them inside CASE.
+    const whens = sql.join(
+      next.map((n) => sql`when ${n.id} then cast(${n.nextDueAt} as ${type})`),
+      sql` `,
+    );
+    await this.db
+      .updateTable('workflows')
+      .set({ next_due_at: sql<number>`case ${sql.ref('id')} ${whens} end` })
+      .where('id', 'in', next.map((n) => n.id))
+      .execute();
+  }
+
   /** +1 consecutive failure, atomically; returns the new count and the limit. */
   async recordFailure(id: string, now: number): Promise<FailureCount | undefined> {
     const row = await this.db
