@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeCursor, encodeCursor, formatDuration, newId, OrlojError, parseDuration, parsePayload } from '@orloj/common';
+import { decodeCursor, encodeCursor, formatDuration, newId, OrlojError, parseDuration, parsePayload, toIso } from '@orloj/common';
 
 describe('durations', () => {
   it('parses Go-style durations', () => {
@@ -70,5 +70,25 @@ describe('payload validation', () => {
   it('applies the CONTAINER defaults', () => {
     const r = parsePayload('CONTAINER', '{"image":"busybox"}');
     assert.deepEqual(r, { ok: true, value: { kind: 'CONTAINER', payload: { image: 'busybox', env: {}, timeout: 30_000, network: 'none' } } });
+  });
+});
+
+describe('toIso', () => {
+  const MAX = 8.64e15; // the Date range
+  it('writes what Date#toISOString writes, for any time and in any order of days', () => {
+    const recent = fc.integer({ min: Date.UTC(1969, 0, 1), max: Date.UTC(2100, 0, 1) });
+    fc.assert(
+      fc.property(fc.array(fc.oneof(recent, fc.integer({ min: -MAX, max: MAX })), { minLength: 1, maxLength: 20 }), (times) => {
+        for (const ms of times) assert.equal(toIso(ms), new Date(ms).toISOString());
+      }),
+      { numRuns: 2000 },
+    );
+    for (const ms of [0, -1, 1, 999, 86_399_999, 86_400_000, -86_400_001, MAX, -MAX, 1.5, Date.UTC(2026, 10, 24, 23, 59, 59, 999)]) {
+      assert.equal(toIso(ms), new Date(ms).toISOString(), String(ms));
+    }
+  });
+
+  it('throws as toISOString does for a time outside the Date range', () => {
+    for (const ms of [Number.NaN, MAX + 1, -MAX - 1, Number.POSITIVE_INFINITY]) assert.throws(() => toIso(ms), RangeError, String(ms));
   });
 });
