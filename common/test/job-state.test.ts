@@ -79,6 +79,26 @@ describeEachEngine('job transitions in the store', (db) => {
     await db().store.jobs.transition(job.id, 'CANCELED', 2);
   });
 
+  it('sets the values of every call, nulls included, when the same shape of transition runs again', async () => {
+    // Transitions are compiled once per shape; the values must come from every call.
+    const done = [] as Job[];
+    for (const [i, reason] of [[1, { code: 'TIME_LIMIT_EXCEEDED' as const, message: 'first' }], [2, null], [3, { code: 'UNEXPECTED_STATUS_CODE' as const, message: 'third' }]] as const) {
+      const job = await jobIn('PENDING');
+      await db().store.jobs.transition(job.id, 'QUEUED', i, { attempts: 2, queuedAt: i });
+      const failed = await db().store.jobs.transition(job.id, 'FAILED', 10 + i, { completedAt: 20 + i, leaseExpiresAt: null, reason }, { attempts: 2 });
+      assert.ok(failed);
+      done.push(failed);
+    }
+    assert.deepEqual(
+      done.map((j) => [j.status, j.attempts, j.queuedAt, j.completedAt, j.updatedAt, j.statusReasonCode, j.statusReasonMessage]),
+      [
+        ['FAILED', 2, 1, 21, 11, 'TIME_LIMIT_EXCEEDED', 'first'],
+        ['FAILED', 2, 2, 22, 12, null, null],
+        ['FAILED', 2, 3, 23, 13, 'UNEXPECTED_STATUS_CODE', 'third'],
+      ],
+    );
+  });
+
   it('keeps at most one QUEUED or RUNNING job per workflow', async () => {
     const a = await jobIn('PENDING');
     const b = await jobIn('PENDING');
