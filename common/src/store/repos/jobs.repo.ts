@@ -215,6 +215,15 @@ export class JobsRepo {
   }
 
   /**
+   * transition() without reading the job back: whether it moved. For callers
+   * that need nothing of the updated row (a runner's start event, one a job).
+   */
+  async tryTransition(id: string, to: JobStatus, now: number, fields: TransitionFields = {}, guard: TransitionGuard = {}): Promise<boolean> {
+    const result = await this.runTransition(id, to, now, fields, guard, false);
+    return result !== undefined && Number(result.numAffectedRows ?? 0) === 1;
+  }
+
+  /**
    * The conditional UPDATE of a transition, its WHERE clause from the state
    * machine (ALLOWED_FROM). Compiled once per shape (target status, columns
    * set, guard, read back or not) and run with this call's values: two of them
