@@ -167,6 +167,24 @@ describe('envelope', () => {
     assert.deepEqual(rejections(noKey), { bad_signature: 1 });
   });
 
+  it('reports what a rejected message claims to be, leaving out claims that are not strings', () => {
+    const sealed = wire(signer('api').seal('workflow.terminate', {}));
+    const { sig: _sig, ...unsigned } = sealed;
+    const cases: [unknown, object][] = [
+      [unsigned, { id: sealed.id, type: 'workflow.terminate', producer: 'api' }],
+      [{ ...sealed, extra: true }, { id: sealed.id, type: 'workflow.terminate', producer: 'api' }],
+      [{ ...sealed, type: 7, producer: 'intruder' }, { id: sealed.id, producer: 'intruder' }],
+      [wire(signer('runners').seal('workflow.terminate', {})), { type: 'workflow.terminate', producer: 'runners' }],
+      ['hello', {}],
+    ];
+    for (const [message, claimed] of cases) {
+      const result = verifier.verify(message);
+      assert.ok(!result.ok);
+      const { id: _id, ...rest } = result.claimed;
+      assert.deepEqual('id' in claimed ? result.claimed : rest, claimed);
+    }
+  });
+
   it('refuses to seal a body that JSON cannot carry', () => {
     assert.throws(() => signer('api').seal('workflow.terminate', { at: new Date() }), /plain objects/);
     assert.throws(() => signer('api').seal('workflow.terminate', undefined), /body/);

@@ -79,6 +79,50 @@ describeEachEngine('job transitions in the store', (db) => {
     await db().store.jobs.transition(job.id, 'CANCELED', 2);
   });
 
+  it('moves without reading back (tryTransition) exactly where transition() would, and reports whether it moved', async () => {
+    for (const from of ['PENDING', 'COMPLETED', 'FAILED', 'CANCELED'] as const) {
+      for (const to of JOB_STATUSES) {
+        const job = await jobIn(from);
+        const moved = await db().store.jobs.tryTransition(job.id, to, 1);
+        assert.equal(moved, canTransition(from, to), `${from}→${to}`);
+        assert.equal((await db().store.jobs.findById(job.id))?.status, moved ? to : from);
+        if (moved && (to === 'QUEUED' || to === 'RUNNING')) await db().store.jobs.transition(job.id, 'CANCELED', 1);
+      }
+    }
+    const job = await jobIn('PENDING');
+    assert.equal(await db().store.jobs.tryTransition(job.id, 'QUEUED', 1, { attempts: 2 }, { attempts: 2 }), false);
+    assert.equal(await db().store.jobs.tryTransition(job.id, 'QUEUED', 1, { attempts: 2 }, { attempts: 1 }), true);
+    assert.equal(await db().store.jobs.tryTransition(job.id, 'RUNNING', 2, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 1 }), false);
+    assert.equal(await db().store.jobs.tryTransition(job.id, 'RUNNING', 2, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 2 }), true);
+    assert.equal(await db().store.jobs.tryTransition(job.id, 'RUNNING', 3, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 2 }), false);
+    const running = await db().store.jobs.findById(job.id);
+    assert.deepEqual(
+      [running?.status, running?.attempts, running?.runnerId, running?.startedAt, running?.leaseExpiresAt, running?.updatedAt],
+      ['RUNNING', 2, 'r', 2, 9, 2],
+    );
+    await db().store.jobs.transition(job.id, 'CANCELED', 4);
+  });
+
+  it('sets the values of every call, nulls included, when the same shape of transition runs again', async () => {
+    // Transitions are compiled once per shape; the values must come from every call.
+    const done = [] as Job[];
+    for (const [i, reason] of [[1, { code: 'TIME_LIMIT_EXCEEDED' as const, message: 'first' }], [2, null], [3, { code: 'UNEXPECTED_STATUS_CODE' as const, message: 'third' }]] as const) {
+      const job = await jobIn('PENDING');
+      await db().store.jobs.transition(job.id, 'QUEUED', i, { attempts: 2, queuedAt: i });
+      const failed = await db().store.jobs.transition(job.id, 'FAILED', 10 + i, { completedAt: 20 + i, leaseExpiresAt: null, reason }, { attempts: 2 });
+      assert.ok(failed);
+      done.push(failed);
+    }
+    assert.deepEqual(
+      done.map((j) => [j.status, j.attempts, j.queuedAt, j.completedAt, j.updatedAt, j.statusReasonCode, j.statusReasonMessage]),
+      [
+        ['FAILED', 2, 1, 21, 11, 'TIME_LIMIT_EXCEEDED', 'first'],
+        ['FAILED', 2, 2, 22, 12, null, null],
+        ['FAILED', 2, 3, 23, 13, 'UNEXPECTED_STATUS_CODE', 'third'],
+      ],
+    );
+  });
+
   it('keeps at most one QUEUED or RUNNING job per workflow', async () => {
     const a = await jobIn('PENDING');
     const b = await jobIn('PENDING');

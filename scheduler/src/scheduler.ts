@@ -593,14 +593,14 @@ export class Scheduler {
 
   /** RUNNING for the attempt the runner started; false when the store no longer expects that attempt. */
   private async startedIn(store: Store, m: JobStartedMessage, now: number): Promise<boolean> {
-    const started = await store.jobs.transition(
+    // Nothing of the row is needed back: one UPDATE, no read of the job.
+    return store.jobs.tryTransition(
       m.job_id,
       'RUNNING',
       now,
       { runnerId: m.runner_id, startedAt: m.started_at, leaseExpiresAt: now + this.config.jobLeaseTtlMs, ...(m.container_id ? { containerId: m.container_id } : {}) },
       { attempts: m.attempt },
     );
-    return started !== undefined;
   }
 
   private async onHeartbeat(m: JobHeartbeatMessage, now: number): Promise<void> {

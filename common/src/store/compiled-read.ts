@@ -94,4 +94,14 @@ export class ReadRunner {
     // Both drivers keep the select order in a row's keys.
     return result.rows.map((row) => Object.values(row));
   }
+
+  /**
+   * Runs a compiled statement through Kysely's connection (the transaction's,
+   * or the root's writer), never the read-only reader: for writes, and for
+   * reads that lock rows. Rows come back as objects.
+   */
+  async execute(statement: CompiledRead, args: Readonly<Record<string, unknown>>): Promise<{ rows: Record<string, unknown>[]; numAffectedRows: bigint | undefined }> {
+    const result = await this.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(statement.sql, statement.bind(args)));
+    return { rows: result.rows, numAffectedRows: result.numAffectedRows };
+  }
 }

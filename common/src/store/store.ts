@@ -55,7 +55,7 @@ export class Store {
     this.leases = new LeasesRepo(db);
     this.logQueries = new LogQueriesRepo(dialect, runner);
     this.logs = new LogsRepo(db, dialect);
-    this.outbox = new OutboxRepo(db);
+    this.outbox = new OutboxRepo(db, runner);
     this.notifications = new NotificationsRepo(db, dialect);
     this.analytics = new AnalyticsRepo(db);
   }

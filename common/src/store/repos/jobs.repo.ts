@@ -1,4 +1,4 @@
-import { type Expression, type ExpressionBuilder, type Insertable, type Kysely, type Selectable, type SqlBool } from 'kysely';
+import { type Expression, type ExpressionBuilder, type Insertable, type Kysely, type Selectable, type SqlBool, type Updateable } from 'kysely';
 import { openJobOf } from './open-jobs.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 import type { Database, JobsTable } from '../schema.js';
@@ -105,6 +105,24 @@ function onAttempts(eb: ExpressionBuilder<Database, 'jobs'>, attempts: readonly 
   return eb.or([...byAttempt].map(([n, ids]) => eb.and([eb('attempts', '=', n), eb('id', 'in', ids)])));
 }
 
+/** The columns a transition to `to` sets, and their values. */
+function transitionValues(to: JobStatus, now: number, fields: TransitionFields): Updateable<JobsTable> {
+  return {
+    status: to,
+    updated_at: now,
+    // a new attempt is not sent until the bus confirms it
+    ...(to === 'QUEUED' ? { dispatched_at: null } : {}),
+    ...(fields.attempts !== undefined ? { attempts: fields.attempts } : {}),
+    ...(fields.queuedAt !== undefined ? { queued_at: fields.queuedAt } : {}),
+    ...(fields.runnerId !== undefined ? { runner_id: fields.runnerId } : {}),
+    ...(fields.leaseExpiresAt !== undefined ? { lease_expires_at: fields.leaseExpiresAt } : {}),
+    ...(fields.containerId !== undefined ? { container_id: fields.containerId } : {}),
+    ...(fields.startedAt !== undefined ? { started_at: fields.startedAt } : {}),
+    ...(fields.completedAt !== undefined ? { completed_at: fields.completedAt } : {}),
+    ...(fields.reason !== undefined ? { status_reason_code: fields.reason?.code ?? null, status_reason_message: fields.reason?.message ?? null } : {}),
+  };
+}
+
 export class JobsRepo {
   constructor(
     private readonly db: Kysely<Database>,
@@ -192,30 +210,43 @@ export class JobsRepo {
    * nothing changed: an illegal or repeated transition is a no-op.
    */
   async transition(id: string, to: JobStatus, now: number, fields: TransitionFields = {}, guard: TransitionGuard = {}): Promise<Job | undefined> {
+    const row = (await this.runTransition(id, to, now, fields, guard, true))?.rows[0];
+    return row && toJob(row as Selectable<JobsTable>);
+  }
+
+  /**
+   * transition() without reading the job back: whether it moved. For callers
+   * that need nothing of the updated row (a runner's start event, one a job).
+   */
+  async tryTransition(id: string, to: JobStatus, now: number, fields: TransitionFields = {}, guard: TransitionGuard = {}): Promise<boolean> {
+    const result = await this.runTransition(id, to, now, fields, guard, false);
+    return result !== undefined && Number(result.numAffectedRows ?? 0) === 1;
+  }
+
+  /**
+   * The conditional UPDATE of a transition, its WHERE clause from the state
+   * machine (ALLOWED_FROM). Compiled once per shape (target status, columns
+   * set, guard, read back or not) and run with this call's values: two of them
+   * run for every job, and building them with Kysely each time cost more than
+   * running them.
+   */
+  private async runTransition(id: string, to: JobStatus, now: number, fields: TransitionFields, guard: TransitionGuard, returning: boolean) {
     if (ALLOWED_FROM[to].length === 0) return undefined; // nothing moves into PENDING
-    let q = this.db
-      .updateTable('jobs')
-      .set({
-        status: to,
-        updated_at: now,
-        // a new attempt is not sent until the bus confirms it
-        ...(to === 'QUEUED' ? { dispatched_at: null } : {}),
-        ...(fields.attempts !== undefined ? { attempts: fields.attempts } : {}),
-        ...(fields.queuedAt !== undefined ? { queued_at: fields.queuedAt } : {}),
-        ...(fields.runnerId !== undefined ? { runner_id: fields.runnerId } : {}),
-        ...(fields.leaseExpiresAt !== undefined ? { lease_expires_at: fields.leaseExpiresAt } : {}),
-        ...(fields.containerId !== undefined ? { container_id: fields.containerId } : {}),
-        ...(fields.startedAt !== undefined ? { started_at: fields.startedAt } : {}),
-        ...(fields.completedAt !== undefined ? { completed_at: fields.completedAt } : {}),
-        ...(fields.reason !== undefined
-          ? { status_reason_code: fields.reason?.code ?? null, status_reason_message: fields.reason?.message ?? null }
-          : {}),
-      })
-      .where('id', '=', id)
-      .where('status', 'in', ALLOWED_FROM[to]);
-    if (guard.attempts !== undefined) q = q.where('attempts', '=', guard.attempts);
-    const row = await q.returningAll().executeTakeFirst();
-    return row && toJob(row);
+    const values = transitionValues(to, now, fields);
+    const columns = Object.keys(values) as (keyof typeof values)[];
+    const guarded = guard.attempts !== undefined;
+    const statement = this.runner.reads.get(`jobs.transition:${to}:${columns.join(',')}:${guarded}:${returning}`, (db) => {
+      let q = db
+        .updateTable('jobs')
+        .set(Object.fromEntries(columns.map((c) => [c, slot(`set:${c}`)])) as Updateable<JobsTable>)
+        .where('id', '=', slot<string>('id'))
+        .where('status', 'in', ALLOWED_FROM[to]);
+      if (guarded) q = q.where('attempts', '=', slot<number>('guard:attempts'));
+      return returning ? q.returningAll() : q;
+    });
+    const args: Record<string, unknown> = { id, 'guard:attempts': guard.attempts };
+    for (const c of columns) args[`set:${c}`] = values[c];
+    return this.runner.execute(statement, args);
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.js';
+import { slot, type ReadRunner } from '../compiled-read.js';
 import type { DomainEvent, DomainEventKind } from '../../domain/events.js';
 
 /**
@@ -8,24 +9,37 @@ import type { DomainEvent, DomainEventKind } from '../../domain/events.js';
  * mark them published; the notifier deletes a row once it applied the event.
  */
 export class OutboxRepo {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly runner: ReadRunner,
+  ) {}
 
   /** Adds the event, due for publishing now. The same event added twice is one row. */
   async add(event: DomainEvent): Promise<void> {
-    await this.db
-      .insertInto('domain_events')
-      .values({
-        id: event.id,
-        kind: event.kind,
-        user_id: event.user_id,
-        workflow_id: event.workflow_id,
-        data: JSON.stringify(event.data),
-        occurred_at: event.occurred_at,
-        next_attempt_at: event.occurred_at,
-        published_at: null,
-      })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
+    // Compiled once: every job's end adds an event.
+    const statement = this.runner.reads.get('outbox.add', (db) =>
+      db
+        .insertInto('domain_events')
+        .values({
+          id: slot<string>('id'),
+          kind: slot<DomainEventKind>('kind'),
+          user_id: slot<string>('userId'),
+          workflow_id: slot<string>('workflowId'),
+          data: slot<string>('data'),
+          occurred_at: slot<number>('occurredAt'),
+          next_attempt_at: slot<number>('occurredAt'),
+          published_at: null,
+        })
+        .onConflict((oc) => oc.column('id').doNothing()),
+    );
+    await this.runner.execute(statement, {
+      id: event.id,
+      kind: event.kind,
+      userId: event.user_id,
+      workflowId: event.workflow_id,
+      data: JSON.stringify(event.data),
+      occurredAt: event.occurred_at,
+    });
   }
 
   /**

@@ -404,11 +404,15 @@ export class WorkflowsRepo {
   }
 
   /** With `lock`, the row stays locked until the transaction ends. */
+  /** Compiled once per shape: every job's outcome reads its workflow (locked) this way. */
   async findById(id: string, options: { lock?: boolean } = {}): Promise<Workflow | undefined> {
-    let q = this.db.selectFrom('workflows').selectAll().where('id', '=', id);
-    if (options.lock && this.dialect.rowLocks) q = q.forUpdate();
-    const row = await q.executeTakeFirst();
-    return row && toWorkflow(row);
+    const lock = options.lock === true && this.dialect.rowLocks;
+    const statement = this.runner.reads.get(`workflows.findById:${lock}`, (db) => {
+      const q = db.selectFrom('workflows').selectAll().where('id', '=', slot<string>('id'));
+      return lock ? q.forUpdate() : q;
+    });
+    const [row] = (await this.runner.execute(statement, { id })).rows;
+    return row && toWorkflow(row as Selectable<WorkflowsTable>);
   }
 
   /** Locks these rows until the transaction ends (in id order, so two lockers cannot deadlock). */
