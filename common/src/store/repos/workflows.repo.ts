@@ -403,8 +403,10 @@ export class WorkflowsRepo {
     return (await q.executeTakeFirst()) !== undefined;
   }
 
-  /** With `lock`, the row stays locked until the transaction ends. */
-  /** Compiled once per shape: every job's outcome reads its workflow (locked) this way. */
+  /**
+   * With `lock`, the row stays locked until the transaction ends. Compiled
+   * once per shape: every job's outcome reads its workflow (locked) this way.
+   */
   async findById(id: string, options: { lock?: boolean } = {}): Promise<Workflow | undefined> {
     const lock = options.lock === true && this.dialect.rowLocks;
     const statement = this.runner.reads.get(`workflows.findById:${lock}`, (db) => {
