@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { newId, openDatabase, type Workflow } from '@orloj/common';
+import { newId, newJob, openDatabase, type Workflow } from '@orloj/common';
 import { describeEachEngine } from './support/stores.js';
 import { workflowFixture } from './support/fixtures.js';
 
@@ -176,6 +176,34 @@ describeEachEngine('store', (db) => {
       const outside = await db().store.workflows.list(filter);
       assert.equal(outside.length, 2);
       assert.deepEqual(await db().store.transaction((tx) => tx.workflows.list(filter)), outside);
+    });
+  });
+
+  describe('transactions', () => {
+    it("runs compiled statements in the transaction: its writes are seen in it and undone with it", async () => {
+      const w = workflow(userId, { name: 'Tx' });
+      await db().store.workflows.insert(w);
+      const job = newJob(w, 'MANUAL', 1, 1);
+      await db().store.jobs.insert(job);
+      await assert.rejects(
+        db().store.transaction(async (tx) => {
+          // transition and logAccess are compiled statements; findById goes through Kysely
+          assert.equal((await tx.jobs.transition(job.id, 'QUEUED', 2, { attempts: 1, queuedAt: 2 }))?.status, 'QUEUED');
+          assert.equal((await tx.jobs.findById(job.id))?.status, 'QUEUED');
+          assert.equal((await tx.jobs.logAccess(userId, w.id, job.id))?.attempts, 1);
+          throw new Error('roll back');
+        }),
+        /roll back/,
+      );
+      assert.equal((await db().store.jobs.findById(job.id))?.status, 'PENDING');
+      assert.equal((await db().store.jobs.logAccess(userId, w.id, job.id))?.attempts, 0);
+    });
+
+    it("refuses compiled statements from a transaction's store once the transaction ended", async () => {
+      const w = workflow(userId, { name: 'Kept' });
+      await db().store.workflows.insert(w);
+      const kept = await db().store.transaction((tx) => Promise.resolve(tx));
+      await assert.rejects(kept.workflows.findById(w.id), /after the transaction ended/);
     });
   });
 

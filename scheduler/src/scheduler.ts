@@ -5,6 +5,7 @@ import {
   mostRecentSlot,
   newId,
   newJob,
+  queuedAtCreation,
   parsePayload,
   QUEUES,
   reasons,
@@ -228,8 +229,10 @@ export class Scheduler {
       if (room <= 0) return;
       const limit = Math.min(this.config.batchSize, room);
       const created = await this.createDueJobs(now, limit);
-      const dispatched = await this.dispatch(now, limit);
-      if ((created < limit && dispatched < limit) || clock.now() >= until || this.abort.signal.aborted) return;
+      // PENDING jobs (manual ones), in the room the due slots left.
+      const left = limit - created;
+      const dispatched = left > 0 ? await this.dispatch(now, left) : 0;
+      if ((created < limit && dispatched < left) || clock.now() >= until || this.abort.signal.aborted) return;
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
@@ -265,17 +268,22 @@ export class Scheduler {
 
   // ---- due slots ------------------------------------------------------------
 
-  /** Returns how many due workflows it looked at (a full batch means there may be more). */
+  /**
+   * Creates the jobs of due slots, QUEUED at once (the workflows are locked and
+   * free: nothing else may hand them out first), and hands them to the runners.
+   * Returns how many due workflows it looked at (a full batch means there may
+   * be more).
+   */
   private async createDueJobs(now: number, limit: number): Promise<number> {
     const { store } = this.deps;
     const due = await store.workflows.due(now, limit);
     if (due.length === 0) return 0;
-    await store.transaction(async (tx) => {
+    const handOut = await store.transaction(async (tx) => {
       // Locked first, so a job that ends meanwhile is either seen ended here, or
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
-      const jobs: Job[] = [];
+      const jobs: [Job, Workflow][] = [];
       const next: { id: string; nextDueAt: number }[] = [];
       for (const w of due) {
         if (w.buildCompletedAt === null) continue;
@@ -288,13 +296,16 @@ export class Scheduler {
           continue;
         }
         const slot = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
-        jobs.push(newJob(w, 'AUTOMATIC', slot, now));
+        jobs.push([queuedAtCreation(newJob(w, 'AUTOMATIC', slot, now), now), w]);
         next.push({ id: w.id, nextDueAt: slot + intervalMs });
       }
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
-      await tx.jobs.insertMany(jobs);
+      const inserted = new Set(await tx.jobs.insertMany(jobs.map(([job]) => job)));
       await tx.workflows.setNextDueMany(next);
+      return jobs.filter(([job]) => inserted.has(job.id));
     });
+    // After the commit: a leader that dies before this leaves the jobs QUEUED and unconfirmed, and the sweep sends them.
+    await this.sendJobs(handOut);
     return due.length;
   }
 

@@ -50,3 +50,12 @@ export function newJob(w: Workflow, trigger: JobTrigger, slotAt: number, now: nu
     updatedAt: now,
   };
 }
+
+/**
+ * The job handed out as it is created: QUEUED on its first attempt, as the
+ * PENDING → QUEUED transition would leave it. The leader creates a due slot's
+ * job this way when the workflow is free, so the job needs no second pass.
+ */
+export function queuedAtCreation(job: Job, now: number): Job {
+  return { ...job, status: 'QUEUED', attempts: 1, queuedAt: now, updatedAt: now };
+}

@@ -52,6 +52,19 @@ export interface RowReader {
 }
 
 /**
+ * Runs SQL synchronously on the connection that an open transaction holds
+ * (SQLite's one writer), skipping Kysely's executor and connection hand-off,
+ * which cost more than a short statement itself. Valid only while the
+ * transaction's callback runs: see `Store.transaction`.
+ */
+export interface HeldConnection {
+  /** Rows as arrays, columns in select order. */
+  rows(sql: string, parameters: readonly unknown[]): unknown[][];
+  /** Rows as objects (for statements with RETURNING, and reads), or the count of changed rows. */
+  execute(sql: string, parameters: readonly unknown[]): { rows: Record<string, unknown>[]; numAffectedRows: bigint | undefined };
+}
+
+/**
  * The compiled reads of one database: compiled once per shape, shared by the
  * root store and its transactions.
  */
@@ -61,6 +74,8 @@ export class CompiledReads {
   constructor(
     private readonly db: Kysely<Database>,
     readonly reader: RowReader | undefined,
+    /** The writer connection, for transactions to run compiled statements on directly (SQLite). */
+    readonly writer: HeldConnection | undefined = undefined,
   ) {}
 
   /** The read known as `key`, compiled from `build`'s query the first time. */
@@ -75,20 +90,47 @@ export class CompiledReads {
 }
 
 /**
- * Runs compiled reads for one Store: on the row reader at the root, through
- * Kysely inside a transaction (where the reader's separate connection would
- * not see the transaction's writes) or where no reader exists.
+ * One open transaction, as its store's compiled statements see it: open until
+ * the transaction's callback settles, and holding the connection they run on
+ * when the database offers it (SQLite's writer; on PostgreSQL they go through
+ * Kysely's transaction).
+ */
+export class TransactionScope {
+  private open = true;
+
+  constructor(private readonly connection: HeldConnection | undefined) {}
+
+  /** The held connection, if any; throws once the transaction has ended (a store kept past its callback). */
+  held(): HeldConnection | undefined {
+    if (!this.open) throw new Error("a transaction's store was used after the transaction ended");
+    return this.connection;
+  }
+
+  end(): void {
+    this.open = false;
+  }
+}
+
+/**
+ * Runs compiled statements for one Store: reads on the row reader at the
+ * root; inside a transaction (where the reader's separate connection would
+ * not see the transaction's writes) on the connection the transaction holds
+ * when the database offers it (SQLite), else through Kysely, as where no
+ * reader exists.
  */
 export class ReadRunner {
   constructor(
     readonly reads: CompiledReads,
     private readonly db: Kysely<Database>,
-    private readonly inTransaction: boolean,
+    /** The transaction this runner's store runs in; none at the root. */
+    private readonly scope: TransactionScope | undefined = undefined,
   ) {}
 
   async rows(read: CompiledRead, args: Readonly<Record<string, unknown>>): Promise<unknown[][]> {
     const parameters = read.bind(args);
-    const reader = this.inTransaction ? undefined : this.reads.reader;
+    const held = this.scope?.held();
+    if (held) return held.rows(read.sql, parameters);
+    const reader = this.scope ? undefined : this.reads.reader;
     if (reader) return reader.rows(read.sql, parameters);
     const result = await this.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(read.sql, parameters));
     // Both drivers keep the select order in a row's keys.
@@ -101,6 +143,8 @@ export class ReadRunner {
    * reads that lock rows. Rows come back as objects.
    */
   async execute(statement: CompiledRead, args: Readonly<Record<string, unknown>>): Promise<{ rows: Record<string, unknown>[]; numAffectedRows: bigint | undefined }> {
+    const held = this.scope?.held();
+    if (held) return held.execute(statement.sql, statement.bind(args));
     const result = await this.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(statement.sql, statement.bind(args)));
     return { rows: result.rows, numAffectedRows: result.numAffectedRows };
   }

@@ -17,13 +17,15 @@ import {
 import type { Database } from './schema.js';
 import { foldCase, postgresHelpers, sqliteHelpers, SQLITE_CONTAINS_FOLDED_FUNCTION, SQLITE_FOLD_FUNCTION, type DialectHelpers } from './dialect.js';
 import { migrationProvider } from './migrations/index.js';
-import type { RowReader } from './compiled-read.js';
+import type { HeldConnection, RowReader } from './compiled-read.js';
 
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
   readonly dialect: DialectHelpers;
   /** Runs compiled reads outside transactions (compiled-read.ts); none for an in-memory SQLite database. */
   readonly reader: RowReader | undefined;
+  /** The writer connection as a transaction holds it (SQLite; compiled-read.ts). */
+  readonly writer?: HeldConnection;
   /** Applies pending migrations; returns the names applied now. */
   migrate(): Promise<string[]>;
   close(): Promise<void>;
@@ -53,11 +55,13 @@ function handle(
   reader: RowReader | undefined,
   close: () => Promise<void>,
   afterMigrate?: () => void,
+  writer?: HeldConnection,
 ): DatabaseHandle {
   return {
     db,
     dialect,
     reader,
+    ...(writer ? { writer } : {}),
     async migrate() {
       // In PostgreSQL the migration tables live in the current schema (tests and
       // installations may share a database); Kysely would otherwise find them in any schema.
@@ -95,7 +99,32 @@ function openSqlite(file: string): DatabaseHandle {
       await db.destroy();
     },
     () => optimize(sqlite, OPTIMIZE_ALL_TABLES),
+    new SqliteHeldConnection(sqlite),
   );
+}
+
+/**
+ * The writer connection as a transaction holds it: compiled statements run
+ * on it synchronously, each prepared once (in its own cache: a statement
+ * returning arrays can't also return objects). Only compiled statements come
+ * here, so the caches hold a fixed set of query shapes.
+ */
+class SqliteHeldConnection implements HeldConnection {
+  private readonly arrays = new Map<string, SQLite.Statement>();
+  private readonly objects = new Map<string, SQLite.Statement>();
+
+  constructor(private readonly sqlite: SQLite.Database) {}
+
+  rows(source: string, parameters: readonly unknown[]): unknown[][] {
+    const statement = preparedOnce(this.arrays, source, this.sqlite, true);
+    return statement.all(...parameters) as unknown[][];
+  }
+
+  execute(source: string, parameters: readonly unknown[]): { rows: Record<string, unknown>[]; numAffectedRows: bigint | undefined } {
+    const statement = preparedOnce(this.objects, source, this.sqlite, false);
+    if (statement.reader) return { rows: statement.all(...parameters) as Record<string, unknown>[], numAffectedRows: undefined };
+    return { rows: [], numAffectedRows: BigInt(statement.run(...parameters).changes) };
+  }
 }
 
 /** Functions of orloj's SQL, on every connection. */
@@ -131,12 +160,7 @@ class SqliteReader implements RowReader {
   }
 
   private statement(source: string): SQLite.Statement {
-    let statement = this.statements.get(source);
-    if (!statement) {
-      statement = this.open().prepare(source).raw(true);
-      this.statements.set(source, statement);
-    }
-    return statement;
+    return preparedOnce(this.statements, source, this.open(), true);
   }
 
   private open(): SQLite.Database {
@@ -156,6 +180,16 @@ class SqliteReader implements RowReader {
     this.connection = undefined;
     return Promise.resolve();
   }
+}
+
+/** The statement for `source` from `cache`, prepared on `sqlite` the first time (returning rows as arrays when `raw`). */
+function preparedOnce(cache: Map<string, SQLite.Statement>, source: string, sqlite: SQLite.Database, raw: boolean): SQLite.Statement {
+  let statement = cache.get(source);
+  if (!statement) {
+    statement = raw ? sqlite.prepare(source).raw(true) : sqlite.prepare(source);
+    cache.set(source, statement);
+  }
+  return statement;
 }
 
 /** How often SQLite re-checks its planner statistics (cheap when nothing changed). */

@@ -13,7 +13,7 @@ import { OutboxRepo } from './repos/outbox.repo.js';
 import { NotificationsRepo } from './repos/notifications.repo.js';
 import { AnalyticsRepo } from './repos/analytics.repo.js';
 import type { DatabaseHandle } from './database.js';
-import { CompiledReads, ReadRunner } from './compiled-read.js';
+import { CompiledReads, ReadRunner, TransactionScope } from './compiled-read.js';
 
 /**
  * The repositories over one database, or over one open transaction of it.
@@ -38,15 +38,16 @@ export class Store {
   /**
    * `reads` are the database's compiled reads (compiled-read.ts), shared with
    * its transactions' stores; without them (a bare Kysely instance), they are
-   * compiled for this store alone and run through Kysely.
+   * compiled for this store alone and run through Kysely. `scope`: the
+   * transaction this store runs in, if any (see transaction()).
    */
   constructor(
     readonly db: Kysely<Database>,
     readonly dialect: DialectHelpers,
     private readonly reads: CompiledReads = new CompiledReads(db, undefined),
-    inTransaction = false,
+    scope?: TransactionScope,
   ) {
-    const runner = new ReadRunner(reads, db, inTransaction);
+    const runner = new ReadRunner(reads, db, scope);
     this.users = new UsersRepo(db);
     this.sessions = new SessionsRepo(db, runner);
     this.workflows = new WorkflowsRepo(db, dialect, runner);
@@ -61,10 +62,23 @@ export class Store {
   }
 
   static fromHandle(h: DatabaseHandle): Store {
-    return new Store(h.db, h.dialect, new CompiledReads(h.db, h.reader));
+    return new Store(h.db, h.dialect, new CompiledReads(h.db, h.reader, h.writer));
   }
 
+  /**
+   * Runs `fn` in one transaction. On SQLite the transaction holds the one
+   * writer connection until it ends, so its compiled statements run on that
+   * connection directly. The scope closes when `fn` settles: the store it was
+   * given refuses compiled statements from then on.
+   */
   transaction<T>(fn: (tx: Store) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute((trx) => fn(new Store(trx, this.dialect, this.reads, true)));
+    return this.db.transaction().execute(async (trx) => {
+      const scope = new TransactionScope(this.reads.writer);
+      try {
+        return await fn(new Store(trx, this.dialect, this.reads, scope));
+      } finally {
+        scope.end();
+      }
+    });
   }
 }

@@ -134,24 +134,25 @@ export class JobsRepo {
    * second insert for the same slot a no-op: returns false then.
    */
   async insert(job: Job): Promise<boolean> {
-    return (await this.insertMany([job])) === 1;
+    return (await this.insertMany([job])).length === 1;
   }
 
   /**
    * Inserts jobs with multi-row INSERTs (a due batch at once); a job whose
-   * AUTOMATIC slot already has one is skipped, as by insert(). Returns how many
-   * were inserted.
+   * AUTOMATIC slot already has one is skipped, as by insert(). Returns the
+   * ids of the jobs inserted.
    */
-  async insertMany(jobs: readonly Job[]): Promise<number> {
-    let inserted = 0;
+  async insertMany(jobs: readonly Job[]): Promise<string[]> {
+    const inserted: string[] = [];
     // 20 columns a row: well under either engine's bind-parameter limit.
     for (let i = 0; i < jobs.length; i += INSERT_CHUNK) {
-      const result = await this.db
+      const rows = await this.db
         .insertInto('jobs')
         .values(jobs.slice(i, i + INSERT_CHUNK).map(toRow))
         .onConflict((oc) => oc.doNothing())
-        .executeTakeFirst();
-      inserted += Number(result.numInsertedOrUpdatedRows ?? 0);
+        .returning('id')
+        .execute();
+      for (const r of rows) inserted.push(r.id);
     }
     return inserted;
   }
