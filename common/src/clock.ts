@@ -1,3 +1,5 @@
+import { onAbort, type AbortLike } from './cancellation.js';
+
 /**
  * Time source, injected everywhere so tests can control it. Milliseconds since
  * the epoch. `sleep` waits for an amount of *clock* time, so loops, leases and
@@ -5,19 +7,19 @@
  */
 export interface Clock {
   now(): number;
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  sleep(ms: number, signal?: AbortLike): Promise<void>;
 }
 
-function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
+function realSleep(ms: number, signal?: AbortLike): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const timer = setTimeout(done, Math.max(0, ms));
+    const stopListening = signal && onAbort(signal, done);
     function done() {
-      signal?.removeEventListener('abort', done);
+      stopListening?.();
       clearTimeout(timer);
       resolve();
     }
-    signal?.addEventListener('abort', done, { once: true });
   });
 }
 
@@ -36,7 +38,7 @@ export class AcceleratedClock implements Clock {
   now(): number {
     return Math.floor(this.origin + (Date.now() - this.origin) * this.speed);
   }
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  sleep(ms: number, signal?: AbortLike): Promise<void> {
     return realSleep(ms / this.speed, signal);
   }
 }
@@ -55,17 +57,18 @@ export class ManualClock implements Clock {
   advance(ms: number): void {
     this.set(this.current + ms);
   }
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  sleep(ms: number, signal?: AbortLike): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve();
-      const onAbort = () => {
-        this.sleepers = this.sleepers.filter((s) => s !== sleeper);
-        resolve();
-      };
       // Woken by the clock: the listener goes, so a long-lived signal does not collect one per sleep.
-      const sleeper = { at: this.current + ms, wake: () => (signal?.removeEventListener('abort', onAbort), resolve()) };
+      const sleeper = { at: this.current + ms, wake: () => (stopListening?.(), resolve()) };
+      const stopListening =
+        signal &&
+        onAbort(signal, () => {
+          this.sleepers = this.sleepers.filter((s) => s !== sleeper);
+          resolve();
+        });
       this.sleepers.push(sleeper);
-      signal?.addEventListener('abort', onAbort, { once: true });
       this.wakeDue();
     });
   }

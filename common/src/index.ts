@@ -1,4 +1,5 @@
 export * from './errors.js';
+export * from './cancellation.js';
 export * from './clock.js';
 export * from './ids.js';
 export * from './cursor.js';

@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setImmediate } from 'node:timers/promises';
 import { pino } from 'pino';
-import { reasons } from '@orloj/common';
+import { Cancellation, reasons } from '@orloj/common';
 import type { HeartbeatPayload } from '@orloj/common';
 import { HttpCheckExecutor, parseTargetList } from '../src/executors/http-check.executor.js';
 import type { HttpCheckResult } from '../src/executors/http-check.executor.js';
@@ -223,6 +223,15 @@ describe('HttpCheckExecutor', () => {
     const running = executor.run(heartbeat(server.url('/hang')), { signal: controller.signal });
     await arrived;
     controller.abort();
+    assert.deepEqual(await running, { status: 'CANCELED' });
+  });
+
+  it('returns CANCELED when a Cancellation aborts (as the runner cancels an attempt)', async () => {
+    const cancel = new Cancellation();
+    const arrived = server.nextHang();
+    const running = executor.run(heartbeat(server.url('/hang')), { signal: cancel });
+    await arrived;
+    cancel.abort();
     assert.deepEqual(await running, { status: 'CANCELED' });
   });
 

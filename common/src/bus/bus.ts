@@ -117,43 +117,59 @@ export function checkPrefetch(prefetch: number): number {
  * instead of silently changing shape on one of them.
  */
 export function encodeMessage(message: unknown): string {
-  checkJson(message, 'message', new Set());
+  const problem = jsonProblem(message, []);
+  if (problem !== undefined) throw notJson(`message${problem}`);
   return JSON.stringify(message);
 }
 
-function checkJson(value: unknown, path: string, ancestors: Set<object>): void {
+/**
+ * Where `value` stops being plain JSON, as the rest of a sentence that
+ * starts with its path (".body.at is a Date"), or undefined when it is plain
+ * JSON. `walking`: the objects above `value` (to find cycles). The path is
+ * written only on the way out of a problem: every message is checked, and
+ * building it for each field cost more than the check.
+ */
+function jsonProblem(value: unknown, walking: object[]): string | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':
-      return;
+      return undefined;
     case 'number':
-      if (!Number.isFinite(value)) throw notJson(`${path} is ${value}`);
-      return;
+      return Number.isFinite(value) ? undefined : ` is ${value}`;
     case 'object': {
-      if (value === null) return;
-      if (ancestors.has(value)) throw notJson(`${path} is a circular reference`);
-      ancestors.add(value);
-      if (Array.isArray(value)) {
-        value.forEach((item, i) => {
-          if (item === undefined) throw notJson(`${path}[${i}] is undefined`);
-          checkJson(item, `${path}[${i}]`, ancestors);
-        });
-      } else {
-        const proto: unknown = Object.getPrototypeOf(value);
-        if (proto !== Object.prototype && proto !== null) {
-          throw notJson(`${path} is a ${(value as { constructor?: { name?: string } }).constructor?.name ?? 'non-plain object'}`);
-        }
-        for (const [key, item] of Object.entries(value)) {
-          // JSON drops undefined properties; optional fields are normal.
-          if (item !== undefined) checkJson(item, `${path}.${key}`, ancestors);
-        }
-      }
-      ancestors.delete(value);
-      return;
+      if (value === null) return undefined;
+      if (walking.includes(value)) return ' is a circular reference';
+      walking.push(value);
+      const problem = Array.isArray(value) ? itemsProblem(value, walking) : fieldsProblem(value, walking);
+      walking.pop();
+      return problem;
     }
     default:
-      throw notJson(`${path} is ${typeof value === 'undefined' ? 'undefined' : `a ${typeof value}`}`);
+      return ` is ${typeof value === 'undefined' ? 'undefined' : `a ${typeof value}`}`;
   }
+}
+
+function itemsProblem(items: readonly unknown[], walking: object[]): string | undefined {
+  for (let i = 0; i < items.length; i++) {
+    const problem = jsonProblem(items[i], walking);
+    if (problem !== undefined) return `[${i}]${problem}`;
+  }
+  return undefined;
+}
+
+function fieldsProblem(value: object, walking: object[]): string | undefined {
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) {
+    return ` is a ${(value as { constructor?: { name?: string } }).constructor?.name ?? 'non-plain object'}`;
+  }
+  for (const key of Object.keys(value)) {
+    const item = (value as Record<string, unknown>)[key];
+    // JSON drops undefined properties; optional fields are normal.
+    if (item === undefined) continue;
+    const problem = jsonProblem(item, walking);
+    if (problem !== undefined) return `.${key}${problem}`;
+  }
+  return undefined;
 }
 
 function notJson(detail: string): OrlojError {

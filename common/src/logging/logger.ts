@@ -24,3 +24,56 @@ export function createLogger(options: { level?: LevelWithSilent; name?: string }
 }
 
 export const silentLogger: Logger = pino({ level: 'silent' });
+
+type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** The logging methods hot paths use, for a logger made lazily. */
+export interface LazyLogger {
+  debug(obj: object, msg?: string): void;
+  debug(msg: string): void;
+  info(obj: object, msg?: string): void;
+  info(msg: string): void;
+  warn(obj: object, msg?: string): void;
+  warn(msg: string): void;
+  error(obj: object, msg?: string): void;
+  error(msg: string): void;
+}
+
+/**
+ * A child of `parent` with `bindings`, made only when a line at an enabled
+ * level is written. pino serializes a child's bindings when the child is
+ * made; a runner made two per job (the attempt's, the HTTP check's) and most
+ * jobs write nothing at the usual levels.
+ */
+export function lazyChild(parent: Logger, bindings: Record<string, unknown>): LazyLogger {
+  return new LazyChild(parent, bindings);
+}
+
+class LazyChild implements LazyLogger {
+  private child: Logger | undefined;
+
+  constructor(
+    private readonly parent: Logger,
+    private readonly bindings: Record<string, unknown>,
+  ) {}
+
+  debug(objOrMsg: object | string, msg?: string): void {
+    this.write('debug', objOrMsg, msg);
+  }
+  info(objOrMsg: object | string, msg?: string): void {
+    this.write('info', objOrMsg, msg);
+  }
+  warn(objOrMsg: object | string, msg?: string): void {
+    this.write('warn', objOrMsg, msg);
+  }
+  error(objOrMsg: object | string, msg?: string): void {
+    this.write('error', objOrMsg, msg);
+  }
+
+  private write(level: LogLevel, objOrMsg: object | string, msg: string | undefined): void {
+    if (!this.parent.isLevelEnabled(level)) return;
+    this.child ??= this.parent.child(this.bindings);
+    if (typeof objOrMsg === 'string') this.child[level](objOrMsg);
+    else this.child[level](objOrMsg, msg);
+  }
+}

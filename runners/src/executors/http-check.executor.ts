@@ -1,8 +1,8 @@
 import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import type { Dispatcher } from 'undici';
-import { reasons, systemClock } from '@orloj/common';
-import type { Clock, HeartbeatPayload, JobReason, Logger } from '@orloj/common';
+import { Cancellation, lazyChild, onAbort, reasons, systemClock } from '@orloj/common';
+import type { AbortLike, Clock, HeartbeatPayload, JobReason, LazyLogger, Logger } from '@orloj/common';
 import { AddressGuard, AddressNotAllowedError, guardedLookup, systemResolver } from './address-guard.js';
 import type { Resolver } from './address-guard.js';
 
@@ -45,7 +45,8 @@ export interface HttpCheckExecutorOptions {
 }
 
 export interface HttpCheckRunOptions {
-  signal?: AbortSignal;
+  /** Cancels the check: the result is CANCELED. */
+  signal?: AbortLike;
 }
 
 /** At most this much of a response body is read (and searched for `body_contains`). */
@@ -110,18 +111,18 @@ export class HttpCheckExecutor {
       return failed(reasons.requestFailed());
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return failed(reasons.requestFailed());
-    const log = this.logger.child({ target: url.origin });
+    const log = lazyChild(this.logger, { target: url.origin });
 
-    const controller = new AbortController();
+    // A Cancellation, not an AbortController: undici takes either, and this one is cheap (cancellation.ts).
+    const requestCancel = new Cancellation();
     let outcome: Outcome | undefined;
     const stop = (why: Outcome): void => {
       if (outcome !== undefined) return;
       outcome = why;
-      controller.abort();
+      requestCancel.abort();
     };
     const timer = setTimeout(() => stop('timeout'), payload.timeout);
-    const onAbort = (): void => stop('canceled');
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const stopListening = signal && onAbort(signal, () => stop('canceled'));
 
     const stopped = (): HttpCheckResult | undefined =>
       outcome === 'canceled'
@@ -138,7 +139,7 @@ export class HttpCheckExecutor {
           method: payload.method,
           headers: buildHeaders(payload.headers),
           body: payload.method === 'POST' ? (payload.body ?? '') : null,
-          signal: controller.signal,
+          signal: requestCancel,
         });
       } catch (err) {
         const early = stopped();
@@ -171,7 +172,7 @@ export class HttpCheckExecutor {
       return { status: 'COMPLETED', statusCode, durationMs: elapsed() };
     } finally {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+      stopListening?.();
     }
   }
 
@@ -180,7 +181,7 @@ export class HttpCheckExecutor {
     await this.agent.close();
   }
 
-  private classify(err: unknown, url: URL, log: Logger): JobReason {
+  private classify(err: unknown, url: URL, log: LazyLogger): JobReason {
     const codes = errorCodes(err);
     if (err instanceof AddressNotAllowedError || codes.includes('ERR_ORLOJ_ADDRESS_NOT_ALLOWED')) {
       const refused = findAddressError(err);

@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { lazyChild } from '@orloj/common';
+
+function capture(level: string) {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString('utf8').split('\n')) if (l) lines.push(JSON.parse(l) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level }, sink), lines };
+}
+
+describe('lazyChild', () => {
+  it('writes lines at enabled levels with the bindings, as a child would', async () => {
+    const { logger, lines } = capture('info');
+    const log = lazyChild(logger, { jobId: 'j1' });
+    log.info({ kind: 'HEARTBEAT' }, 'job started');
+    log.warn('plain message');
+    log.debug({ hidden: true }, 'not at info');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(
+      lines.map((l) => [l.level, l.jobId, l.kind, l.msg]),
+      [
+        [30, 'j1', 'HEARTBEAT', 'job started'],
+        [40, 'j1', undefined, 'plain message'],
+      ],
+    );
+  });
+
+  it('makes no child while nothing it is asked to write is enabled', () => {
+    const { logger } = capture('warn');
+    let children = 0;
+    const child = logger.child.bind(logger);
+    logger.child = ((...args: Parameters<typeof child>) => (children++, child(...args))) as typeof logger.child;
+    const log = lazyChild(logger, { jobId: 'j2' });
+    log.info('dropped');
+    log.debug({ a: 1 }, 'dropped');
+    assert.equal(children, 0);
+    log.error('kept');
+    log.error('kept again');
+    assert.equal(children, 1);
+  });
+});
