@@ -25,8 +25,8 @@ const DASHBOARD_DIST = path.join(ROOT, 'dashboard/dist');
 const SCREENSHOTS = path.join(ROOT, 'artifacts/screenshots');
 const CHROMIUM = process.env.TEST_CHROMIUM || '/usr/bin/chromium';
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
-/** Generous: a shared two-core machine builds, pulls and runs containers while the browser renders. */
-const WAIT = 90_000;
+/** Generous: a shared two-core machine builds, pulls and runs containers while the browser renders (E2E_WAIT shortens it when debugging a failure). */
+const WAIT = Number(process.env.E2E_WAIT) || 90_000;
 
 // Twenty lines a second apart (long enough to be watched live), one line on
 // stderr, and one that would be markup if it were ever rendered as HTML.
@@ -93,6 +93,8 @@ describe('dashboard in a real browser', function () {
   let base: string;
   let apiPaths: string[] = [];
   const problems: string[] = [];
+  /** The last few 4xx/5xx answers with their bodies, for the message of a failed step. */
+  const refusals: string[] = [];
   /** Refusals a step provokes on purpose: Chromium logs every 4xx answer as a console error. */
   const expectedRefusals: { path: string; status: number }[] = [];
   const target = heartbeatTarget();
@@ -138,6 +140,16 @@ describe('dashboard in a real browser', function () {
       const url = new URL(req.url());
       if (url.origin !== base && url.protocol !== 'data:' && url.protocol !== 'blob:') problems.push(`request to another host: ${req.url()}`);
     });
+    context.on('response', (res) => {
+      if (res.status() < 400) return;
+      void res
+        .text()
+        .catch(() => '(no body)')
+        .then((body) => {
+          refusals.push(`${res.request().method()} ${new URL(res.url()).pathname} ${res.status()}: ${body.slice(0, 400)}`);
+          refusals.splice(0, refusals.length - 5);
+        });
+    });
     page = await context.newPage();
     page.on('console', (msg: ConsoleMessage) => {
       if (msg.type() !== 'error') return;
@@ -157,9 +169,19 @@ describe('dashboard in a real browser', function () {
     });
   });
 
-  afterEach(function () {
-    // A failed step shows what the server said meanwhile (warnings and errors only).
-    if (this.currentTest?.state === 'failed' && orloj) console.log(`orloj output (last 4 KiB):\n${orloj.output().slice(-4096)}`);
+  afterEach(async function () {
+    // A failed step says what the page showed and what the server said meanwhile (warnings and errors
+    // only), in its own error: CI reports keep the failure summary, not the log above it.
+    const failed = this.currentTest?.state === 'failed' ? this.currentTest.err : undefined;
+    if (failed) {
+      const seen = await page
+        .evaluate<string>(
+          `[location.pathname, ...[...document.querySelectorAll('h1, .field-error, .form-errors, .toasts, .error-text')].map((e) => (e.className || e.tagName) + ': ' + e.textContent), ...[...document.querySelectorAll('form input, form select, form textarea')].map((e) => e.id + ' = ' + JSON.stringify(e.value))].join('\\n')`,
+        )
+        .catch((err: unknown) => `(the page could not be read: ${String(err)})`);
+      await shot(`failed-${this.currentTest!.title.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}`).catch(() => undefined);
+      failed.message += `\n--- the page showed:\n${seen}\n--- the last refusals:\n${refusals.join('\n') || '(none)'}\n--- orloj output (last 2 KiB):\n${orloj?.output().slice(-2048) ?? '(not started)'}`;
+    }
     // Reported at the step that caused it.
     if (expectedRefusals.length) problems.push(`refusals that never came: ${JSON.stringify(expectedRefusals.splice(0))}`);
     if (problems.length) assert.fail(problems.splice(0).join('\n'));
