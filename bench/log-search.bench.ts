@@ -85,7 +85,7 @@ async function measure(ctx: SuiteContext, s: Settings, engine: Engine): Promise<
       ] as const) {
         // warm both paths, then alternate them run by run so that load on the machine hits both alike
         await viaApi(term);
-        await orloj.call('timeSearchSql', { jobId, needle: term, limit: PAGE, runs: 1 });
+        await orloj.call('timeSearchSql', { email, workflowId: seeded.workflowId, jobId, needle: term, limit: PAGE, runs: 1 });
         const apiMs: number[] = [];
         const sqlMs: number[] = [];
         let matches = 0;
@@ -94,7 +94,7 @@ async function measure(ctx: SuiteContext, s: Settings, engine: Engine): Promise<
           const a = await viaApi(term);
           apiMs.push(a.ms);
           matches = a.lines;
-          const r = await orloj.call<{ ms: number[]; rows: number; sql: string }>('timeSearchSql', { jobId, needle: term, limit: PAGE, runs: 1 });
+          const r = await orloj.call<{ ms: number[]; rows: number; sql: string }>('timeSearchSql', { email, workflowId: seeded.workflowId, jobId, needle: term, limit: PAGE, runs: 1 });
           sqlMs.push(...r.ms);
           sqlText = r.sql;
           if (Math.min(r.rows, PAGE) !== a.lines) throw new Error(`"${term}": the api returned ${a.lines} lines, the SQL ${r.rows} rows`);
@@ -141,7 +141,7 @@ export const logSearch: BenchSuite = {
     const description = [
       `Latency of \`GET /workflows/{wid}/jobs/{jid}/logs/search?q=…&limit=${PAGE}\` (first page, newest first, highlights) for a rare and a common term, signed in with the session and CSRF cookies, over a store holding ${fmt(s.lines)} log lines, beside the same SQL run in the server process.`,
       `The lines are bulk-inserted through log-ingest's own write path (\`insertBatch\` + \`recordCount\`, 5 000 lines a transaction) into one CONTAINER workflow's completed jobs of up to ${fmt(s.jobLines)} lines each; the last job is searched.`,
-      'The SQL is the statement the route runs (job, attempt, case-insensitive `containsFolded` filter, `order by sequence_num desc limit 101`), timed in the server process through the same call the route makes (`LogQueriesRepo.page`: a compiled read on the server\'s own read connection or pool); the API adds HTTP, the session and job checks, highlighting and JSON.',
+      'The SQL is the one statement the route runs (job; its current attempt from a subquery that also checks the owner and log retention; case-insensitive `containsFolded` filter; `order by sequence_num desc limit 101`), timed in the server process through the same call the route makes (`LogQueriesRepo.ownedPage`: a compiled read on the server\'s own read connection or pool); the API adds HTTP, the session, highlighting and JSON.',
       'Requests are one at a time over one kept-alive connection (undici `Pool`), api and SQL alternating run by run.',
     ].join(' ');
     const settings: Array<[string, string]> = [
@@ -180,7 +180,7 @@ export const logSearch: BenchSuite = {
       table: { columns: ['Engine · term', 'lines on the page', 'API p50 ms', 'API p99 ms', 'SQL p50 ms', 'SQL p99 ms', 'API / SQL p99', 'API max ms', 'SQL max ms'], rows },
       verdict,
       notes: [
-        '- All on one machine: the client, the orloj process and PostgreSQL share the 2 cores. A rare term scans every row of the job (no text index), so its time is dominated by the scan and both paths pay it; a common term fills the page from the newest rows at once, so there the fixed costs of HTTP, the session and the job checks weigh most.',
+        '- All on one machine: the client, the orloj process and PostgreSQL share the 2 cores. A rare term scans every row of the job (no text index), so its time is dominated by the scan and both paths pay it; a common term fills the page from the newest rows at once, so there the fixed costs of HTTP and the session weigh most.',
         '- The reference row is the cheapest signed-in request, `GET /users` (HTTP over the same connection, Koa, the session lookup and one small read, no search): the fixed cost every API request pays before its own query. API − SQL for the common term is close to it.',
         ...results.filter((r) => r.details).map((r) => `- ${r.label}: ${r.details}.`),
         ...(deviation ? [`- The store held ${fmt(s.lines)} lines instead of the target's 10,000,000 (BENCH_LOG_LINES): the search reads only the searched job's rows through the primary key, so the other jobs' lines matter little; the searched job's size is what counts.`] : []),

@@ -143,6 +143,14 @@ describeApi('job logs', (h) => {
       assert.equal(res.status, 400);
       assert.deepEqual(fields(res), ['cursor']);
       assert.deepEqual((await c.get(logsPath(wid, job.id))).json.logs, []);
+      // the same once the new attempt has lines of its own
+      await insertLines(h(), job.id, 2, lines(['d', 'e']));
+      for (const path of [`${logsPath(wid, job.id)}?`, `${logsPath(wid, job.id, '/search')}?q=d&`]) {
+        const again = await c.get(`${path}limit=1&cursor=${cursor}`);
+        assert.equal(again.status, 400, path);
+        assert.deepEqual(fields(again), ['cursor']);
+      }
+      assert.deepEqual(((await c.get(logsPath(wid, job.id))).json.logs as Json[]).map((e) => e.message), ['e', 'd']);
     });
 
     it("answers 404 for another user's job, a job of another workflow and an unknown job; 401 signed out", async () => {
@@ -170,6 +178,8 @@ describeApi('job logs', (h) => {
       const c = await h().user();
       for (const wid of [await containerWorkflow(c, { logRetention: false }), await heartbeatWorkflow(c)]) {
         const job = await insertJob(store(), wid, 'COMPLETED');
+        // lines kept while retention was on do not change the answer
+        await insertLines(h(), job.id, job.attempts, lines(['kept x']));
         for (const suffix of ['', '/search?q=x', '/raw', '/raw?format=json']) {
           const res = await c.get(logsPath(wid, job.id) + suffix);
           assert.equal(res.status, 412, suffix);

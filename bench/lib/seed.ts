@@ -140,20 +140,24 @@ export async function seedJobLogs(
 }
 
 /**
- * The SQL of a log search as LogQueriesRepo.page builds it for the route
- * (`GET …/logs/search?q=`: one attempt, case-insensitive substring, newest
- * first, one row more than the page), compiled once and run as is; returns
- * the time of each run (ms) and the rows of the last.
+ * The statement of a log search as the route runs it (`GET …/logs/search?q=`:
+ * LogQueriesRepo.ownedPage, the current attempt found by a subquery that also
+ * checks the owner; case-insensitive substring, newest first, one row more
+ * than the page), through the same call; returns the time of each run (ms),
+ * the rows of the last and the SQL.
  */
-export async function timeSearchSql(store: Store, o: { jobId: string; needle: string; limit: number; runs: number }): Promise<{ ms: number[]; rows: number; sql: string }> {
-  // The route's own query: the compiled read LogQueriesRepo.page runs, through the same call.
-  const filter = { jobId: o.jobId, attempt: 1, match: store.logQueries.matcher(o.needle), limit: o.limit + 1 };
+export async function timeSearchSql(
+  store: Store,
+  o: { userId: string; workflowId: string; jobId: string; needle: string; limit: number; runs: number },
+): Promise<{ ms: number[]; rows: number; sql: string }> {
+  const owner = { userId: o.userId, workflowId: o.workflowId };
+  const filter = { jobId: o.jobId, match: store.logQueries.matcher(o.needle), limit: o.limit + 1 };
   const times: number[] = [];
   let rows = 0;
   for (let i = 0; i < o.runs; i++) {
     const started = performance.now();
-    rows = (await store.logQueries.page(filter)).length;
+    rows = (await store.logQueries.ownedPage(owner, filter))?.lines.length ?? 0;
     times.push(performance.now() - started);
   }
-  return { ms: times, rows, sql: store.logQueries.linesRead(filter, 'desc', false).sql.replace(/\s+/g, ' ') };
+  return { ms: times, rows, sql: store.logQueries.ownedPageRead(filter).sql.replace(/\s+/g, ' ') };
 }

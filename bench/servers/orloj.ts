@@ -33,7 +33,11 @@ serveParent(
       const seeded = await seedJobLogs(store, user.id, arg);
       return { ...seeded, ms: Math.round(performance.now() - started) };
     },
-    timeSearchSql: (arg: { jobId: string; needle: string; limit: number; runs: number }) => timeSearchSql(store, arg),
+    async timeSearchSql(arg: { email: string; workflowId: string; jobId: string; needle: string; limit: number; runs: number }) {
+      const user = await store.users.findByEmail(arg.email);
+      if (!user) throw new Error(`no user ${arg.email}`);
+      return timeSearchSql(store, { ...arg, userId: user.id });
+    },
   },
   async () => {
     await api.stop();

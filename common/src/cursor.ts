@@ -16,22 +16,46 @@ export function encodeCursor(list: string, position: KeysetPosition): string {
   return Buffer.from(JSON.stringify({ l: list, k: position.k, i: position.id }), 'utf8').toString('base64url');
 }
 
-/** Returns undefined for the empty cursor (first page); throws 400 for anything malformed or foreign. */
-export function decodeCursor(list: string, cursor: string | undefined): KeysetPosition | undefined {
+/** A cursor's position and the list it names, before it is checked against a list. */
+export interface ParsedCursor extends KeysetPosition {
+  list: string;
+}
+
+function invalidCursor(): OrlojError {
+  return new OrlojError('validation_failed', 'The cursor is not valid for this list.', {
+    fields: [{ field: 'cursor', message: 'must be a cursor returned by this list' }],
+  });
+}
+
+/**
+ * Reads a cursor without knowing its list yet (for a query that learns the
+ * list as it runs); undefined for the empty cursor, 400 for anything malformed.
+ * Check it with `checkCursorList` before answering.
+ */
+export function parseCursor(cursor: string | undefined): ParsedCursor | undefined {
   if (cursor === undefined || cursor === '') return undefined;
-  const invalid = () =>
-    new OrlojError('validation_failed', 'The cursor is not valid for this list.', {
-      fields: [{ field: 'cursor', message: 'must be a cursor returned by this list' }],
-    });
-  if (!/^[A-Za-z0-9_-]{1,512}$/.test(cursor)) throw invalid();
+  if (!/^[A-Za-z0-9_-]{1,512}$/.test(cursor)) throw invalidCursor();
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    throw invalid();
+    throw invalidCursor();
   }
-  if (typeof parsed !== 'object' || parsed === null) throw invalid();
+  if (typeof parsed !== 'object' || parsed === null) throw invalidCursor();
   const { l, k, i } = parsed as Record<string, unknown>;
-  if (l !== list || typeof k !== 'number' || !Number.isSafeInteger(k) || k < 0 || !isUuid(i)) throw invalid();
-  return { k, id: i };
+  if (typeof l !== 'string' || typeof k !== 'number' || !Number.isSafeInteger(k) || k < 0 || !isUuid(i)) throw invalidCursor();
+  return { list: l, k, id: i };
+}
+
+/** 400 unless the parsed cursor belongs to `list`. */
+export function checkCursorList(list: string, cursor: ParsedCursor | undefined): void {
+  if (cursor && cursor.list !== list) throw invalidCursor();
+}
+
+/** Returns undefined for the empty cursor (first page); throws 400 for anything malformed or foreign. */
+export function decodeCursor(list: string, cursor: string | undefined): KeysetPosition | undefined {
+  const parsed = parseCursor(cursor);
+  if (!parsed) return undefined;
+  checkCursorList(list, parsed);
+  return { k: parsed.k, id: parsed.id };
 }

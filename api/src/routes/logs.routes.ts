@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, type Job, type JobLogAccess, type Store } from '@orloj/common';
+import { checkCursorList, encodeCursor, isUuid, notFound, OrlojError, parseCursor, type Job, type JobLogAccess, type Store } from '@orloj/common';
 import type { ApiDeps } from '../deps.js';
 import { logDownloadEntryJson, presentLogEntry, type LogLine } from '../http/present.js';
 import { requireSession } from '../http/session.js';
@@ -66,10 +66,7 @@ export function logsRoutes(deps: ApiDeps): Router {
   const router = new Router();
   const session = requireSession(deps.sessions, deps.config);
 
-  /**
-   * One page, newest first. Cursors are keyset positions bound to the job and
-   * its current attempt (a retry starts a new list: the old cursor is 400).
-   */
+  /** One page, newest first; cursors are keyset positions (sequence_num). */
   async function page(ctx: Context, search: boolean): Promise<void> {
     const { workflowId, jobId } = logPathParams(ctx);
     const q = new QueryReader(ctx.query);
@@ -78,18 +75,17 @@ export function logsRoutes(deps: ApiDeps): Router {
     const text = search ? readSearchText(q) : undefined;
     const stream = search ? q.enumOf('stream', LOG_STREAMS) : undefined;
     q.done();
-    const job = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
-    const list = `logs:${jobId}:${job.attempts}`;
-    const before = decodeCursor(list, cursor)?.k;
+    const claimed = parseCursor(cursor);
     const match: LogMatcher | undefined = text === undefined ? undefined : store.logQueries.matcher(text);
-    const rows = await store.logQueries.page({
-      jobId,
-      attempt: job.attempts,
-      ...(stream ? { stream } : {}),
-      ...(match ? { match } : {}),
-      ...(before !== undefined ? { before } : {}),
-      limit: limit + 1,
-    });
+    const filter = { jobId, ...(stream ? { stream } : {}), ...(match ? { match } : {}), ...(claimed ? { before: claimed.k } : {}), limit: limit + 1 };
+    // The access check rides in the page's statement; only an empty answer needs
+    // the check alone, to tell an empty page from a job that is not the caller's.
+    const owned = await store.logQueries.ownedPage({ userId: userIdOf(ctx), workflowId }, filter);
+    const attempt = owned?.attempt ?? (await openJobLogs(store, userIdOf(ctx), workflowId, jobId)).attempts;
+    // Cursors are bound to the job and its current attempt (a retry starts a new list: the old cursor is 400).
+    const list = `logs:${jobId}:${attempt}`;
+    checkCursorList(list, claimed);
+    const rows = owned?.lines ?? [];
     const lines = rows.slice(0, limit);
     const last = lines[lines.length - 1];
     const token = highlightToken(lines.map((l) => l.message));

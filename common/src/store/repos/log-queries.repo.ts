@@ -109,6 +109,59 @@ export class LogQueriesRepo {
     return this.lines(f, 'desc', f.before);
   }
 
+  /**
+   * page() of the job's current attempt for its owner, with the check in the
+   * same statement: the attempt comes from a subquery that finds the job only
+   * when it is `owner`'s, in `owner.workflowId`, and its workflow keeps logs.
+   * One statement where access check then page took two (two round trips on
+   * PostgreSQL), and the page can never belong to an attempt other than the
+   * one checked. Undefined when there is no line to show, whether the page is
+   * empty or the job is not the owner's: JobsRepo.logAccess tells them apart.
+   */
+  async ownedPage(
+    owner: { userId: string; workflowId: string },
+    f: Omit<LogFilter, 'attempt'> & { before?: number; limit: number },
+  ): Promise<{ attempt: number; lines: LogLine[] } | undefined> {
+    const { jobId } = f;
+    const rows = (await this.runner.rows(this.ownedPageRead(f), {
+      jobId,
+      workflowId: owner.workflowId,
+      userId: owner.userId,
+      stream: f.stream,
+      folded: f.match?.folded,
+      bound: f.before,
+      limit: f.limit,
+    })) as [...LineRow, attempt: number][];
+    if (rows.length === 0) return undefined;
+    const attempt = rows[0]![4];
+    return { attempt, lines: rows.map(([sequenceNum, stream, message, timestamp]) => ({ jobId, attempt, sequenceNum, stream, message, timestamp })) };
+  }
+
+  /** The statement ownedPage() runs for a filter of this shape (compiled once per shape). */
+  ownedPageRead(f: Omit<LogFilter, 'attempt'> & { before?: number }): CompiledRead {
+    return this.runner.reads.get(`logs.ownedPage:${f.stream ? 'stream' : ''}:${f.match ? 'match' : ''}:${f.before !== undefined ? 'bound' : ''}`, (db) => {
+      let q = db
+        .selectFrom('job_logs')
+        .select([...LINE_COLUMNS, 'attempt'])
+        .where('job_id', '=', slot<string>('jobId'))
+        .where('attempt', '=', (eb) =>
+          eb
+            .selectFrom('jobs as j')
+            .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
+            .select('j.attempts')
+            .where('j.id', '=', slot<string>('jobId'))
+            .where('j.workflow_id', '=', slot<string>('workflowId'))
+            .where('j.user_id', '=', slot<string>('userId'))
+            .where('w.user_id', '=', slot<string>('userId'))
+            .where('w.log_retention', '=', 1),
+        );
+      if (f.stream) q = q.where('stream', '=', slot<LogStream>('stream'));
+      if (f.match) q = q.where(({ ref }) => this.dialect.containsFolded(ref('message'), slot<string>('folded')));
+      if (f.before !== undefined) q = q.where('sequence_num', '<', slot<number>('bound'));
+      return q.orderBy('sequence_num', 'desc').limit(slot<number>('limit'));
+    });
+  }
+
   /** Oldest first: the lines with sequence_num above `after` (all when absent). */
   after(f: LogFilter & { after?: number; limit: number }): Promise<LogLine[]> {
     return this.lines(f, 'asc', f.after);
