@@ -9,12 +9,13 @@ import {
   type Envelope,
   type Job,
   type LiveLogsMessage,
+  type LogLine,
   type Logger,
   type SignedBus,
   type Store,
   type Subscription,
 } from '@orloj/common';
-import { presentLogEntry, type LogLine } from './present.js';
+import { presentLogEntry } from './present.js';
 import { problemOf } from './problem.js';
 import { sseFrame, type SseStream } from './sse.js';
 

@@ -1,7 +1,4 @@
-import { DELETED_WORKFLOW_NAME, logEventId, reasons, toIso, type Job, type Notification, type Store, type User, type UserTotals, type WorkflowSummary, type WorkflowTotals } from '@orloj/common';
-
-/** A stored log line as the store's read side returns it. */
-export type LogLine = Awaited<ReturnType<Store['logQueries']['page']>>[number];
+import { DELETED_WORKFLOW_NAME, logEventId, reasons, toIso, type Job, type LogLine, type Notification, type User, type UserTotals, type WorkflowSummary, type WorkflowTotals } from '@orloj/common';
 
 /** Wire shapes: snake_case, RFC 3339 UTC timestamps, unset optionals omitted. */
 export function presentUser(u: User) {

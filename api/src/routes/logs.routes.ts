@@ -2,9 +2,9 @@ import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { checkCursorList, encodeCursor, isUuid, notFound, OrlojError, parseCursor, type Job, type JobLogAccess, type Store } from '@orloj/common';
+import { checkCursorList, encodeCursor, isUuid, notFound, OrlojError, parseCursor, type Job, type JobLogAccess, type LogLine, type Store } from '@orloj/common';
 import type { ApiDeps } from '../deps.js';
-import { logDownloadEntryJson, presentLogEntry, type LogLine } from '../http/present.js';
+import { logDownloadEntryJson, presentLogEntry } from '../http/present.js';
 import { requireSession } from '../http/session.js';
 import { QueryReader, requireUuidParams } from '../http/validate.js';
 

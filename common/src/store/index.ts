@@ -9,6 +9,7 @@ export type { WorkflowListFilter, WorkflowUpdate } from './repos/workflows.repo.
 export type { TransitionFields, TransitionGuard, JobListFilter, JobLogAccess } from './repos/jobs.repo.js';
 export type { Lease } from './repos/leases.repo.js';
 export type { LogLineInput, JobOwner } from './repos/logs.repo.js';
+export type { LogLine } from './repos/log-queries.repo.js';
 export * from './lifecycle.js';
 export { NOTIFICATION_KINDS, type Notification, type NotificationKind } from './repos/notifications.repo.js';
 export { DELETED_WORKFLOW_NAME, type WorkflowTotals, type UserTotals, type KindTotals, type TopWorkflow } from './repos/analytics.repo.js';

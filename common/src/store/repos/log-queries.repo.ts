@@ -89,9 +89,9 @@ export class LogMatcher {
 
 // ---- queries -----------------------------------------------------------------
 
-/** The columns of a LogLine read, in the order of LineRow (job and attempt come from the filter). */
-const LINE_COLUMNS = ['sequence_num', 'stream', 'message', 'timestamp'] as const;
-type LineRow = [sequenceNum: number, stream: LogStream, message: string, timestamp: number];
+/** The columns of a LogLine read, in the order of LineRow (the job comes from the filter). */
+const LINE_COLUMNS = ['sequence_num', 'stream', 'message', 'timestamp', 'attempt'] as const;
+type LineRow = [sequenceNum: number, stream: LogStream, message: string, timestamp: number, attempt: number];
 
 export class LogQueriesRepo {
   constructor(
@@ -104,100 +104,65 @@ export class LogQueriesRepo {
     return new LogMatcher(needle);
   }
 
-  /** Newest first: the lines with sequence_num below `before` (all when absent). */
-  page(f: LogFilter & { before?: number; limit: number }): Promise<LogLine[]> {
-    return this.lines(f, 'desc', f.before);
-  }
-
   /**
-   * page() of the job's current attempt for its owner, with the check in the
-   * same statement: the attempt comes from a subquery that finds the job only
-   * when it is `owner`'s, in `owner.workflowId`, and its workflow keeps logs.
-   * One statement where access check then page took two (two round trips on
-   * PostgreSQL), and the page can never belong to an attempt other than the
-   * one checked. Undefined when there is no line to show, whether the page is
-   * empty or the job is not the owner's: JobsRepo.logAccess tells them apart.
+   * The newest lines (below `before` when given) of the job's current attempt,
+   * for its owner, with the access check in the same statement: the attempt
+   * comes from a subquery that finds the job only when it is `owner`'s, in
+   * `owner.workflowId`, and its workflow keeps logs. One statement where check
+   * then page took two (two round trips on PostgreSQL), and the page cannot
+   * belong to an attempt other than the one checked. Undefined when there is
+   * no line to show, whether the page is empty or the job is not the owner's:
+   * JobsRepo.logAccess tells them apart.
    */
   async ownedPage(
     owner: { userId: string; workflowId: string },
     f: Omit<LogFilter, 'attempt'> & { before?: number; limit: number },
   ): Promise<{ attempt: number; lines: LogLine[] } | undefined> {
-    const { jobId } = f;
-    const rows = (await this.runner.rows(this.ownedPageRead(f), {
-      jobId,
-      workflowId: owner.workflowId,
-      userId: owner.userId,
-      stream: f.stream,
-      folded: f.match?.folded,
-      bound: f.before,
-      limit: f.limit,
-    })) as [...LineRow, attempt: number][];
-    if (rows.length === 0) return undefined;
-    const attempt = rows[0]![4];
-    return { attempt, lines: rows.map(([sequenceNum, stream, message, timestamp]) => ({ jobId, attempt, sequenceNum, stream, message, timestamp })) };
+    const read = this.linesRead(f, { order: 'desc', bounded: f.before !== undefined, attempt: 'owner' });
+    const lines = await this.lines(read, f, { ...owner, bound: f.before });
+    return lines.length ? { attempt: lines[0]!.attempt, lines } : undefined;
   }
 
-  /** The statement ownedPage() runs for a filter of this shape (compiled once per shape). */
-  ownedPageRead(f: Omit<LogFilter, 'attempt'> & { before?: number }): CompiledRead {
-    return this.runner.reads.get(`logs.ownedPage:${f.stream ? 'stream' : ''}:${f.match ? 'match' : ''}:${f.before !== undefined ? 'bound' : ''}`, (db) => {
-      let q = db
-        .selectFrom('job_logs')
-        .select([...LINE_COLUMNS, 'attempt'])
-        .where('job_id', '=', slot<string>('jobId'))
-        .where('attempt', '=', (eb) =>
-          eb
-            .selectFrom('jobs as j')
-            .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
-            .select('j.attempts')
-            .where('j.id', '=', slot<string>('jobId'))
-            .where('j.workflow_id', '=', slot<string>('workflowId'))
-            .where('j.user_id', '=', slot<string>('userId'))
-            .where('w.user_id', '=', slot<string>('userId'))
-            .where('w.log_retention', '=', 1),
-        );
-      if (f.stream) q = q.where('stream', '=', slot<LogStream>('stream'));
-      if (f.match) q = q.where(({ ref }) => this.dialect.containsFolded(ref('message'), slot<string>('folded')));
-      if (f.before !== undefined) q = q.where('sequence_num', '<', slot<number>('bound'));
-      return q.orderBy('sequence_num', 'desc').limit(slot<number>('limit'));
-    });
-  }
-
-  /** Oldest first: the lines with sequence_num above `after` (all when absent). */
+  /** Oldest first: the lines of the attempt with sequence_num above `after` (all when absent). */
   after(f: LogFilter & { after?: number; limit: number }): Promise<LogLine[]> {
-    return this.lines(f, 'asc', f.after);
+    const read = this.linesRead(f, { order: 'asc', bounded: f.after !== undefined, attempt: 'given' });
+    return this.lines(read, f, { attempt: f.attempt, bound: f.after });
   }
 
   /**
-   * The statement page() (`desc`) or after() (`asc`) runs for a filter of this
-   * shape, with or without a bound: a compiled read per shape, so list,
-   * search and live tails skip building SQL per call.
+   * The statement after() (`given` attempt) or ownedPage() (the `owner`'s
+   * current attempt) runs for a filter of this shape: compiled once per shape,
+   * so list, search and live tails skip building SQL per call.
    */
-  linesRead(f: LogFilter, order: 'asc' | 'desc', bounded: boolean): CompiledRead {
-    const key = `logs.lines:${order}:${f.stream ? 'stream' : ''}:${f.match ? 'match' : ''}:${bounded ? 'bound' : ''}`;
+  linesRead(f: Omit<LogFilter, 'attempt'>, shape: { order: 'asc' | 'desc'; bounded: boolean; attempt: 'given' | 'owner' }): CompiledRead {
+    const key = `logs.lines:${shape.order}:${shape.attempt}:${f.stream ? 'stream' : ''}:${f.match ? 'match' : ''}:${shape.bounded ? 'bound' : ''}`;
     return this.runner.reads.get(key, (db) => {
-      let q = db
-        .selectFrom('job_logs')
-        .select(LINE_COLUMNS)
-        .where('job_id', '=', slot<string>('jobId'))
-        .where('attempt', '=', slot<number>('attempt'));
+      let q = db.selectFrom('job_logs').select(LINE_COLUMNS).where('job_id', '=', slot<string>('jobId'));
+      q =
+        shape.attempt === 'given'
+          ? q.where('attempt', '=', slot<number>('attempt'))
+          : q.where('attempt', '=', (eb) =>
+              eb
+                .selectFrom('jobs as j')
+                .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
+                .select('j.attempts')
+                .where('j.id', '=', slot<string>('jobId'))
+                .where('j.workflow_id', '=', slot<string>('workflowId'))
+                .where('j.user_id', '=', slot<string>('userId'))
+                .where('w.user_id', '=', slot<string>('userId'))
+                .where('w.log_retention', '=', 1),
+            );
       if (f.stream) q = q.where('stream', '=', slot<LogStream>('stream'));
       if (f.match) q = q.where(({ ref }) => this.dialect.containsFolded(ref('message'), slot<string>('folded')));
-      if (bounded) q = q.where('sequence_num', order === 'desc' ? '<' : '>', slot<number>('bound'));
-      return q.orderBy('sequence_num', order).limit(slot<number>('limit'));
+      if (shape.bounded) q = q.where('sequence_num', shape.order === 'desc' ? '<' : '>', slot<number>('bound'));
+      return q.orderBy('sequence_num', shape.order).limit(slot<number>('limit'));
     });
   }
 
-  private async lines(f: LogFilter & { limit: number }, order: 'asc' | 'desc', bound: number | undefined): Promise<LogLine[]> {
-    const { jobId, attempt } = f;
-    const rows = (await this.runner.rows(this.linesRead(f, order, bound !== undefined), {
-      jobId,
-      attempt,
-      stream: f.stream,
-      folded: f.match?.folded,
-      bound,
-      limit: f.limit,
-    })) as LineRow[];
-    return rows.map(([sequenceNum, stream, message, timestamp]) => ({ jobId, attempt, sequenceNum, stream, message, timestamp }));
+  private async lines(read: CompiledRead, f: Omit<LogFilter, 'attempt'> & { limit: number }, args: Record<string, unknown>): Promise<LogLine[]> {
+    const { jobId } = f;
+    const rows = (await this.runner.rows(read, { jobId, stream: f.stream, folded: f.match?.folded, limit: f.limit, ...args })) as LineRow[];
+    return rows.map(([sequenceNum, stream, message, timestamp, attempt]) => ({ jobId, attempt, sequenceNum, stream, message, timestamp }));
   }
 
   /**
