@@ -442,8 +442,7 @@ export class Runner {
   }
 
   private async execute(attempt: Attempt): Promise<Outcome> {
-    const { job, log } = attempt;
-    const signal = attempt.cancel;
+    const { job, log, cancel } = attempt;
     if (attempt.problem !== undefined) {
       log.error({ problem: attempt.problem }, 'the job.run message is unusable');
       return { status: 'FAILED', reason: reasons.failureUnavailable() };
@@ -454,17 +453,17 @@ export class Runner {
       return { status: 'FAILED', reason: reasons.failureUnavailable() };
     }
     if (parsed.value.kind === 'HEARTBEAT') {
-      const result = await this.http.run(parsed.value.payload, { signal });
+      const result = await this.http.run(parsed.value.payload, { signal: cancel });
       if (result.status === 'FAILED') return { status: 'FAILED', reason: result.reason };
       return { status: result.status };
     }
-    return this.runContainer(attempt, parsed.value.payload, signal);
+    return this.runContainer(attempt, parsed.value.payload, cancel);
   }
 
-  private async runContainer(attempt: Attempt, payload: ContainerPayload, signal: Cancellation): Promise<Outcome> {
+  private async runContainer(attempt: Attempt, payload: ContainerPayload, cancel: Cancellation): Promise<Outcome> {
     const { job } = attempt;
     if (!this.containers) return { status: 'FAILED', reason: reasons.runtimeUnavailable(), systemFailure: true };
-    const image = await untilAborted(this.containers.ensureImage(payload.image), signal);
+    const image = await untilAborted(this.containers.ensureImage(payload.image), cancel);
     if (image === ABORTED) return { status: 'CANCELED' };
     if (!image.ok) return { status: 'FAILED', reason: image.reason };
 
@@ -488,7 +487,7 @@ export class Runner {
     let sequence = 0;
     try {
       const result = await this.containers.run(spec, {
-        signal: signal.signal,
+        signal: cancel.signal,
         onLine: (line) => {
           this.counts.logLines += 1;
           return writer.write({ ...line, sequence_num: sequence++ });
@@ -598,7 +597,6 @@ export class Runner {
   }
 }
 
-/** The reason the heartbeats of an attempt stop: its run is over. */
 /** The promise's value, or ABORTED as soon as the signal aborts (the work itself carries on unobserved). */
 async function untilAborted<T>(promise: Promise<T>, signal: AbortLike): Promise<T | typeof ABORTED> {
   if (signal.aborted) {
