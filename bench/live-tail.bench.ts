@@ -226,7 +226,7 @@ export const liveTail: BenchSuite = {
       ['orloj', 'roles api, scheduler, runners, log-ingest in one child process (TypeScript sources via tsx), `NODE_ENV=production`, `RATE_LIMIT_ENABLED=false`, `LOG_LEVEL=warn`, live-tail settings default, `DOCKER_HOST` = the podman service of `scripts/container-runtime.sh`'],
       ['Subscribers', `${fmt(s.subscribers)} node:http clients in the parent process, connected in waves of ${CONNECT_WAVE}, each waiting for \`connected\``],
       ['Lines', `${fmt(s.lines)} after a ${s.delay} s pause, \`usleep ${Math.round(1_000_000 / s.rate)}\` between them (nominal ${s.rate}/s)`],
-      ['Overrides', 'BENCH_TAIL_SUBSCRIBERS, BENCH_TAIL_RATE (lines/s), BENCH_TAIL_LINES, BENCH_TAIL_DELAY (s), ORLOJ_PODMAN_DIR, BENCH_CPU_PROF (adds orloj-live-tail-<pid>.cpuprofile: the orloj process from the last connection to the last `end`)'],
+      ['Overrides', 'BENCH_TAIL_SUBSCRIBERS, BENCH_TAIL_RATE (lines/s), BENCH_TAIL_LINES, BENCH_TAIL_DELAY (s), ORLOJ_PODMAN_DIR, BENCH_CPU_PROF (adds orloj-embedded-live-tail-<pid>.cpuprofile: the orloj process from the last connection to the last `end`)'],
     ];
     const columns = ['Target', 'deliveries', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'mean ms', 'missing / duplicate', 'no `end`'];
     const target = `Target: p99 delivery latency ≤ ${TARGET_P99_MS} ms with 1,000 subscribers.`;

@@ -1,4 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -27,6 +29,13 @@ export interface ServerProcess {
   readonly url: string;
   /** Calls a handler the child registered with serveParent(). */
   call<T = unknown>(method: string, arg?: unknown): Promise<T>;
+  /**
+   * With BENCH_CPU_PROF=<dir>: starts a V8 CPU profile of the child and returns
+   * the function that ends it and writes <dir>/<child>-<name>-<pid>.cpuprofile
+   * (resolving with the file), so a profile covers exactly the stretch a suite
+   * measures. Without it: a no-op.
+   */
+  profile(name: string): Promise<() => Promise<string | undefined>>;
   /** SIGTERM, then SIGKILL after 5 s. */
   stop(): Promise<void>;
 }
@@ -81,17 +90,25 @@ export async function startServer(name: string, env: Record<string, string>, tim
     });
   });
 
+  const call = <T>(method: string, arg?: unknown): Promise<T> => {
+    if (exited) return Promise.reject(new Error(exited));
+    const id = nextId++;
+    return new Promise<T>((resolve, reject) => {
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      child.send({ type: 'call', id, method, arg } satisfies ToChild);
+    });
+  };
   return {
     pid: child.pid!,
     port,
     url: `http://127.0.0.1:${port}`,
-    call<T>(method: string, arg?: unknown): Promise<T> {
-      if (exited) return Promise.reject(new Error(exited));
-      const id = nextId++;
-      return new Promise<T>((resolve, reject) => {
-        pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-        child.send({ type: 'call', id, method, arg } satisfies ToChild);
-      });
+    call,
+    async profile(what) {
+      const dir = process.env.BENCH_CPU_PROF?.trim();
+      if (!dir) return async () => undefined;
+      await call('profileStart');
+      const file = path.resolve(dir, `${name}-${what.replace(/[^A-Za-z0-9_.-]+/g, '-')}-${child.pid}.cpuprofile`);
+      return () => call<{ file: string }>('profileStop', { file }).then((r) => r.file);
     },
     stop: () => stopChild(child, exitedPromise),
   };
@@ -105,7 +122,10 @@ async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<vo
   clearTimeout(timer);
 }
 
-/** BENCH_CPU_PROF=<dir>: every server child writes a V8 CPU profile there when it exits (open in Chrome DevTools). */
+/**
+ * BENCH_CPU_PROF=<dir>: every server child also writes a V8 CPU profile of its
+ * whole life there when it exits (open in Chrome DevTools).
+ */
 function profileArgs(): string[] {
   const dir = process.env.BENCH_CPU_PROF?.trim();
   return dir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(dir)}`] : [];
@@ -114,15 +134,39 @@ function profileArgs(): string[] {
 export type Handlers = Record<string, (arg: any) => Promise<unknown>>;
 
 /**
- * Child side: reports the port to the parent and serves its calls. `shutdown`
- * runs on SIGTERM/SIGINT or when the parent goes away; the process then exits.
+ * Child side: reports the port to the parent and serves its calls, the
+ * child's own `handlers` and `profileStart` / `profileStop` (behind
+ * ServerProcess.profile; unlike --cpu-prof, they do not depend on a clean exit
+ * of a process that may be overloaded). `shutdown` runs on SIGTERM/SIGINT or
+ * when the parent goes away; the process then exits.
  */
-export function serveParent(port: number, handlers: Handlers, shutdown: () => Promise<void>): void {
+export function serveParent(port: number, own: Handlers, shutdown: () => Promise<void>): void {
+  let profiler: Session | undefined;
+  const handlers: Handlers = {
+    ...own,
+    async profileStart() {
+      profiler = new Session();
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.start');
+    },
+    /** Writes the profile since profileStart() to `file` (a .cpuprofile for Chrome DevTools). */
+    async profileStop(arg: { file: string }) {
+      if (!profiler) throw new Error('profileStart() was not called');
+      const { profile } = await profiler.post('Profiler.stop');
+      profiler.disconnect();
+      profiler = undefined;
+      fs.mkdirSync(path.dirname(arg.file), { recursive: true });
+      fs.writeFileSync(arg.file, JSON.stringify(profile));
+      return { file: arg.file };
+    },
+  };
   let closing = false;
   const close = () => {
     if (closing) return;
     closing = true;
-    shutdown().then(
+    const stopProfiler = profiler ? profiler.post('Profiler.stop').then(() => undefined, () => undefined) : Promise.resolve();
+    stopProfiler.then(shutdown).then(
       () => process.exit(0),
       (err: unknown) => {
         console.error('shutdown failed:', err);

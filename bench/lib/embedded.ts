@@ -59,12 +59,6 @@ export function usageBetween(a: ProcessUsage, b: ProcessUsage): UsageBetween {
 
 export interface EmbeddedOrloj extends ServerProcess {
   usage(): Promise<ProcessUsage>;
-  /**
-   * With BENCH_CPU_PROF=<dir>: starts a V8 CPU profile of the orloj process and
-   * returns the function that ends it and writes <dir>/orloj-<name>-<pid>.cpuprofile
-   * (resolving with the file). Without it: a no-op.
-   */
-  profile(name: string): Promise<() => Promise<string | undefined>>;
   registerUser(): Promise<{ email: string; cookie: string }>;
   /** The environment it was started with, secrets left out (for reports). */
   settings: Record<string, string>;
@@ -104,13 +98,6 @@ export async function startEmbeddedOrloj(databaseUrl: string, env: Record<string
     settings,
     usage: () => server.call<ProcessUsage>('usage'),
     registerUser: () => registerUser(server.url),
-    async profile(name) {
-      const dir = process.env.BENCH_CPU_PROF?.trim();
-      if (!dir) return async () => undefined;
-      await server.call('profileStart');
-      const file = path.resolve(dir, `orloj-${name.replace(/[^A-Za-z0-9_.-]+/g, '-')}-${server.pid}.cpuprofile`);
-      return () => server.call<{ file: string }>('profileStop', { file }).then((r) => r.file);
-    },
     async stop() {
       await server.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });

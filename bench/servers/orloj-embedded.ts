@@ -1,15 +1,10 @@
 // The whole embedded orloj in one process, as `orloj start` runs it: api +
 // scheduler + runners over the DATABASE_URL and BUS_URL the parent passes
 // (startOrloj, the composition root). Besides, it reports its own resource use
-// over IPC: CPU time, RSS (current and peak), event-loop utilisation and delay,
-// and a V8 CPU profile of exactly the stretch the parent measures (unlike
-// --cpu-prof, it does not depend on a clean exit of a process that may be
-// overloaded). BENCH_ROLES (comma-separated) replaces the default roles
+// over IPC: CPU time, RSS (current and peak), event-loop utilisation and delay
+// (and, like every bench child, a CPU profile on request). BENCH_ROLES (comma-separated) replaces the default roles
 // api,scheduler,runners (the log suites add log-ingest); `storedLines` reads the
 // store through a connection of its own.
-import fs from 'node:fs';
-import { Session } from 'node:inspector/promises';
-import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { openDatabase, type DatabaseHandle } from '@orloj/common';
@@ -21,7 +16,6 @@ const running = await startOrloj({ roles: parseRoles(process.env.BENCH_ROLES?.tr
 let reader: DatabaseHandle | undefined;
 const delay = monitorEventLoopDelay({ resolution: 10 });
 delay.enable();
-let profiler: Session | undefined;
 
 serveParent(
   running.port ?? 0,
@@ -56,25 +50,8 @@ serveParent(
       const r = rows[0];
       return { stored: Number(r?.stored ?? 0), counted: Number(r?.counted ?? 0), first: r?.first === null || r?.first === undefined ? undefined : Number(r.first) };
     },
-    async profileStart() {
-      profiler = new Session();
-      profiler.connect();
-      await profiler.post('Profiler.enable');
-      await profiler.post('Profiler.start');
-    },
-    /** Writes the profile since profileStart() to `file` (a .cpuprofile for Chrome DevTools). */
-    async profileStop(arg: { file: string }) {
-      if (!profiler) throw new Error('profileStart() was not called');
-      const { profile } = await profiler.post('Profiler.stop');
-      profiler.disconnect();
-      profiler = undefined;
-      fs.mkdirSync(path.dirname(arg.file), { recursive: true });
-      fs.writeFileSync(arg.file, JSON.stringify(profile));
-      return { file: arg.file };
-    },
   },
   async () => {
-    if (profiler) await profiler.post('Profiler.stop').catch(() => undefined);
     await running.stop();
     await reader?.close();
   },

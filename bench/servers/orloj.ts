@@ -1,6 +1,10 @@
 // The orloj api under test, alone in its process. Configured like production
 // (`orloj start --roles api`) through the environment the parent passes:
 // DATABASE_URL, RATE_LIMIT_ENABLED=false, LOG_LEVEL=silent, secrets, PORT=0.
+// `startBareSearch` adds, in the same process, the leanest HTTP answer to a log
+// search that could be written: the bound the log-search suite holds the api to.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createLogger, loadConfig, openDatabase, resolveSecrets, Store, systemClock } from '@orloj/common';
 import { ApiServer } from '@orloj/api';
 import { serveParent } from '../lib/child.js';
@@ -12,6 +16,7 @@ await database.migrate();
 const store = Store.fromHandle(database);
 const api = new ApiServer({ store, config, clock: systemClock, logger: createLogger({ level: config.logLevel }) });
 const { port } = await api.start();
+let bare: http.Server | undefined;
 
 serveParent(
   port,
@@ -38,8 +43,35 @@ serveParent(
       if (!user) throw new Error(`no user ${arg.email}`);
       return timeSearchSql(store, { ...arg, userId: user.id });
     },
+    /**
+     * A bare node:http server on its own port: `GET /?q=…` answers the first
+     * page of the job's search as JSON, `{ "logs": [rows] }`, through the same
+     * call timeSearchSql times (LogQueriesRepo.ownedPage on the same read
+     * connection or pool). No Koa, session, CSRF, headers, highlights or
+     * problem details: HTTP plus the query, nothing else.
+     */
+    async startBareSearch(arg: { email: string; workflowId: string; jobId: string; limit: number }) {
+      const user = await store.users.findByEmail(arg.email);
+      if (!user) throw new Error(`no user ${arg.email}`);
+      const owner = { userId: user.id, workflowId: arg.workflowId };
+      bare = http.createServer((req, res) => {
+        const q = new URL(req.url ?? '/', 'http://bare').searchParams.get('q') ?? '';
+        store.logQueries.ownedPage(owner, { jobId: arg.jobId, match: store.logQueries.matcher(q), limit: arg.limit + 1 }).then(
+          (page) => {
+            const body = JSON.stringify({ logs: page?.lines.slice(0, arg.limit) ?? [] });
+            res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+          },
+          (err: unknown) => res.writeHead(500).end(String(err)),
+        );
+      });
+      bare.keepAliveTimeout = 65_000;
+      await new Promise<void>((resolve) => bare!.listen(0, '127.0.0.1', resolve));
+      return { port: (bare.address() as AddressInfo).port };
+    },
   },
   async () => {
+    bare?.closeAllConnections();
+    bare?.close();
     await api.stop();
     await database.close();
   },
