@@ -157,10 +157,10 @@ export const logSearch: BenchSuite = {
     const s = settingsFromEnv();
     const deviation = s.lines !== 10_000_000;
     const description = [
-      `Latency of \`GET /workflows/{wid}/jobs/{jid}/logs/search?q=…&limit=${PAGE}\` (first page, newest first, highlights) for a rare and a common term, signed in with the session and CSRF cookies, over a store holding ${fmt(s.lines)} log lines, beside the same SQL run in the server process.`,
+      `Latency of \`GET /workflows/{wid}/jobs/{jid}/logs/search?q=…&limit=${PAGE}\` (first page, newest first, highlights) for a rare and a common term, signed in with the session and CSRF cookies, over a store holding ${fmt(s.lines)} log lines, beside the same SQL run in the server process and the same SQL behind a bare node:http server (see the notes).`,
       `The lines are bulk-inserted through log-ingest's own write path (\`insertBatch\` + \`recordCount\`, 5 000 lines a transaction) into one CONTAINER workflow's completed jobs of up to ${fmt(s.jobLines)} lines each; the last job is searched.`,
       'The SQL is the one statement the route runs (job; its current attempt from a subquery that also checks the owner and log retention; case-insensitive `containsFolded` filter; `order by sequence_num desc limit 101`), timed in the server process through the same call the route makes (`LogQueriesRepo.ownedPage`: a compiled read on the server\'s own read connection or pool); the API adds HTTP, the session, highlighting and JSON.',
-      'Requests are one at a time over one kept-alive connection (undici `Pool`), api and SQL alternating run by run.',
+      'Requests are one at a time over one kept-alive connection per server (undici `Pool`), api, bare HTTP and SQL alternating run by run.',
     ].join(' ');
     const settings: Array<[string, string]> = [
       ['Code', codeVersion()],

@@ -62,7 +62,9 @@ async function main(argv: string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   const orloj = (running.orloj = await startOrloj({ roles }));
   if (orloj.port !== undefined) {
-    console.log(`orloj is running (${roles.join(', ')}) at ${orloj.config.serverHostUrl} (listening on ${orloj.config.host}:${orloj.port})`);
+    // PORT=0 takes any free port: the default SERVER_HOST_URL cannot know it, the line can.
+    const url = orloj.config.port === 0 && !process.env.SERVER_HOST_URL?.trim() ? `http://localhost:${orloj.port}` : orloj.config.serverHostUrl;
+    console.log(`orloj is running (${roles.join(', ')}) at ${url} (listening on ${orloj.config.host}:${orloj.port})`);
   }
   if (signalled) void shutdown();
   return -1;
