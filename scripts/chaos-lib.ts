@@ -20,6 +20,7 @@ import {
   DEAD_LETTER_SUFFIX,
   ensureKeyDir,
   newId,
+  newWorkflow,
   openDatabase,
   parseDuration,
   parsePayload,
@@ -31,7 +32,6 @@ import {
   type DatabaseHandle,
   type JobsTable,
   type Selectable,
-  type Workflow,
   type WorkflowsTable,
 } from '@orloj/common';
 import { DEFAULT_SCHEDULER_CONFIG, LEADER_LEASE } from '@orloj/scheduler';
@@ -841,29 +841,20 @@ export async function seedWorkflows(o: {
     const to = Math.floor(((b + 1) * o.count) / batches);
     await o.store.transaction(async (tx) => {
       for (let i = from; i < to; i++) {
-        const now = o.clock.now();
         const payload = JSON.stringify({ endpoint: `${o.targetUrl}/w/${i}`, method: 'GET', expected_status_code: 200, timeout: '30s' });
         if (!parsePayload('HEARTBEAT', payload).ok) throw new Error(`seed payload is invalid: ${payload}`);
-        const w: Workflow = {
-          id: newId(),
-          userId: o.userId,
-          name: `${o.namePrefix} ${i}`,
-          payload,
-          kind: 'HEARTBEAT',
-          buildStatus: 'QUEUED',
-          intervalMinutes: INTERVAL_MINUTES,
-          consecutiveJobFailuresCount: 0,
-          // occasional 500s must never terminate a workflow: its slots would stop
-          maxConsecutiveJobFailuresAllowed: 100,
-          logRetention: false,
-          generation: 0,
-          createdAt: now,
-          updatedAt: now,
-          terminatedAt: null,
-          buildCompletedAt: null,
-          nextDueAt: null,
-          buildToken: 0,
-        };
+        const w = newWorkflow(
+          {
+            userId: o.userId,
+            name: `${o.namePrefix} ${i}`,
+            kind: 'HEARTBEAT',
+            payload,
+            intervalMinutes: INTERVAL_MINUTES,
+            // occasional 500s must never terminate a workflow: its slots would stop
+            maxConsecutiveJobFailuresAllowed: 100,
+          },
+          o.clock.now(),
+        );
         await tx.workflows.insert(w);
       }
     });

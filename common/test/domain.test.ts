@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeCursor, encodeCursor, formatDuration, newId, OrlojError, parseDuration, parsePayload, toIso } from '@orloj/common';
+import { decodeCursor, encodeCursor, formatDuration, newId, newWorkflow, OrlojError, parseDuration, parsePayload, toIso, type NewWorkflow } from '@orloj/common';
 
 describe('durations', () => {
   it('parses Go-style durations', () => {
@@ -70,6 +70,38 @@ describe('payload validation', () => {
   it('applies the CONTAINER defaults', () => {
     const r = parsePayload('CONTAINER', '{"image":"busybox"}');
     assert.deepEqual(r, { ok: true, value: { kind: 'CONTAINER', payload: { image: 'busybox', env: {}, timeout: 30_000, network: 'none' } } });
+  });
+});
+
+describe('newWorkflow', () => {
+  const chosen: NewWorkflow = { userId: newId(), name: 'n', kind: 'CONTAINER', payload: '{"image":"alpine"}', intervalMinutes: 5, maxConsecutiveJobFailuresAllowed: 4 };
+
+  it('starts QUEUED, unscheduled, with nothing counted, at `now`', () => {
+    const w = newWorkflow(chosen, 1_000);
+    assert.deepEqual(
+      { ...w, id: undefined },
+      {
+        ...chosen,
+        id: undefined,
+        buildStatus: 'QUEUED',
+        consecutiveJobFailuresCount: 0,
+        logRetention: true,
+        generation: 0,
+        createdAt: 1_000,
+        updatedAt: 1_000,
+        terminatedAt: null,
+        buildCompletedAt: null,
+        nextDueAt: null,
+        buildToken: 0,
+      },
+    );
+    assert.notEqual(newWorkflow(chosen, 1_000).id, w.id);
+  });
+
+  it('keeps logs of a CONTAINER workflow unless told not to, and never of a HEARTBEAT one', () => {
+    assert.equal(newWorkflow({ ...chosen, logRetention: false }, 0).logRetention, false);
+    assert.equal(newWorkflow({ ...chosen, kind: 'HEARTBEAT' }, 0).logRetention, false);
+    assert.equal(newWorkflow({ ...chosen, kind: 'HEARTBEAT', logRetention: true }, 0).logRetention, false);
   });
 });
 

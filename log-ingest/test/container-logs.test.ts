@@ -6,13 +6,13 @@ import {
   AcceleratedClock,
   MESSAGE_TYPES,
   newId,
+  newWorkflow,
   QUEUES,
   silentLogger,
   systemClock,
   type Envelope,
   type JobFinishedMessage,
   type JobRunMessage,
-  type Workflow,
 } from '@orloj/common';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
 import { BusLogSink, ContainerExecutor, HttpCheckExecutor, Runner } from '@orloj/runners';
@@ -187,26 +187,17 @@ describe('orloj start: runners publish container lines, log-ingest stores them [
     const store = db.store;
     const userId = newId();
     await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
-    const now = clock.now();
-    const workflow: Workflow = {
-      id: newId(),
-      userId,
-      name: 'printer',
-      payload: JSON.stringify({ image: IMAGE, cmd: ['sh', '-c', 'for i in 1 2 3 4 5; do echo "out $i"; echo "err $i" >&2; done'], timeout: '30s' }),
-      kind: 'CONTAINER',
-      buildStatus: 'QUEUED',
-      intervalMinutes: 1,
-      consecutiveJobFailuresCount: 0,
-      maxConsecutiveJobFailuresAllowed: 3,
-      logRetention: true,
-      generation: 0,
-      createdAt: now,
-      updatedAt: now,
-      terminatedAt: null,
-      buildCompletedAt: null,
-      nextDueAt: null,
-      buildToken: 0,
-    };
+    const workflow = newWorkflow(
+      {
+        userId,
+        name: 'printer',
+        kind: 'CONTAINER',
+        payload: JSON.stringify({ image: IMAGE, cmd: ['sh', '-c', 'for i in 1 2 3 4 5; do echo "out $i"; echo "err $i" >&2; done'], timeout: '30s' }),
+        intervalMinutes: 1,
+        maxConsecutiveJobFailuresAllowed: 3,
+      },
+      clock.now(),
+    );
     await store.workflows.insert(workflow);
     const jobId = await until(
       async () => (await store.db.selectFrom('job_log_counts').select(['job_id', 'lines']).where('workflow_id', '=', workflow.id).executeTakeFirst()) ?? null,

@@ -9,7 +9,7 @@ import {
   encodeCursor,
   firstSlotAfter,
   isUuid,
-  newId,
+  newWorkflow,
   notFound,
   OrlojError,
   parsePayload,
@@ -67,26 +67,18 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     checkPayloadAndRetention(body.kind, body.payload, body.log_retention);
     const userId = userIdOf(ctx);
     await idempotency.run(ctx, userId, key, { scope: 'POST /workflows', body }, async (tx) => {
-      const now = clock.now();
-      const workflow: Workflow = {
-        id: newId(),
-        userId,
-        name: body.name,
-        payload: body.payload,
-        kind: body.kind,
-        buildStatus: 'QUEUED',
-        intervalMinutes: body.interval,
-        consecutiveJobFailuresCount: 0,
-        maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
-        logRetention: body.kind === 'CONTAINER' ? (body.log_retention ?? true) : false,
-        generation: 0,
-        createdAt: now,
-        updatedAt: now,
-        terminatedAt: null,
-        buildCompletedAt: null,
-        nextDueAt: null,
-        buildToken: 0,
-      };
+      const workflow = newWorkflow(
+        {
+          userId,
+          name: body.name,
+          kind: body.kind,
+          payload: body.payload,
+          intervalMinutes: body.interval,
+          maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
+          logRetention: body.log_retention,
+        },
+        clock.now(),
+      );
       await createWorkflow(tx, workflow);
       return { status: 201, body: { id: workflow.id } };
     });

@@ -1,3 +1,5 @@
+import { newId } from '../ids.js';
+
 export const WORKFLOW_KINDS = ['HEARTBEAT', 'CONTAINER'] as const;
 export type WorkflowKind = (typeof WORKFLOW_KINDS)[number];
 
@@ -31,6 +33,42 @@ export interface Workflow {
   nextDueAt: number | null;
   /** Changes whenever a build starts, so a stale build result is recognised. */
   buildToken: number;
+}
+
+/** What its owner chooses of a new workflow; the rest starts as {@link newWorkflow} sets it. */
+export interface NewWorkflow {
+  userId: string;
+  name: string;
+  kind: WorkflowKind;
+  /** The payload text exactly as the user sent it (already checked against the kind). */
+  payload: string;
+  intervalMinutes: number;
+  maxConsecutiveJobFailuresAllowed: number;
+  /** CONTAINER only, default true; a HEARTBEAT workflow never keeps logs. */
+  logRetention?: boolean;
+}
+
+/** A new workflow, its build QUEUED, no failures counted, not yet scheduled. */
+export function newWorkflow(w: NewWorkflow, now: number): Workflow {
+  return {
+    id: newId(),
+    userId: w.userId,
+    name: w.name,
+    payload: w.payload,
+    kind: w.kind,
+    buildStatus: 'QUEUED',
+    intervalMinutes: w.intervalMinutes,
+    consecutiveJobFailuresCount: 0,
+    maxConsecutiveJobFailuresAllowed: w.maxConsecutiveJobFailuresAllowed,
+    logRetention: w.kind === 'CONTAINER' ? (w.logRetention ?? true) : false,
+    generation: 0,
+    createdAt: now,
+    updatedAt: now,
+    terminatedAt: null,
+    buildCompletedAt: null,
+    nextDueAt: null,
+    buildToken: 0,
+  };
 }
 
 /** A workflow as its owner's list shows it: without the scheduler's bookkeeping. */
