@@ -213,7 +213,10 @@ describe('dashboard in a real browser', function () {
 
   it('creates a CONTAINER workflow, after showing the api\'s validation errors at their fields', async () => {
     await page.getByRole('link', { name: 'New workflow' }).click();
-    await page.getByLabel('Name').fill('e2e container');
+    // React Router renders a navigation as a transition: until it commits, the list stays on
+    // screen, and its "Search by name" would take the name. Fill the form once it is there.
+    await heading('New workflow').waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('e2e container');
     await page.getByLabel('Kind').selectOption('CONTAINER');
     await page.getByLabel('Interval (minutes)').fill('600');
     // first with values only the api can refuse
@@ -332,7 +335,8 @@ describe('dashboard in a real browser', function () {
 
   it('creates a HEARTBEAT workflow against a local target and runs it', async () => {
     await page.getByRole('link', { name: 'New workflow' }).click();
-    await page.getByLabel('Name').fill('e2e heartbeat');
+    await heading('New workflow').waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('e2e heartbeat');
     await page.getByLabel('Endpoint URL').fill(targetUrl);
     await page.getByLabel('Expected status code').fill('200');
     await page.getByLabel('Headers').fill('X-Probe: orloj-e2e');
