@@ -5,9 +5,9 @@
 // BENCH_WARMUP (s, 3), BENCH_DATABASE_URL (PostgreSQL, default
 // postgres://postgres@127.0.0.1:5432/orloj_test), BENCH_CPU_PROF=<dir> (V8
 // profiles of the server processes; the scheduling, containers, live-tail and
-// log-search suites add one of the orloj process over each measured window). Suites read their own
-// variables too (BENCH_SCHED_*, BENCH_CONTAINER_*, BENCH_INGEST_*, BENCH_LOG_*,
-// BENCH_TAIL_*: see each suite's section).
+// log-search suites add one of the orloj process over each measured window).
+// Suites read their own variables too (BENCH_SCHED_*, BENCH_CONTAINER_*,
+// BENCH_INGEST_*, BENCH_LOG_*, BENCH_TAIL_*: see each suite's section).
 // `npm run bench -- --list` lists suites.
 import path from 'node:path';
 import { REPO_ROOT } from './lib/child.js';

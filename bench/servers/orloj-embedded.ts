@@ -2,9 +2,10 @@
 // scheduler + runners over the DATABASE_URL and BUS_URL the parent passes
 // (startOrloj, the composition root). Besides, it reports its own resource use
 // over IPC: CPU time, RSS (current and peak), event-loop utilisation and delay
-// (and, like every bench child, a CPU profile on request). BENCH_ROLES (comma-separated) replaces the default roles
-// api,scheduler,runners (the log suites add log-ingest); `storedLines` reads the
-// store through a connection of its own.
+// (and, like every bench child, a CPU profile on request). BENCH_ROLES
+// (comma-separated) replaces the default roles api,scheduler,runners (the log
+// suites add log-ingest); `storedLines` reads the store through a connection
+// of its own.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import { openDatabase, type DatabaseHandle } from '@orloj/common';
