@@ -9,7 +9,7 @@
 # All logging goes to stderr; `ensure` exits non-zero when no runtime can be had.
 #
 # Facts this relies on (verified on the project's Debian 12 machines, root; see
-# /work/shared/env/container-runtime.md):
+# docs/container-runtime.md and the shared environment notes on container runtimes):
 # - There is no Docker daemon and no registry is reachable. The Debian packages
 #   `podman` (4.3) + `runc` serve the Docker Engine API (v1.41 paths) through
 #   `podman system service --time=0 unix://<dir>/podman.sock`; dockerode talks
