@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { ManualClock } from '@orloj/common';
 import { describeApi, key, uniqueEmail, workflowBody, type ApiHarness } from './support/harness.js';
-import type { HttpResponse } from './support/client.js';
+import { rawRequest, type HttpResponse } from './support/client.js';
 
 /**
  * The HTTP surface against a hostile page or user (docs/security.md): Host
@@ -269,6 +269,21 @@ describeApi('ill-formed strings', (h) => {
     assert.equal(res.status, 400);
     assert.equal(res.json.code, 'malformed_json');
     assert.match(res.json.detail, /UTF-8/);
+  });
+
+  it('refuses a surrogate in the one stored header, Idempotency-Key, naming it', async () => {
+    const c = await h().user();
+    const body = Buffer.from(JSON.stringify(workflowBody()));
+    const head = Buffer.concat([
+      Buffer.from(`POST /workflows HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ${c.cookieHeader()}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\nIdempotency-Key: k`),
+      Buffer.from([0xed, 0xbf, 0xbf]), // U+DFFF as if it were a character
+      Buffer.from('\r\n\r\n'),
+    ]);
+    const res = await rawRequest(h().baseUrl, head, body);
+    assert.equal(res.status, 400);
+    const problem = JSON.parse(res.body) as { code: string; errors: { field: string }[] };
+    assert.equal(problem.code, 'idempotency_key_invalid');
+    assert.deepEqual(problem.errors.map((e) => e.field), ['Idempotency-Key']);
   });
 
   it('keeps well-formed astral characters (a surrogate pair) intact', async () => {
