@@ -271,6 +271,19 @@ describeApi('ill-formed strings', (h) => {
     assert.match(res.json.detail, /UTF-8/);
   });
 
+  it('answers 400 (never 500) for a body nested deeper than the call stack, and reports at most 20 fields', async () => {
+    const c = await h().user();
+    const deep = `{"name":${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
+    for (const path of ['/workflows', '/auth/register']) {
+      const res = await c.send('POST', path, json(deep));
+      assert.equal(res.status, 400, `${path} → ${res.status} ${res.text.slice(0, 200)}`);
+    }
+    const many = await c.send('PUT', '/notifications', json(`{"ids":[${Array(10_000).fill('"\\udfff"').join(',')}]}`));
+    assert.equal(many.status, 400);
+    assert.equal(many.json.errors.length, 20);
+    assert.deepEqual(many.json.errors.slice(0, 2).map((e: { field: string }) => e.field), ['ids[0]', 'ids[1]']);
+  });
+
   it('refuses a surrogate in the one stored header, Idempotency-Key, naming it', async () => {
     const c = await h().user();
     const body = Buffer.from(JSON.stringify(workflowBody()));

@@ -12,25 +12,32 @@ export function isWellFormedText(text: string): boolean {
   return !LONE_SURROGATE.test(text);
 }
 
+/** At most this many fields are reported: the answer stays small whatever the body holds. */
+const MAX_REPORTED = 20;
+
 /**
  * The fields (dotted paths below `prefix`, `[i]` for array items) whose
- * string value or member name is ill-formed, as 400 field errors.
+ * string value or member name is ill-formed, as 400 field errors, in
+ * document order. Iterative: a body may nest deeper than the call stack.
  */
 export function illFormedFields(value: unknown, prefix = ''): FieldError[] {
   const fields: FieldError[] = [];
-  const walk = (v: unknown, path: string): void => {
+  const stack: [unknown, string][] = [[value, prefix]];
+  while (stack.length > 0 && fields.length < MAX_REPORTED) {
+    const [v, path] = stack.pop()!;
     if (typeof v === 'string') {
       if (!isWellFormedText(v)) fields.push({ field: path || 'body', message: 'must be well-formed Unicode (no lone surrogate such as \\udfff)' });
     } else if (Array.isArray(v)) {
-      v.forEach((item, i) => walk(item, `${path}[${i}]`));
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}[${i}]`]);
     } else if (v !== null && typeof v === 'object') {
-      for (const [k, item] of Object.entries(v)) {
+      const entries = Object.entries(v);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, item] = entries[i]!;
         const child = path ? `${path}.${k}` : k;
-        if (!isWellFormedText(k)) fields.push({ field: child, message: 'must have a well-formed Unicode name (no lone surrogate)' });
-        walk(item, child);
+        stack.push([item, child]);
+        if (!isWellFormedText(k)) stack.push([k, child]); // a name is reported like a value, before it
       }
     }
-  };
-  walk(value, prefix);
+  }
   return fields;
 }
