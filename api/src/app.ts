@@ -104,7 +104,7 @@ export function createApp(options: AppOptions): Koa {
   if (limits.enabled) {
     app.use(async (ctx, next) => {
       // The route that will answer, however the path is spelled (the router ignores case
-      // and a trailing slash, and decodes): any method, so a 405 on it counts there too.
+      // and a trailing slash): asked of the router itself, for any method, so a 405 there counts too.
       const matched = router.match(ctx.path, ctx.method).path;
       const limiter = matched.some((layer) => layer.methods.length > 0 && typeof layer.path === 'string' && AUTH_RATE_LIMITED.has(layer.path)) ? authLimiter : apiLimiter;
       const decision = limiter.take(ctx.state.clientAddress as string);
