@@ -38,7 +38,11 @@ export function tightenFile(file: string): boolean {
 
 /** Creates an empty file as 0600 unless it exists, then tightens it: for files another library creates (SQLite's 0644). */
 export function preparePrivateFile(file: string): void {
-  fs.closeSync(fs.openSync(file, fs.constants.O_CREAT | fs.constants.O_WRONLY, 0o600));
+  try {
+    fs.closeSync(fs.openSync(file, fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_WRONLY, 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
   tightenFile(file);
 }
 
