@@ -20,7 +20,8 @@ import { notificationsRoutes } from './routes/notifications.routes.js';
 import { analyticsRoutes } from './routes/analytics.routes.js';
 import { LiveTailHub, type LiveTailSettings } from './http/live-tail.js';
 import { openApiDocument } from './openapi.js';
-import { dashboardMiddleware } from './http/dashboard.js';
+import { dashboardMiddleware, SECURITY_HEADERS } from './http/dashboard.js';
+import { hostCheckMiddleware } from './http/host-check.js';
 
 export interface AppOptions {
   store: Store;
@@ -84,18 +85,28 @@ export function createApp(options: AppOptions): Koa {
     await next();
   });
   app.use(errorMiddleware(logger));
+  // On every response, refusals included; the dashboard's HTML replaces the CSP with its own.
+  app.use(async (ctx, next) => {
+    ctx.set(SECURITY_HEADERS);
+    await next();
+  });
+  // A request for a name this service does not serve (DNS rebinding) gets nothing else.
+  app.use(hostCheckMiddleware(config, API_PREFIX));
   // Before the rate limits: build assets are exempt from them (the contract's Limits).
   if (options.dashboardDir) app.use(dashboardMiddleware(options.dashboardDir, API_PREFIX));
   app.use(async (ctx, next) => {
-    ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Cache-Control', 'no-store');
     if (ctx.path === API_PREFIX || ctx.path.startsWith(`${API_PREFIX}/`)) ctx.path = ctx.path.slice(API_PREFIX.length) || '/';
     await next();
   });
   app.use(corsMiddleware(config.allowedOrigins));
+  const router = new Router();
   if (limits.enabled) {
     app.use(async (ctx, next) => {
-      const limiter = AUTH_RATE_LIMITED.has(ctx.path) ? authLimiter : apiLimiter;
+      // The route that will answer, however the path is spelled (the router ignores case
+      // and a trailing slash): asked of the router itself, for any method, so a 405 there counts too.
+      const matched = router.match(ctx.path, ctx.method).path;
+      const limiter = matched.some((layer) => layer.methods.length > 0 && typeof layer.path === 'string' && AUTH_RATE_LIMITED.has(layer.path)) ? authLimiter : apiLimiter;
       const decision = limiter.take(ctx.state.clientAddress as string);
       if (!decision.allowed) {
         throw withHeaders(new OrlojError('rate_limited', 'Too many requests from this address; slow down.'), {
@@ -106,7 +117,6 @@ export function createApp(options: AppOptions): Koa {
     });
   }
 
-  const router = new Router();
   router.get('/openapi.json', (ctx) => {
     ctx.set('Cache-Control', 'public, max-age=300');
     ctx.body = openApiDocument;

@@ -44,6 +44,28 @@ describe('dashboard serving', function () {
       assert.equal(res.headers['cache-control'], 'no-cache');
       assert.equal(res.headers['content-security-policy'], DASHBOARD_CSP);
       assert.equal(res.headers['x-content-type-options'], 'nosniff');
+      assert.equal(res.headers['x-frame-options'], 'DENY');
+      assert.equal(res.headers['referrer-policy'], 'same-origin');
+    }
+  });
+
+  it('sends the same document headers for /index.html by name, and the API policy on every other file', async () => {
+    for (const headers of [HTML, {}]) {
+      const res = await c.get('/index.html', { headers });
+      assert.equal(res.status, 200);
+      assert.equal(res.text, INDEX);
+      assert.equal(res.headers['content-security-policy'], DASHBOARD_CSP);
+      assert.match(DASHBOARD_CSP, /frame-ancestors 'none'/);
+      assert.equal(res.headers['x-frame-options'], 'DENY');
+      assert.equal(res.headers['referrer-policy'], 'same-origin');
+      assert.equal(res.headers['x-content-type-options'], 'nosniff');
+    }
+    for (const p of ['/assets/index-Ab12Cd.js', '/favicon.svg']) {
+      const res = await c.get(p);
+      assert.equal(res.status, 200, p);
+      assert.match(String(res.headers['content-security-policy']), /^default-src 'none'.*frame-ancestors 'none'/, p);
+      assert.equal(res.headers['x-frame-options'], 'DENY', p);
+      assert.equal(res.headers['referrer-policy'], 'same-origin', p);
     }
   });
 

@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fc from 'fast-check';
 import { Pool, errors as undiciErrors } from 'undici';
+import { ManualClock } from '@orloj/common';
 import { describeApi, key, uniqueEmail, workflowBody, type ApiHarness } from './support/harness.js';
 import { operations } from './support/conformance.js';
 
@@ -849,3 +850,100 @@ describeApi('fuzz: bad input never yields a 5xx', (h) => {
     });
   });
 });
+
+// ---------------------------------------------------------------------------
+// Rate limits key on the route that answers, not on how its path is spelled.
+
+/** One spelling of a path: the /api prefix in any case, each letter in either case, some percent-encoded, trailing slashes. */
+const spelling = (path: string) =>
+  fc
+    .record({
+      prefix: fc.constantFrom('', '', '', '/api', '/api', '/API'),
+      upper: fc.array(fc.boolean(), { minLength: path.length, maxLength: path.length }),
+      encoded: fc.array(fc.integer({ min: 0, max: 49 }).map((n) => n === 0), { minLength: path.length, maxLength: path.length }),
+      trailing: fc.constantFrom('', '', '/', '//'),
+    })
+    .map(({ prefix, upper, encoded, trailing }) => {
+      const chars = [...path].map((ch, i) => {
+        if (!/[a-z]/i.test(ch)) return ch;
+        if (encoded[i]) return `%${ch.charCodeAt(0).toString(16).toUpperCase()}`;
+        return upper[i] ? ch.toUpperCase() : ch.toLowerCase();
+      });
+      return prefix + chars.join('') + trailing;
+    });
+
+const fillIds = (template: string) => template.replace('{id}', crypto.randomUUID()).replace('{job}', crypto.randomUUID());
+
+const AUTH_LIMITED = ROUTES.filter((r) => r.method === 'POST' && /^\/auth\/(login|register)$/.test(r.template));
+const API_LIMITED = ROUTES.filter((r) => !AUTH_LIMITED.includes(r));
+
+let addresses = 0;
+/** A fresh client address (via the trusted proxy's X-Forwarded-For), so each case starts with empty buckets. */
+const freshAddress = () => {
+  addresses++;
+  return { 'x-forwarded-for': `198.18.${addresses >> 8}.${addresses & 255}` };
+};
+const sendAs = (h: ApiHarness, method: string, path: string, headers: Record<string, string>) =>
+  h.client().send(method, path, { headers, ...(method === 'GET' || method === 'HEAD' ? {} : { body: { email: 'nobody@example.com', password: 'short' } }) });
+/** Rate limits on, behind a trusted proxy, on a clock that stands still: buckets never drain, so counts are exact. */
+const limitedOptions = (env: Record<string, string> = {}) => ({
+  env: { RATE_LIMIT_ENABLED: 'true', TRUSTED_PROXIES: '127.0.0.1/32,::1', ...env },
+  clock: new ManualClock(Date.now()),
+});
+
+describeApi(
+  'fuzz: login and register are limited however their path is spelled',
+  (h) => {
+    it('every spelling the router answers counts in the 10/min bucket (burst 5)', async function () {
+      this.timeout(120_000);
+      const cases = fc.constantFrom(...AUTH_LIMITED).chain((route) =>
+        fc.record({ route: fc.constant(route), spellings: fc.array(spelling(route.template), { minLength: 0, maxLength: 12 }) }),
+      );
+      await fc.assert(
+        fc.asyncProperty(cases, async ({ route, spellings }) => {
+          const address = freshAddress();
+          let answered = 0;
+          const seen: string[] = [];
+          for (const path of spellings) {
+            const res = await sendAs(h(), route.method, path, address);
+            seen.push(`${path} → ${res.status} ${String(res.json?.code)}`);
+            // A route_not_found spelling never reached the route (it counts for the API bucket, burst 40).
+            if (res.json?.code !== 'route_not_found') answered++;
+          }
+          // The route's own bucket holds 1 + burst 5: the canonical path is refused exactly when six answered before.
+          const probe = await sendAs(h(), route.method, route.template, address);
+          assert.equal(probe.status === 429, answered >= 6, `${seen.join('\n')}\nthen ${route.template} → ${probe.status}`);
+        }),
+        { numRuns: Math.max(20, Math.round(RUNS / 5)), ...seedOption },
+      );
+    });
+  },
+  limitedOptions(),
+);
+
+describeApi(
+  'fuzz: every other route is limited however its path is spelled',
+  (h) => {
+    it('every spelling, answered or not, counts in the API bucket (burst 3 here)', async function () {
+      this.timeout(120_000);
+      const cases = fc.constantFrom(...API_LIMITED).chain((route) =>
+        fc.record({ route: fc.constant(route), spellings: fc.array(spelling(fillIds(route.template)), { minLength: 0, maxLength: 6 }) }),
+      );
+      await fc.assert(
+        fc.asyncProperty(cases, async ({ route, spellings }) => {
+          const address = freshAddress();
+          const requests: [string, string][] = [...spellings.map((path): [string, string] => [route.method, path]), ['GET', '/users']];
+          const seen: string[] = [];
+          for (const [i, [method, path]] of requests.entries()) {
+            const res = await sendAs(h(), method, path, address);
+            seen.push(`${method} ${path} → ${res.status}`);
+            // 1 + burst 3 pass, whatever they were; the rest are refused.
+            assert.equal(res.status === 429, i >= 4, seen.join('\n'));
+          }
+        }),
+        { numRuns: Math.max(20, Math.round(RUNS / 5)), ...seedOption },
+      );
+    });
+  },
+  limitedOptions({ RATE_LIMIT_API_BURST: '3' }),
+);

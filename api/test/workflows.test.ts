@@ -161,7 +161,7 @@ describeApi('workflows', (h) => {
       const body = Buffer.from(JSON.stringify(workflowBody()));
       for (const keyBytes of [Buffer.from('a\x7fb', 'latin1'), Buffer.from('a\u0085b', 'utf8'), Buffer.from([0x6b, 0xc3, 0x28])]) {
         const head = Buffer.concat([
-          Buffer.from(`POST /workflows HTTP/1.1\r\nHost: x\r\nCookie: ${c.cookieHeader()}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\nIdempotency-Key: `),
+          Buffer.from(`POST /workflows HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: ${c.cookieHeader()}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\nIdempotency-Key: `),
           keyBytes,
           Buffer.from('\r\n\r\n'),
         ]);

@@ -26,6 +26,7 @@ export type ErrorCode =
   | 'invalid_credentials'
   | 'csrf_failed'
   | 'forbidden_origin'
+  | 'host_not_allowed'
   | 'email_taken'
   | 'not_found'
   | 'route_not_found'

@@ -68,4 +68,29 @@ describe('config', () => {
     assert.equal(fs.statSync(path.join(dir, 'secrets.json')).mode & 0o777, 0o600);
     fs.rmSync(dir, { recursive: true });
   });
+
+  it('reads SERVER_ALLOWED_HOSTS as lower-cased names, .domains or *, and refuses anything else naming it', () => {
+    assert.deepEqual(loadConfig({}).allowedHosts, []);
+    assert.deepEqual(loadConfig({ SERVER_ALLOWED_HOSTS: 'Orloj.Example.com., .corp.example ,*' }).allowedHosts, ['orloj.example.com', '.corp.example', '*']);
+    for (const bad of ['https://orloj.example.com', 'orloj.example.com:8080', 'a b', '..x', '[::1]', 'x/y']) {
+      assert.throws(() => loadConfig({ SERVER_ALLOWED_HOSTS: bad }), (err: unknown) => err instanceof ConfigError && /SERVER_ALLOWED_HOSTS/.test(err.message), bad);
+    }
+  });
+
+  it('creates DATA_DIR 0700 and tightens a secrets.json left open to others', () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-cfg-'));
+    const dir = path.join(root, 'a', 'data');
+    const previous = process.umask(0);
+    try {
+      resolveSecrets(loadConfig({ DATA_DIR: dir }));
+    } finally {
+      process.umask(previous);
+    }
+    assert.equal(fs.statSync(dir).mode & 0o777, 0o700);
+    assert.equal(fs.statSync(path.join(root, 'a')).mode & 0o777, 0o700);
+    fs.chmodSync(path.join(dir, 'secrets.json'), 0o644);
+    resolveSecrets(loadConfig({ DATA_DIR: dir }));
+    assert.equal(fs.statSync(path.join(dir, 'secrets.json')).mode & 0o777, 0o600);
+    fs.rmSync(root, { recursive: true });
+  });
 });

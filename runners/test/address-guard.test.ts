@@ -48,6 +48,32 @@ describe('address guard', () => {
     }
   });
 
+  it('judges IPv6 forms that carry an IPv4 address (compatible, SIIT, NAT64, 6to4, Teredo, ISATAP) as that address', () => {
+    for (const a of [
+      '::127.0.0.1', // [::127.0.0.1], IPv4-compatible
+      '::7f00:1',
+      '::2', // 0.0.0.2: "this network"
+      '::ffff:0:127.0.0.1', // SIIT IPv4-translated
+      '64:ff9b::127.0.0.1', // NAT64 well-known prefix
+      '64:ff9b::a9fe:a9fe', // … 169.254.169.254
+      '64:ff9b:1::7f00:1', // local-use NAT64, /96 position
+      '64:ff9b:1:7f00:0:100::', // local-use NAT64, /48 position (skipping the u octet)
+      '2002:7f00:1::', // 6to4 of 127.0.0.1
+      '2002:a9fe:a9fe::1',
+      '2001:0:4136:e378:8000:63bf:80ff:fffe', // Teredo, client 127.0.0.1 (inverted)
+      '2001:0:a9fe:a9fe::1', // Teredo, server 169.254.169.254
+      '2001:db8::5efe:127.0.0.1', // ISATAP
+      '2001:db8::200:5efe:a9fe:a9fe',
+    ]) {
+      assert.equal(guard.isAllowed(a), false, a);
+    }
+    const loopbackAllowed = new AddressGuard({ allowTargets: ['127.0.0.0/8'], denyTargets: ['10.0.0.0/8'] });
+    assert.equal(loopbackAllowed.isAllowed('64:ff9b::127.0.0.1'), true, 'allowTargets re-allows the embedded form');
+    assert.equal(loopbackAllowed.isAllowed('2002:7f00:1::'), true);
+    assert.equal(loopbackAllowed.isAllowed('2002:a01:203::1'), false, 'denyTargets refuses the embedded form');
+    assert.equal(loopbackAllowed.isAllowed('64:ff9b::10.1.2.3'), false);
+  });
+
   it('allows public and private addresses by default', () => {
     for (const a of [
       '8.8.8.8',
@@ -62,8 +88,10 @@ describe('address guard', () => {
       'fd00::1',
       'fd00:ec2::253',
       'fec0::1',
-      '::2',
       '::ffff:8.8.8.8',
+      '64:ff9b::8.8.8.8',
+      '::ffff:0:8.8.8.8',
+      '2002:808:808::1',
     ]) {
       assert.equal(guard.isAllowed(a), true, a);
     }
@@ -143,6 +171,32 @@ describe('address guard', () => {
         fc.property(blocked, (a) => {
           assert.equal(guard.isAllowed(a), false);
           assert.equal(guard.isAllowed(`::ffff:${a}`), false);
+        }),
+      );
+    });
+
+    it('refuses them in every IPv6 form that embeds an IPv4 address', () => {
+      const blocked = fc.oneof(
+        fc.tuple(octet, octet, octet).map(([b, c, d]) => [127, b, c, d]),
+        fc.tuple(octet, octet).map(([c, d]) => [169, 254, c, d]),
+      );
+      const hex = (bytes: number[]) => `${((bytes[0]! << 8) | bytes[1]!).toString(16)}:${((bytes[2]! << 8) | bytes[3]!).toString(16)}`;
+      fc.assert(
+        fc.property(blocked, fc.integer({ min: 0, max: 0xffff }), (v4, any) => {
+          const dotted = v4.join('.');
+          const inverted = v4.map((b) => b ^ 0xff);
+          for (const form of [
+            `::${dotted}`,
+            `::ffff:0:${dotted}`,
+            `64:ff9b::${dotted}`,
+            `64:ff9b:1::${dotted}`,
+            `2002:${hex(v4)}:${any.toString(16)}::1`,
+            `2001:0:${any.toString(16)}:1:0:0:${hex(inverted)}`,
+            `2001:0:${hex(v4)}::${any.toString(16)}`,
+            `2001:db8:${any.toString(16)}::5efe:${dotted}`,
+          ]) {
+            assert.equal(guard.isAllowed(form), false, form);
+          }
         }),
       );
     });

@@ -325,6 +325,21 @@ describe('HttpCheckExecutor', () => {
       assertFailed(await guarded.run(heartbeat(`http://[::1]:${server.port}/ok`)), reasons.addressNotAllowed());
     });
 
+    it('refuses IPv4-embedding IPv6 literals and names of blocked addresses, sending nothing', async () => {
+      const before = server.seen.length;
+      for (const host of ['[::127.0.0.1]', '[::ffff:0:127.0.0.1]', '[64:ff9b::127.0.0.1]', '[2002:7f00:1::]', '[64:ff9b::a9fe:a9fe]']) {
+        assertFailed(await guarded.run(heartbeat(`http://${host}:${server.port}/ok`)), reasons.addressNotAllowed());
+      }
+      // A name a NAT64 resolver (DNS64) answers with the synthesized form of 127.0.0.1.
+      const exec = new HttpCheckExecutor({ logger, lookup: async () => [{ address: '64:ff9b::7f00:1', family: 6 }] });
+      try {
+        assertFailed(await exec.run(heartbeat(`http://dns64.test:${server.port}/ok`)), reasons.addressNotAllowed());
+      } finally {
+        await exec.close();
+      }
+      assert.equal(server.seen.length, before, 'nothing reached the server');
+    });
+
     it('refuses ranges in denyTargets that would otherwise be allowed', async () => {
       const exec = new HttpCheckExecutor({
         logger,

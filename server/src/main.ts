@@ -2,6 +2,7 @@ import {
   AcceleratedClock,
   createBus,
   createLogger,
+  dataDirWarnings,
   ensureKeyDir,
   keyEnvName,
   loadConfig,
@@ -87,6 +88,8 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
   const env = options.env ?? process.env;
   const config = resolveSecrets(loadConfig(env));
   const logger = options.logger ?? createLogger({ level: config.logLevel });
+  // Said before anything is opened: the operator should fix it (docs/security.md).
+  for (const warning of dataDirWarnings(config.dataDir)) logger.warn({ dataDir: config.dataDir }, warning);
   const clock = options.clock ?? clockFrom(config);
   const roles = new Set(options.roles);
   const started: Service[] = [];

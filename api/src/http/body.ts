@@ -17,12 +17,19 @@ export async function readJsonBody(ctx: Context): Promise<unknown> {
     return new OrlojError('body_too_large', 'The request body exceeds the 4 MiB limit.');
   };
   if (declared !== undefined && declared > MAX_BODY_BYTES) throw tooLarge();
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await getRawBody(ctx.req, { length: declared, limit: MAX_BODY_BYTES, encoding: 'utf8' });
+    bytes = await getRawBody(ctx.req, { length: declared, limit: MAX_BODY_BYTES });
   } catch (err) {
     if ((err as { type?: string }).type === 'entity.too.large') throw tooLarge();
     throw new OrlojError('malformed_json', 'The request body could not be read.');
+  }
+  let text: string;
+  try {
+    // Fatal: invalid UTF-8 would otherwise be stored as U+FFFD. A BOM stays (and JSON refuses it, as before).
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new OrlojError('malformed_json', 'The request body is not valid UTF-8.');
   }
   if (text.trim() === '') return undefined;
   if (!ctx.is('application/json', '+json')) {

@@ -21,6 +21,26 @@ export const DASHBOARD_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+/**
+ * Every response's headers (API answers and dashboard files alike): no
+ * sniffing, no framing, no referrer beyond this origin, and a CSP that lets a
+ * response opened as a document do nothing. HTML documents of the dashboard
+ * replace the CSP with DASHBOARD_CSP.
+ */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'same-origin',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+};
+
+/** Marks a response that is a dashboard HTML document. */
+function asDashboardDocument(ctx: Context): void {
+  ctx.set(SECURITY_HEADERS);
+  ctx.set('Content-Security-Policy', DASHBOARD_CSP);
+}
+
 /** Whether a directory holds a built dashboard (its index.html). */
 export function isDashboardDir(dir: string): boolean {
   return fs.existsSync(path.join(dir, 'index.html'));
@@ -58,7 +78,6 @@ export function dashboardMiddleware(dir: string, prefix: string): Middleware {
   const root = path.resolve(dir);
   return async (ctx, next) => {
     if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.path === prefix || ctx.path.startsWith(`${prefix}/`)) return next();
-    ctx.set('X-Content-Type-Options', 'nosniff');
     if (ctx.path.startsWith('/assets/')) {
       if (await trySend(ctx, ctx.path, { root, immutable: true, maxage: YEAR_MS })) return;
       return next();
@@ -67,6 +86,8 @@ export function dashboardMiddleware(dir: string, prefix: string): Middleware {
     if (last.includes('.')) {
       if (ctx.path.indexOf('/', 1) === -1 && (await trySend(ctx, ctx.path, { root }))) {
         ctx.set('Cache-Control', 'no-cache');
+        // /index.html by name is the same document as the fallback below.
+        if (ctx.response.is('html')) asDashboardDocument(ctx);
         return;
       }
       return next();
@@ -75,8 +96,6 @@ export function dashboardMiddleware(dir: string, prefix: string): Middleware {
     if (!(await trySend(ctx, 'index.html', { root }))) return next();
     // Revalidated on every load, so a new build is picked up at once.
     ctx.set('Cache-Control', 'no-cache');
-    ctx.set('Content-Security-Policy', DASHBOARD_CSP);
-    ctx.set('Referrer-Policy', 'same-origin');
-    ctx.set('X-Frame-Options', 'DENY');
+    asDashboardDocument(ctx);
   };
 }

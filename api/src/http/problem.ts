@@ -9,6 +9,7 @@ const STATUS: Record<ErrorCode, number> = {
   idempotency_key_missing: 400,
   idempotency_key_invalid: 400,
   job_not_terminal: 400,
+  host_not_allowed: 400,
   unauthenticated: 401,
   invalid_credentials: 401,
   csrf_failed: 403,

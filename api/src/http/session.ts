@@ -128,11 +128,40 @@ export class SessionManager {
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
+ * The Origin rule of mutating requests: one carrying `Origin` must come from
+ * the service's own origin (SERVER_HOST_URL, or the request's own host — which
+ * the host check has already limited to served names) or from
+ * SERVER_ALLOWED_ORIGINS; one marked `Sec-Fetch-Site: cross-site` without an
+ * acceptable origin is refused. Throws 403 `forbidden_origin`.
+ */
+export function originChecker(config: Pick<ResolvedConfig, 'serverHostUrl' | 'allowedOrigins'>): (ctx: Context) => void {
+  const ownOrigins = new Set([config.serverHostUrl, ...config.allowedOrigins]);
+  return (ctx) => {
+    const origin = ctx.get('Origin');
+    if (origin && origin !== 'null' && !ownOrigins.has(origin) && origin !== `${ctx.protocol}://${ctx.host}`) {
+      throw new OrlojError('forbidden_origin', 'Requests from this origin are not allowed.');
+    }
+    if ((origin === 'null' || !origin) && ctx.get('Sec-Fetch-Site') === 'cross-site') {
+      throw new OrlojError('forbidden_origin', 'Cross-site requests are not allowed.');
+    }
+  };
+}
+
+/** The Origin rule alone, for the mutating routes that need no session (register, login). */
+export function requireOwnOrigin(config: Pick<ResolvedConfig, 'serverHostUrl' | 'allowedOrigins'>): Middleware {
+  const checkOrigin = originChecker(config);
+  return async (ctx, next) => {
+    checkOrigin(ctx);
+    await next();
+  };
+}
+
+/**
  * Requires a valid session (401 otherwise) and, on mutating methods, a valid
  * session-bound CSRF cookie plus an acceptable Origin (403 otherwise).
  */
 export function requireSession(sessions: SessionManager, config: ResolvedConfig): Middleware {
-  const ownOrigins = new Set([config.serverHostUrl, ...config.allowedOrigins]);
+  const checkOrigin = originChecker(config);
   return async (ctx, next) => {
     const session = await sessions.current(ctx);
     if (!session) {
@@ -141,13 +170,7 @@ export function requireSession(sessions: SessionManager, config: ResolvedConfig)
       throw new OrlojError('unauthenticated', 'Sign in to continue: the session is missing, expired or revoked.');
     }
     if (!SAFE_METHODS.has(ctx.method)) {
-      const origin = ctx.get('Origin');
-      if (origin && origin !== 'null' && !ownOrigins.has(origin) && origin !== `${ctx.protocol}://${ctx.host}`) {
-        throw new OrlojError('forbidden_origin', 'Requests from this origin are not allowed.');
-      }
-      if ((origin === 'null' || !origin) && ctx.get('Sec-Fetch-Site') === 'cross-site') {
-        throw new OrlojError('forbidden_origin', 'Cross-site requests are not allowed.');
-      }
+      checkOrigin(ctx);
       const csrf = ctx.cookies.get(CSRF_COOKIE);
       const header = ctx.get('X-CSRF-Token');
       if (!sessions.csrfValid(csrf, session) || (header !== '' && header !== csrf)) {

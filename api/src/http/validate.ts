@@ -1,6 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import { ajvErrorsToFields, OrlojError, validationError, type FieldError } from '@orloj/common';
+import { ajvErrorsToFields, illFormedFields, OrlojError, validationError, type FieldError } from '@orloj/common';
 
 const ajv = new Ajv({ allErrors: true, strict: true });
 (addFormats as unknown as (a: Ajv) => void)(ajv);
@@ -13,6 +13,9 @@ export function bodyValidator<T>(schema: object): (body: unknown) => T {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw validationError([{ field: 'body', message: 'must be a JSON object' }]);
     }
+    // Before the schema: a lone surrogate would otherwise be stored as U+FFFD.
+    const illFormed = illFormedFields(body);
+    if (illFormed.length) throw validationError(illFormed);
     if (!validate(body)) throw validationError(ajvErrorsToFields(validate.errors));
     const nul = fieldsWithNul(body, '');
     if (nul.length) throw validationError(nul.map((field) => ({ field, message: 'must not contain NUL (U+0000) characters' })));

@@ -7,7 +7,7 @@ import { readJsonBody } from '../http/body.js';
 import { bodyValidator } from '../http/validate.js';
 import { dummyHash, hashPassword, verifyPassword } from '../http/password.js';
 import { presentUser } from '../http/present.js';
-import { requireSession } from '../http/session.js';
+import { requireOwnOrigin, requireSession } from '../http/session.js';
 import { credentialsBody, type CredentialsBody } from '../schemas.js';
 
 const formats = new Ajv();
@@ -33,8 +33,10 @@ export function authRoutes(deps: ApiDeps): Router {
   const { store, sessions, clock } = deps;
   const router = new Router();
   const session = requireSession(sessions, deps.config);
+  // No session yet, so no CSRF cookie: the Origin rule alone keeps other sites' pages out.
+  const ownOrigin = requireOwnOrigin(deps.config);
 
-  router.post('/auth/register', async (ctx) => {
+  router.post('/auth/register', ownOrigin, async (ctx) => {
     const { email, password } = normalizeCredentials(readCredentials(await readJsonBody(ctx)));
     const passwordHash = await hashPassword(password);
     const now = clock.now();
@@ -51,7 +53,7 @@ export function authRoutes(deps: ApiDeps): Router {
     ctx.body = presentUser(user);
   });
 
-  router.post('/auth/login', async (ctx) => {
+  router.post('/auth/login', ownOrigin, async (ctx) => {
     const body = readCredentials(await readJsonBody(ctx));
     const email = body.email.trim().toLowerCase();
     const user = await store.users.findByEmail(email);

@@ -3,6 +3,7 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import os from 'node:os';
 import { parseDuration } from '../domain/duration.js';
+import { makePrivateDir, tightenFile } from './data-dir.js';
 
 /**
  * Configuration, read once from environment variables, validated, frozen.
@@ -21,6 +22,12 @@ export interface Config {
   readonly listCacheBytes: number;
   readonly serverHostUrl: string;
   readonly allowedOrigins: readonly string[];
+  /**
+   * Host names served besides SERVER_HOST_URL's, localhost and IP literals
+   * (SERVER_ALLOWED_HOSTS): exact names, `.example.com` for a domain and its
+   * subdomains, or `*` for any Host (no DNS-rebinding protection).
+   */
+  readonly allowedHosts: readonly string[];
   readonly sameSite: 'Lax' | 'Strict' | 'None';
   readonly secureCookies: boolean;
   readonly sessionTtlMs: number;
@@ -168,6 +175,14 @@ function normalizeOrigin(value: string, name: string, problems: string[]): strin
   }
 }
 
+/** A host-name pattern: `*`, `name.example`, or `.example.com` (the domain and its subdomains); lower-cased. */
+function normalizeHostName(value: string, name: string, problems: string[]): string {
+  const v = value.toLowerCase().replace(/\.$/, '');
+  if (v === '*' || /^\.?[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/.test(v)) return v;
+  problems.push(`${name} must hold host names such as orloj.example.com or .example.com, without scheme or port, or * (got "${value}")`);
+  return v;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const r = new Reader(env);
   const port = r.int('PORT', 8080, 0, 65535);
@@ -192,6 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
     listCacheBytes: r.int('LIST_CACHE_MB', 32, 0, 65_536) * 1024 * 1024,
     serverHostUrl,
     allowedOrigins: r.list('SERVER_ALLOWED_ORIGINS').map((o) => normalizeOrigin(o, 'SERVER_ALLOWED_ORIGINS', r.problems)),
+    allowedHosts: r.list('SERVER_ALLOWED_HOSTS').map((h) => normalizeHostName(h, 'SERVER_ALLOWED_HOSTS', r.problems)),
     sameSite,
     secureCookies,
     sessionTtlMs,
@@ -269,9 +285,11 @@ export function resolveSecrets(config: Config): ResolvedConfig {
     csrfSecret: stored.csrfSecret ?? crypto.randomBytes(32).toString('base64url'),
   };
   if (next.sessionSecret !== stored.sessionSecret || next.csrfSecret !== stored.csrfSecret) {
-    fs.mkdirSync(config.dataDir, { recursive: true });
+    makePrivateDir(config.dataDir);
     fs.writeFileSync(file, JSON.stringify(next, null, 2) + '\n', { mode: 0o600 });
   }
+  // writeFileSync's mode applies only when it creates the file.
+  tightenFile(file);
   return Object.freeze({
     ...config,
     sessionSecret: config.sessionSecret ?? next.sessionSecret,

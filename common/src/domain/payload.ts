@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject } from 'ajv';
 import type { FieldError } from '../errors.js';
 import { parseDuration } from './duration.js';
 import type { ContainerPayload, HeartbeatPayload, WorkflowKind } from './workflow.js';
+import { illFormedFields } from './well-formed.js';
 
 /**
  * Validation of the kind-specific payload (a JSON object inside the `payload`
@@ -137,6 +138,9 @@ export function parsePayload(kind: WorkflowKind, text: string): PayloadResult {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return { ok: false, errors: [{ field: 'payload', message: 'must be a string holding a JSON object' }] };
   }
+  // The payload's own JSON may spell lone surrogates as escapes; they would reach targets as U+FFFD.
+  const illFormed = illFormedFields(raw, 'payload');
+  if (illFormed.length) return { ok: false, errors: illFormed };
   const errors: FieldError[] = [];
   if (kind === 'HEARTBEAT') {
     if (!validateHeartbeat(raw)) return { ok: false, errors: ajvErrorsToFields(validateHeartbeat.errors, 'payload.') };

@@ -2,6 +2,7 @@ import crypto, { type KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../config/config.js';
+import { tightenFile } from '../config/data-dir.js';
 
 /** The roles that sign bus messages, each with its own Ed25519 key pair. */
 export const PRODUCER_ROLES = ['api', 'scheduler', 'runners', 'log-ingest', 'notifier'] as const;
@@ -117,6 +118,7 @@ export async function ensureKeyDir(dataDir: string): Promise<RoleKeys> {
       const generated = crypto.generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
       keyPem = await createOnce(keyFile, generated, 0o600);
     }
+    tightenFile(keyFile); // one left readable by an earlier version or umask
     const privateKey = privateKeyFromPem(keyPem, keyFile);
     const derived = crypto.createPublicKey(privateKey).export({ type: 'spki', format: 'pem' }).toString();
     const pubPem = (await readIfExists(pubFile)) ?? (await createOnce(pubFile, derived, 0o644));

@@ -1,5 +1,4 @@
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
@@ -15,6 +14,7 @@ import {
   type Driver,
 } from 'kysely';
 import type { Database } from './schema.js';
+import { makePrivateDir, preparePrivateFile, sqliteFiles, tightenFile } from '../config/data-dir.js';
 import { foldCase, postgresHelpers, sqliteHelpers, SQLITE_CONTAINS_FOLDED_FUNCTION, SQLITE_FOLD_FUNCTION, type DialectHelpers } from './dialect.js';
 import { migrationProvider } from './migrations/index.js';
 import type { HeldConnection, RowReader } from './compiled-read.js';
@@ -78,9 +78,14 @@ function handle(
 }
 
 function openSqlite(file: string): DatabaseHandle {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  if (file !== ':memory:') {
+    // SQLite would create the file 0644 (and its -wal and -shm like it): they hold secrets.
+    makePrivateDir(path.dirname(path.resolve(file)));
+    preparePrivateFile(file);
+  }
   const sqlite = new SQLite(file);
   sqlite.pragma('journal_mode = WAL');
+  if (file !== ':memory:') for (const f of sqliteFiles(file)) tightenFile(f);
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');

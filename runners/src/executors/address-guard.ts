@@ -10,8 +10,9 @@ import ipaddr from 'ipaddr.js';
  * endpoints 169.254.169.254 and fd00:ec2::254 — the latter is listed
  * explicitly because it lies in the otherwise allowed fc00::/7), and unspecified
  * addresses. Private ranges are allowed: self-hosted teams monitor internal
- * services. IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are judged as the
- * IPv4 address they carry.
+ * services. IPv6 addresses that carry an IPv4 address (mapped, compatible,
+ * NAT64, 6to4, Teredo, ISATAP; see embeddedIPv4) are judged as that IPv4
+ * address as well as by their own form.
  *
  * - `allowTargets` re-allows (parts of) the default-blocked ranges, e.g. `127.0.0.0/8`.
  *   It is not an allow-list: addresses that are not blocked stay allowed.
@@ -101,6 +102,45 @@ function matchesAny(forms: readonly Address[], ranges: readonly Cidr[]): boolean
   return false;
 }
 
+function ipv4FromBytes(bytes: readonly number[], offset: number, xor = 0): ipaddr.IPv4 {
+  return new ipaddr.IPv4([0, 1, 2, 3].map((i) => (bytes[offset + i]! ^ xor) & 0xff));
+}
+
+/** Bytes 8 onwards of a local-use NAT64 address skip byte 8 (RFC 6052 "u" octet) for prefixes below /96. */
+function rfc6052(bytes: readonly number[], prefixBits: 48 | 56 | 64 | 96): ipaddr.IPv4 {
+  if (prefixBits === 96) return ipv4FromBytes(bytes, 12);
+  const start = prefixBits / 8;
+  const v4: number[] = [];
+  for (let i = start; v4.length < 4; i++) if (i !== 8) v4.push(bytes[i]!);
+  return new ipaddr.IPv4(v4);
+}
+
+/**
+ * The IPv4 addresses an IPv6 address carries, in every standard form that
+ * leads to the IPv4 host (a relay or translator on the path unwraps them):
+ * - IPv4-mapped `::ffff:a.b.c.d` and IPv4-compatible `::a.b.c.d` (`[::127.0.0.1]`);
+ * - SIIT IPv4-translated `::ffff:0:a.b.c.d` (RFC 6145);
+ * - NAT64 well-known prefix `64:ff9b::/96` and local-use `64:ff9b:1::/48`
+ *   (every RFC 6052 position within it);
+ * - 6to4 `2002:AABB:CCDD::/48` (RFC 3056);
+ * - Teredo `2001:0::/32`: the server and the (inverted) client address (RFC 4380);
+ * - ISATAP interface ids `…:0:5efe:a.b.c.d` / `…:200:5efe:a.b.c.d` (RFC 5214).
+ */
+export function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4[] {
+  const bytes = address.toByteArray();
+  const p = address.parts;
+  const found: ipaddr.IPv4[] = [];
+  const zeroTo = (n: number) => p.slice(0, n).every((x) => x === 0);
+  if (zeroTo(5) && (p[5] === 0xffff || p[5] === 0)) found.push(ipv4FromBytes(bytes, 12)); // mapped, compatible
+  if (zeroTo(4) && p[4] === 0xffff && p[5] === 0) found.push(ipv4FromBytes(bytes, 12)); // SIIT
+  if (p[0] === 0x64 && p[1] === 0xff9b && p.slice(2, 6).every((x) => x === 0)) found.push(ipv4FromBytes(bytes, 12));
+  if (p[0] === 0x64 && p[1] === 0xff9b && p[2] === 1) found.push(...([48, 56, 64, 96] as const).map((bits) => rfc6052(bytes, bits)));
+  if (p[0] === 0x2002) found.push(ipv4FromBytes(bytes, 2));
+  if (p[0] === 0x2001 && p[1] === 0) found.push(ipv4FromBytes(bytes, 4), ipv4FromBytes(bytes, 12, 0xff));
+  if ((p[4] === 0 || p[4] === 0x200) && p[5] === 0x5efe) found.push(ipv4FromBytes(bytes, 12));
+  return found;
+}
+
 export class AddressGuard {
   private readonly blocked: Cidr[];
   private readonly allowed: Cidr[];
@@ -124,11 +164,8 @@ export class AddressGuard {
     } catch {
       return false;
     }
-    // Judge IPv4-mapped IPv6 by the IPv4 address it carries, and by its own form.
-    const forms: Address[] = [parsed];
-    if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) {
-      forms.unshift((parsed as ipaddr.IPv6).toIPv4Address());
-    }
+    // Judge an IPv6 address that carries an IPv4 address by that address too (and by its own form).
+    const forms: Address[] = parsed.kind() === 'ipv6' ? [...embeddedIPv4(parsed as ipaddr.IPv6), parsed] : [parsed];
     if (matchesAny(forms, this.denied)) return false;
     if (matchesAny(forms, this.blocked) && !matchesAny(forms, this.allowed)) return false;
     return true;
