@@ -117,7 +117,10 @@ describe('mutual TLS: every role against a TLS-only broker and a certificate-onl
 
     // Each process is logged in as its certificate: on the broker as the CN
     // (EXTERNAL), in the database as the role of the same name.
-    assert.deepEqual([...new Set(await rabbit!.connectionUsers())].sort(), ['orloj-api', 'orloj-log-ingest', 'orloj-notifier', 'orloj-runners', 'orloj-scheduler']);
+    const identities = ['orloj-api', 'orloj-log-ingest', 'orloj-notifier', 'orloj-runners', 'orloj-scheduler'];
+    assert.deepEqual([...new Set(await rabbit!.connectionUsers())].sort(), identities);
+    // the definitions replace the default guest user
+    assert.deepEqual((await rabbit!.users()).sort(), identities);
     const sessions = await pg!.psql("select distinct usename from pg_stat_activity where datname = 'orloj' and usename like 'orloj-%' order by 1");
     assert.deepEqual(sessions.trim().split('\n'), ['orloj-api', 'orloj-log-ingest', 'orloj-notifier', 'orloj-scheduler']);
   });

@@ -95,6 +95,8 @@ export interface Rabbit {
   url: string;
   /** The user of every open client connection (rabbitmqctl list_connections). */
   connectionUsers(): Promise<string[]>;
+  /** The broker's users (rabbitmqctl list_users). */
+  users(): Promise<string[]>;
   stop(): Promise<void>;
 }
 
@@ -152,7 +154,8 @@ export async function startRabbit(ctx: Mocha.Context, dir: string, certs: string
   };
   try {
     await Promise.race([
-      ctl('await_startup', '--timeout', '90'),
+      // waits for the pid file, then for the node to finish booting
+      ctl('wait', env.RABBITMQ_PID_FILE, '--timeout', '90'),
       exited.then((code) => {
         throw new Error(`rabbitmq-server exited with ${code}; see ${home}/server.log`);
       }),
@@ -161,12 +164,12 @@ export async function startRabbit(ctx: Mocha.Context, dir: string, certs: string
     await stop();
     throw err;
   }
-  const connectionUsers = async () =>
-    (await ctl('list_connections', 'user', '--quiet', '--no-table-headers')).stdout
+  const column = async (...args: string[]) =>
+    (await ctl(...args, '--quiet', '--no-table-headers')).stdout
       .split('\n')
-      .map((s) => s.trim())
+      .map((s) => s.trim().split(/\s+/)[0] ?? '')
       .filter(Boolean);
-  return { url: `amqps://localhost:${port}`, connectionUsers, stop };
+  return { url: `amqps://localhost:${port}`, connectionUsers: () => column('list_connections', 'user'), users: () => column('list_users'), stop };
 }
 
 export interface Postgres {
