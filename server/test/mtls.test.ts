@@ -135,6 +135,12 @@ describe('mutual TLS: every role against a TLS-only broker and a certificate-onl
     assert.ok(Date.now() - t0 < 20_000, 'refused without waiting out the 30 s connect timeout');
   });
 
+  it('refuses to talk to a broker it cannot verify', async () => {
+    const { BUS_TLS_CA_FILE: _ca, ...untrusting } = roleEnv('runners');
+    // without the orloj CA the broker's certificate is not trusted by the system's CAs
+    await assert.rejects(start('runners', untrusting), /does not trust the message broker at amqps:\/\/localhost:\d+: self[- ]signed certificate in certificate chain/);
+  });
+
   it("refuses another role's certificate on queues and data it may not use", async () => {
     const runners = await busAs('runners');
     // the runners may not consume the notifier's queue, nor publish jobs

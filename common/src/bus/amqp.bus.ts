@@ -233,10 +233,13 @@ export class AmqpBus extends EventEmitter implements Bus {
       conn = await amqp.connect(this.url, this.socketOptions);
     } catch (err) {
       this.lastError = err;
-      if (!this.everConnected && isRefusal(err)) {
+      const refused = this.everConnected ? undefined : refusal(err);
+      if (refused) {
+        const broker = redact(this.url);
+        const reason = err instanceof Error ? err.message : String(err);
         this.refusal = new OrlojError(
           'service_unavailable',
-          `The message broker at ${redact(this.url)} refused this process: ${err instanceof Error ? err.message : String(err)}. ` +
+          `${refused === 'untrusted' ? `This process does not trust the message broker at ${broker}` : `The message broker at ${broker} refused this process`}: ${reason}. ` +
             'Retrying cannot help: check BUS_URL, BUS_TLS_CA_FILE, BUS_TLS_CERT_FILE and BUS_TLS_KEY_FILE, and that the broker has a user for this certificate (deploy/README.md).',
           { kind: 'operational', cause: err },
         );
@@ -670,14 +673,16 @@ async function quietly(fn: () => Promise<unknown>): Promise<void> {
 }
 
 /**
- * Connection failures that the same attempt would meet again: TLS
- * verification of either side, and the broker denying the login or the vhost.
+ * Connection failures that the same attempt would meet again: this side not
+ * trusting the broker's certificate ('untrusted'), or the broker rejecting
+ * ours (a TLS alert) or denying the login or the vhost ('refused').
  */
-function isRefusal(err: unknown): boolean {
+function refusal(err: unknown): 'untrusted' | 'refused' | undefined {
   const code = (err as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string' && (TLS_VERIFY_ERRORS.has(code) || /^ERR_SSL_.*ALERT/.test(code))) return true;
+  if (typeof code === 'string' && TLS_VERIFY_ERRORS.has(code)) return 'untrusted';
+  if (typeof code === 'string' && /^ERR_SSL_.*ALERT/.test(code)) return 'refused';
   const message = err instanceof Error ? err.message : '';
-  return /\b(403 \(ACCESS-REFUSED\)|530 \(NOT-ALLOWED\))/.test(message);
+  return /\b(403 \(ACCESS-REFUSED\)|530 \(NOT-ALLOWED\))/.test(message) ? 'refused' : undefined;
 }
 
 const TLS_VERIFY_ERRORS = new Set([
