@@ -143,6 +143,12 @@ describe('nginx ingress in front of two api replicas', function () {
       streams.push(sixth);
       assert.equal(sixth.status, 429);
       assert.equal(JSON.parse(sixth.text).code, 'rate_limited');
+      // orloj also serves the route without /api: the limit holds there too
+      const bare = c.clone();
+      (bare as { baseUrl: string }).baseUrl = nginx!.url;
+      const unprefixed = await SseReader.open(bare, events);
+      streams.push(unprefixed);
+      assert.equal(unprefixed.status, 429);
     } finally {
       for (const s of streams) s.close();
       await c.patch(`/workflows/${id}`);
