@@ -436,7 +436,9 @@ export const openApiDocument = {
           '201': { description: 'Created.', headers: replayed, content: json(ref('Created')) },
           ...invalid,
           ...mutating,
-          '409': problem('Idempotency-Key reused for a different request.'),
+          '409': problem(
+            'Idempotency-Key reused for a different request, or (code `workflow_limit_reached`) the user already owns MAX_WORKFLOWS_PER_USER workflows.',
+          ),
           ...tooLarge,
         },
       },

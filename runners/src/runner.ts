@@ -36,8 +36,9 @@ import {
   type SignedBus,
   type Subscription,
 } from '@orloj/common';
-import type { ContainerExecutor, ContainerRunSpec } from './executors/container.executor.js';
+import { DEFAULT_MEMORY_MB, type ContainerExecutor, type ContainerRunSpec, type EnsureImageResult } from './executors/container.executor.js';
 import type { HttpCheckExecutor } from './executors/http-check.executor.js';
+import type { ImagePolicy } from './executors/image-policy.js';
 import { ExpiringSet } from './expiring-set.js';
 import { readBuildRun, readJobRun, readJobStop } from './inbound.js';
 import { discardingLogSink, type LogSink } from './log-sink.js';
@@ -66,6 +67,12 @@ export interface RunnerOptions {
   http: HttpCheckExecutor;
   /** Absent when no container runtime is configured or reachable: CONTAINER jobs and builds then fail with SYSTEM_ERROR. */
   containers?: ContainerExecutor;
+  /**
+   * The operator's container rules (registry allow-list and address guard, network
+   * switch, resource maxima), applied before every pull and run. main.ts always
+   * passes one; without it images and settings are used as the payload says.
+   */
+  imagePolicy?: ImagePolicy;
   /** Job attempts run at once; also the jobs queue prefetch. Default 4. */
   concurrency?: number;
   /** The scheduler's lease on a running attempt; job.heartbeat is sent every leaseTtlMs / 3. Default 30 s. */
@@ -141,6 +148,7 @@ export class Runner {
   private readonly clock: Clock;
   private readonly http: HttpCheckExecutor;
   private readonly containers: ContainerExecutor | undefined;
+  private readonly imagePolicy: ImagePolicy | undefined;
   private readonly logSink: LogSink;
   private readonly concurrency: number;
   private readonly buildConcurrency: number;
@@ -179,6 +187,7 @@ export class Runner {
     this.log = options.logger.child({ role: 'runners', runnerId: options.runnerId });
     this.http = options.http;
     this.containers = options.containers;
+    this.imagePolicy = options.imagePolicy;
     this.logSink = options.logSink ?? discardingLogSink;
     this.concurrency = positiveInt('concurrency', options.concurrency ?? DEFAULT_CONCURRENCY, 65_535);
     this.buildConcurrency = positiveInt('buildConcurrency', options.buildConcurrency ?? 2, 65_535);
@@ -463,9 +472,12 @@ export class Runner {
   private async runContainer(attempt: Attempt, payload: ContainerPayload, cancel: Cancellation): Promise<Outcome> {
     const { job } = attempt;
     if (!this.containers) return { status: 'FAILED', reason: reasons.runtimeUnavailable(), systemFailure: true };
-    const image = await untilAborted(this.containers.ensureImage(payload.image), cancel);
+    const refused = this.imagePolicy?.refuseRun(payload);
+    if (refused) return { status: 'FAILED', reason: refused };
+    const image = await untilAborted(this.ensureImage(this.containers, payload.image), cancel);
     if (image === ABORTED) return { status: 'CANCELED' };
     if (!image.ok) return { status: 'FAILED', reason: image.reason };
+    const capped = this.imagePolicy?.resources(payload, DEFAULT_MEMORY_MB);
 
     const spec: ContainerRunSpec = {
       jobId: job.job_id,
@@ -477,6 +489,7 @@ export class Runner {
       ...(payload.cmd ? { cmd: payload.cmd } : {}),
       ...(payload.memory_mb === undefined ? {} : { memoryMb: payload.memory_mb }),
       ...(payload.cpus === undefined ? {} : { cpus: payload.cpus }),
+      ...capped,
     };
     const writer = this.logSink.open({
       job_id: job.job_id,
@@ -570,6 +583,14 @@ export class Runner {
 
   // ---- build.run ----------------------------------------------------------
 
+  /** ensureImage under the image policy: a refused registry is never pulled, not even looked up. */
+  private async ensureImage(containers: ContainerExecutor, image: string): Promise<EnsureImageResult> {
+    if (!this.imagePolicy) return containers.ensureImage(image);
+    const decision = this.imagePolicy.decide(image);
+    if (!decision.ok) return decision;
+    return containers.ensureImage(image, { beforePull: decision.beforePull });
+  }
+
   private async onBuildRun(envelope: Envelope): Promise<void> {
     if (envelope.type !== MESSAGE_TYPES.buildRun) {
       this.log.warn({ type: envelope.type, envelopeId: envelope.id }, 'dropped a message of an unexpected type from the builds queue');
@@ -586,7 +607,7 @@ export class Runner {
     if (!this.containers) {
       result = { ...head, ok: false, reason: reasons.runtimeUnavailable() };
     } else {
-      const image = await untilAborted(this.containers.ensureImage(build.image), this.handingBack.signal);
+      const image = await untilAborted(this.ensureImage(this.containers, build.image), this.handingBack.signal);
       // Shutdown ran out of grace: the message goes back to the queue for another runner.
       if (image === ABORTED) throw new RunnerStoppingError();
       result = image.ok ? { ...head, ok: true } : { ...head, ok: false, reason: image.reason };

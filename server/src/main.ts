@@ -23,7 +23,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { ApiServer, isDashboardDir } from '@orloj/api';
 import { Scheduler } from '@orloj/scheduler';
-import { BusLogSink, ContainerExecutor, HttpCheckExecutor, Runner } from '@orloj/runners';
+import { BusLogSink, ContainerExecutor, HttpCheckExecutor, ImagePolicy, Runner } from '@orloj/runners';
 import { LogIngester } from '@orloj/log-ingest';
 import { Notifier } from '@orloj/notifier';
 import type { Role } from './roles.js';
@@ -165,6 +165,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         runnerId: config.runner.id,
         http: new HttpCheckExecutor({ logger: log, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets], clock }),
         ...(containers ? { containers } : {}),
+        imagePolicy: new ImagePolicy({ limits: config.containers, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets] }),
         concurrency: config.runner.concurrency,
         leaseTtlMs: config.scheduler.jobLeaseTtlMs,
         shutdownGraceMs: config.runner.shutdownGraceMs,

@@ -74,6 +74,7 @@ for (const combo of combos) {
           PORT: '0',
           RATE_LIMIT_ENABLED: 'false',
           RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
+          CONTAINER_REGISTRIES: 'docker.io,localhost',
           // one clock minute passes in one real second: a one-minute workflow runs every second
           ORLOJ_CLOCK: `accelerated:${Date.now()}:60`,
           SCHEDULER_TICK: '10s',
