@@ -43,6 +43,7 @@ import { ExpiringSet } from './expiring-set.js';
 import { readBuildRun, readJobRun, readJobStop } from './inbound.js';
 import { discardingLogSink, type LogSink } from './log-sink.js';
 import { Semaphore, type Release } from './semaphore.js';
+import { LogCap } from './log-cap.js';
 
 /** Every container a runner starts carries its runner id, so a restarted runner can sweep its own leftovers. */
 export const RUNNER_ID_LABEL = 'orloj.runner_id';
@@ -109,10 +110,11 @@ export interface RunnerMetrics {
   stoppedRemembered: number;
 }
 
-type Outcome =
+type Outcome = (
   | { status: 'COMPLETED'; containerId?: string }
   | { status: 'FAILED'; reason: JobReason; systemFailure?: boolean; containerId?: string }
-  | { status: 'CANCELED'; containerId?: string };
+  | { status: 'CANCELED'; containerId?: string }
+) & { logTruncated?: boolean };
 
 interface Attempt {
   readonly key: string;
@@ -421,6 +423,7 @@ export class Runner {
       ...(settled.status === 'COMPLETED' ? {} : { reason: settled.reason }),
       ...(settled.systemFailure ? { system_failure: true } : {}),
       ...(settled.containerId === undefined ? {} : { container_id: settled.containerId }),
+      ...(outcome.logTruncated ? { log_truncated: true } : {}),
     };
     attempt.log.info({ status: result.status, reason: result.reason?.code, systemFailure: result.system_failure }, 'job finished');
     try {
@@ -498,20 +501,34 @@ export class Runner {
       log_retention: job.log_retention,
     });
     let sequence = 0;
+    const limits = this.imagePolicy?.limits;
+    const cap = limits ? new LogCap(limits.maxLogLines, limits.maxLogBytes) : undefined;
     try {
       const result = await this.containers.run(spec, {
         signal: cancel.signal,
         onLine: (line) => {
           this.counts.logLines += 1;
-          return writer.write({ ...line, sequence_num: sequence++ });
+          switch (cap?.admit(line.message) ?? 'keep') {
+            case 'keep':
+              return writer.write({ ...line, sequence_num: sequence++ });
+            case 'marker':
+              attempt.log.warn({ maxLines: cap!.maxLines, maxBytes: cap!.maxBytes }, "the job's log reached the cap; the rest is counted, not stored");
+              return writer.write({ stream: 'stderr', message: cap!.marker(), timestamp: line.timestamp, sequence_num: sequence++ });
+            default:
+              return;
+          }
         },
       });
-      const containerId = result.containerId === undefined ? {} : { containerId: result.containerId };
-      if (result.status === 'FAILED') return { status: 'FAILED', reason: result.reason, ...containerId };
-      return { status: result.status, ...containerId };
+      const extra = {
+        ...(result.containerId === undefined ? {} : { containerId: result.containerId }),
+        ...(cap?.truncated ? { logTruncated: true } : {}),
+      };
+      if (result.status === 'FAILED') return { status: 'FAILED', reason: result.reason, ...extra };
+      return { status: result.status, ...extra };
     } finally {
       try {
-        await writer.close();
+        // Analytics count what was printed, stored or not.
+        await writer.close(cap?.truncated ? { lineCount: cap.printed } : undefined);
       } catch (err) {
         attempt.log.error({ err, lines: sequence }, 'the log sink failed to flush the last lines of the job');
       }

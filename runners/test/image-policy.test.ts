@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { pino } from 'pino';
 import { reasons, type ContainerLimits } from '@orloj/common';
+import { tcpCanary, type Canary } from '../../common/test/support/canary.js';
 import { needService } from '../../common/test/support/services.js';
 import { ContainerExecutor, ImagePolicy, type Resolver } from '../src/index.js';
+import { LogCap } from '../src/log-cap.js';
 
 /**
  * Issue 14, finding 2: an image reference must not make the container runtime
@@ -23,23 +24,6 @@ const limits = (registries: string[]): ContainerLimits => ({
   maxLogLines: 1000,
   maxLogBytes: 1 << 20,
 });
-
-/** A TCP listener on loopback that counts and drops every connection. */
-async function canary(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
-  let count = 0;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    count++;
-    sockets.add(socket);
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    connections: () => count,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe('ImagePolicy', () => {
   it('refuses registries outside the allow-list, whatever is present locally', () => {
@@ -70,16 +54,41 @@ describe('ImagePolicy', () => {
   });
 });
 
+describe('LogCap', () => {
+  it('keeps maxLines lines, then one marker, then drops while counting', () => {
+    const cap = new LogCap(3, 1 << 20);
+    const verdicts = Array.from({ length: 6 }, (_, i) => cap.admit(`line ${i}`));
+    assert.deepEqual(verdicts, ['keep', 'keep', 'keep', 'marker', 'drop', 'drop']);
+    assert.equal(cap.truncated, true);
+    assert.equal(cap.printed, 6);
+    assert.match(cap.marker(), /^\[orloj\] log limit reached \(3 lines or 1 MiB per job\)/);
+  });
+
+  it('counts UTF-8 bytes: the line that would pass the byte cap becomes the marker', () => {
+    const cap = new LogCap(1000, 10);
+    assert.equal(cap.admit('ééééé'), 'keep'); // 10 bytes
+    assert.equal(cap.admit(''), 'keep');
+    assert.equal(cap.admit('x'), 'marker');
+    assert.equal(cap.admit('x'), 'drop');
+  });
+
+  it('never marks a log within the cap', () => {
+    const cap = new LogCap(2, 100);
+    assert.deepEqual([cap.admit('a'), cap.admit('b')], ['keep', 'keep']);
+    assert.equal(cap.truncated, false);
+  });
+});
+
 describe('ImagePolicy with a real container runtime', function () {
   this.timeout(120_000);
   let executor: ContainerExecutor;
-  let registry: Awaited<ReturnType<typeof canary>>;
+  let registry: Canary;
   const runId = randomBytes(6).toString('hex');
 
   before(async function () {
     const host = needService(this, 'docker');
     executor = new ContainerExecutor({ dockerHost: host, logger, pullTimeoutMs: 60_000 });
-    registry = await canary();
+    registry = await tcpCanary();
   });
   after(async () => registry?.close());
 

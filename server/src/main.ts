@@ -129,6 +129,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
           queueTimeoutMs: config.scheduler.queueTimeoutMs,
           buildTimeoutMs: config.scheduler.buildTimeoutMs,
           maxQueued: config.scheduler.maxQueued,
+          maxActivePerUser: config.tenants.maxActiveJobsPerUser,
         },
       });
       await scheduler.start();
@@ -137,7 +138,13 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     // Before the runners: stopped after them, so it takes the lines they flush at shutdown.
     if (roles.has('log-ingest') && store) {
       const log = logger.child({ role: 'log-ingest' });
-      const ingester = new LogIngester({ store, bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log }), clock, logger: log });
+      const ingester = new LogIngester({
+        store,
+        bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log }),
+        clock,
+        logger: log,
+        maxLinesPerJob: config.containers.maxLogLines,
+      });
       await ingester.start();
       started.push(ingester);
     }

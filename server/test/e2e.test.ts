@@ -178,7 +178,7 @@ for (const combo of combos) {
       });
 
       it('stops a running container when the workflow is terminated', async () => {
-        const id = await create({ name: 'sleeper', kind: 'CONTAINER', payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sleep', '600'], timeout: '1h' }), interval: 60 });
+        const id = await create({ name: 'sleeper', kind: 'CONTAINER', payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sleep', '600'], timeout: '30m' }), interval: 60 });
         await until(() => workflow(id), (w) => w.build_status === 'COMPLETED', 'build COMPLETED');
         const res = await c.post(`/workflows/${id}/jobs/schedule`, {}, { headers: { 'idempotency-key': crypto.randomUUID() } });
         const jobUrl = `/workflows/${id}/jobs/${res.json.id}`;
