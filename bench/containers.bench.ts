@@ -164,7 +164,7 @@ export const containers: BenchSuite = {
     ].join(' ');
     const settings: Array<[string, string]> = [
       ['Code', codeVersion()],
-      ['orloj', `all roles in one child process (TypeScript sources via tsx), \`NODE_ENV=production\`, \`SCHEDULER_TICK=${s.tick ?? '1s (default)'}\`, \`RUNNER_CONCURRENCY=4\` (default), \`LOG_LEVEL=warn\`, \`DOCKER_HOST\` = the podman service of \`scripts/container-runtime.sh\``],
+      ['orloj', `all roles in one child process (TypeScript sources via tsx), \`NODE_ENV=production\`, \`SCHEDULER_TICK=${s.tick ?? '1s (default)'}\`, \`RUNNER_CONCURRENCY=4\` (default), \`LOG_LEVEL=warn\`, \`CONTAINER_REGISTRIES=docker.io,localhost\`, per-user and log caps out of the way, \`DOCKER_HOST\` = the podman service of \`scripts/container-runtime.sh\``],
       ['Jobs', `${s.jobs} measured rounds after ${s.warmup} warm-up rounds; each round: a random pause of 0-${JITTER_MS} ms (so requests land at any phase of the scheduler tick), one orloj job, one \`podman run --rm ${IMAGE} true\`, one with \`--network none\`; one at a time`],
       ['Overrides', 'BENCH_CONTAINER_JOBS, BENCH_CONTAINER_WARMUP, BENCH_SCHED_TICK (SCHEDULER_TICK), ORLOJ_PODMAN_DIR (state dir of the runtime script), BENCH_CPU_PROF (adds orloj-embedded-containers-<pid>.cpuprofile: the orloj process during the measured rounds)'],
     ];

@@ -136,7 +136,7 @@ export const logIngest: BenchSuite = {
     ].join(' ');
     const settings: Array<[string, string]> = [
       ['Code', codeVersion()],
-      ['orloj', 'roles api, scheduler, runners, log-ingest in one child process (TypeScript sources via tsx), `NODE_ENV=production`, `LOG_LEVEL=warn`, `RUNNER_CONCURRENCY=4` (default), `DOCKER_HOST` = the podman service of `scripts/container-runtime.sh`; `BusLogSink` and `LogIngester` with their defaults'],
+      ['orloj', 'roles api, scheduler, runners, log-ingest in one child process (TypeScript sources via tsx), `NODE_ENV=production`, `LOG_LEVEL=warn`, `RUNNER_CONCURRENCY=4` (default), `CONTAINER_REGISTRIES=docker.io,localhost`, per-user and log caps out of the way, `DOCKER_HOST` = the podman service of `scripts/container-runtime.sh`; `BusLogSink` and `LogIngester` with their defaults'],
       ['Jobs', `${s.runs} jobs one after another, each printing ${fmt(s.lines)} lines (\`sh -c "seq 1 ${s.lines} | sed 's|$|…|'"\`)`],
       ['Overrides', 'BENCH_INGEST_LINES, BENCH_INGEST_RUNS, BENCH_INGEST_POSTGRES (0 skips the PostgreSQL + RabbitMQ row), BENCH_DATABASE_URL, BENCH_AMQP_URL (default amqp://guest:guest@127.0.0.1:5672), ORLOJ_PODMAN_DIR'],
     ];

@@ -333,7 +333,7 @@ export const scheduling: BenchSuite = {
       ].join(' '),
       settings: [
         ['Code', codeVersion()],
-        ['orloj', `all roles in one child process (TypeScript sources via tsx), \`NODE_ENV=production\`, \`BUS_URL=memory:\`, SQLite in a temp file, \`SCHEDULER_TICK=${s.tick ?? '1s (default)'}\`, \`RUNNER_CONCURRENCY=${s.concurrency}\`, \`RUNNER_ALLOW_TARGETS=127.0.0.0/8\`, \`LOG_LEVEL=warn\`, real clock, other settings default`],
+        ['orloj', `all roles in one child process (TypeScript sources via tsx), \`NODE_ENV=production\`, \`BUS_URL=memory:\`, SQLite in a temp file, \`SCHEDULER_TICK=${s.tick ?? '1s (default)'}\`, \`RUNNER_CONCURRENCY=${s.concurrency}\`, \`RUNNER_ALLOW_TARGETS=127.0.0.0/8\`, \`LOG_LEVEL=warn\`, \`MAX_ACTIVE_JOBS_PER_USER\` and \`MAX_WORKFLOWS_PER_USER\` out of the way (one user owns every workflow), real clock, other settings default`],
         ['Steady state', `N = ${s.sizes.map((n) => fmt(n)).join(' and ')}; ${s.durationS} s measured after ${s.warmupS} s of schedule, orloj stopped ${s.tailS} s after the window`],
         ['Burst', s.burst > 0 ? `${fmt(s.burst)} workflows, one slot instant, at most ${s.burstTimeoutS} s` : 'skipped (BENCH_SCHED_BURST=0)'],
         ['Overrides', 'BENCH_SCHED_SIZES (comma-separated N), BENCH_SCHED_DURATION, BENCH_SCHED_WARMUP, BENCH_SCHED_TAIL (s), BENCH_SCHED_BURST (N, 0 skips), BENCH_SCHED_BURST_TIMEOUT (s), BENCH_SCHED_CONCURRENCY, BENCH_SCHED_TICK (SCHEDULER_TICK), BENCH_CPU_PROF (adds orloj-embedded-<run>-<pid>.cpuprofile: the orloj process during each measured window)'],

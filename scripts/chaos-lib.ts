@@ -708,6 +708,9 @@ export function processEnv(o: {
     RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
     RUNNER_CONCURRENCY: String(o.runnerConcurrency),
     RUNNER_SHUTDOWN_GRACE: '30s',
+    // Chaos and restart runs measure recovery of one user's many workflows, not fairness between users.
+    MAX_ACTIVE_JOBS_PER_USER: '1000000',
+    MAX_WORKFLOWS_PER_USER: '10000000',
   };
 }
 

@@ -183,6 +183,11 @@ export const openApiDocument = {
           updated_at: dateTime,
           status_reason_code: { enum: [...REASON_CODES], description: 'Only for FAILED and CANCELED jobs.' },
           status_reason_message: { type: 'string', description: 'A fixed, user-safe sentence; only for FAILED and CANCELED jobs.' },
+          log_truncated: {
+            const: true,
+            description:
+              "Only when the job's log reached the installation's per-job cap (JOB_LOG_MAX_LINES / JOB_LOG_MAX_MB): the stored log ends with one marker line, and the rest of the output was counted (analytics) but not stored.",
+          },
         },
         additionalProperties: false,
         // The reason fields are present exactly when the job FAILED or was CANCELED.
@@ -436,7 +441,9 @@ export const openApiDocument = {
           '201': { description: 'Created.', headers: replayed, content: json(ref('Created')) },
           ...invalid,
           ...mutating,
-          '409': problem('Idempotency-Key reused for a different request.'),
+          '409': problem(
+            'Idempotency-Key reused for a different request, or (code `workflow_limit_reached`) the user already owns MAX_WORKFLOWS_PER_USER workflows.',
+          ),
           ...tooLarge,
         },
       },

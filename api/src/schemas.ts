@@ -20,7 +20,13 @@ export const credentialsBody = {
 } as const;
 
 const name = { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, pattern: '\\S' } as const;
-const payload = { type: 'string', minLength: 2, maxLength: 1_048_576, description: 'A JSON object encoded as a string; fields depend on kind.' } as const;
+const payload = {
+  type: 'string',
+  minLength: 2,
+  maxLength: 1_048_576,
+  description:
+    "A JSON object encoded as a string; fields depend on kind. CONTAINER payloads are also held to the installation's settings (allowed registries, networking, memory/CPU/timeout maxima): 400 naming the payload field otherwise.",
+} as const;
 const interval = { type: 'integer', minimum: INTERVAL_MIN, maximum: INTERVAL_MAX, description: 'Minutes between runs.' } as const;
 const failureLimit = { type: 'integer', minimum: FAILURE_LIMIT_MIN, maximum: FAILURE_LIMIT_MAX } as const;
 

@@ -117,7 +117,7 @@ describeApi('workflows', (h) => {
         assert.equal(res.status, 400, JSON.stringify(payload));
         assert.deepEqual(fields(res), [field], JSON.stringify(payload));
       }
-      for (const image of ['busybox', 'library/busybox:1.36', 'registry.example.com:5000/team/app:v1', `alpine@sha256:${'a'.repeat(64)}`]) {
+      for (const image of ['busybox', 'library/busybox:1.36', 'docker.io/team/app:v1', 'localhost/team/app:v1', `alpine@sha256:${'a'.repeat(64)}`]) {
         assert.equal((await c.post('/workflows', workflowBody({ kind: 'CONTAINER', payload: JSON.stringify({ image }) }), { headers: key() })).status, 201, image);
       }
     });

@@ -78,6 +78,12 @@ export async function startEmbeddedOrloj(databaseUrl: string, env: Record<string
     RATE_LIMIT_ENABLED: 'false',
     LOG_LEVEL: 'warn',
     RUNNER_SHUTDOWN_GRACE: '2s',
+    // The benchmarks measure throughput of one user's workflows with locally built images.
+    CONTAINER_REGISTRIES: 'docker.io,localhost',
+    MAX_ACTIVE_JOBS_PER_USER: '1000000',
+    MAX_WORKFLOWS_PER_USER: '10000000',
+    JOB_LOG_MAX_LINES: '100000000',
+    JOB_LOG_MAX_MB: '1048576',
     ...env,
   };
   let server: ServerProcess;

@@ -10,6 +10,7 @@ export * from './domain/workflow.js';
 export * from './domain/duration.js';
 export * from './domain/payload.js';
 export * from './domain/well-formed.js';
+export * from './domain/container-policy.js';
 export * from './store/index.js';
 export * from './domain/job.js';
 export * from './domain/job-state.js';

@@ -178,6 +178,8 @@ export interface JobFinishedMessage {
   started_at: number;
   finished_at: number;
   container_id?: string;
+  /** The attempt's log reached the per-job cap (JOB_LOG_MAX_LINES / JOB_LOG_MAX_MB); absent: it did not. */
+  log_truncated?: boolean;
 }
 
 export interface BuildFinishedMessage {

@@ -124,6 +124,7 @@ describe('dashboard in a real browser', function () {
       DASHBOARD_DIR: DASHBOARD_DIST,
       DOCKER_HOST: services.docker!,
       RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
+      CONTAINER_REGISTRIES: 'docker.io,localhost',
       // The browser polls several lists at once; the limits have their own tests.
       RATE_LIMIT_ENABLED: 'false',
     });

@@ -54,6 +54,12 @@ export interface LogIngesterOptions {
   quietMs?: number;
   /** … but for no longer than this (clock ms). Default 5 000. */
   drainMs?: number;
+  /**
+   * JOB_LOG_MAX_LINES: lines past it (sequence_num above it; the runner's
+   * marker line sits at it at most) are counted, never stored. The runner caps
+   * first; this holds for a runner that does not. Default: no cap.
+   */
+  maxLinesPerJob?: number;
 }
 
 export interface LogIngesterMetrics {
@@ -86,6 +92,7 @@ export class LogIngester {
   private readonly maxRetryMs: number;
   private readonly quietMs: number;
   private readonly drainMs: number;
+  private readonly maxLinesPerJob: number | undefined;
 
   private readonly counts = { batches: 0, stored: 0, duplicates: 0, orphaned: 0, malformed: 0, retries: 0, liveFailures: 0 };
   /** The last step of each attempt's chain of batches. */
@@ -106,6 +113,7 @@ export class LogIngester {
     this.maxRetryMs = nonNegativeInt('maxRetryMs', options.maxRetryMs ?? 60_000);
     this.quietMs = nonNegativeInt('quietMs', options.quietMs ?? 250);
     this.drainMs = nonNegativeInt('drainMs', options.drainMs ?? 5_000);
+    this.maxLinesPerJob = options.maxLinesPerJob === undefined ? undefined : positiveInt('maxLinesPerJob', options.maxLinesPerJob);
   }
 
   /** Starts consuming QUEUES.logs. Memoised. */
@@ -147,11 +155,19 @@ export class LogIngester {
       this.log.warn({ type: envelope.type, envelopeId: envelope.id }, 'dropped a message of an unexpected type from the logs queue');
       return;
     }
-    const read = readLogBatch(envelope.body);
+    let read = readLogBatch(envelope.body);
     if (typeof read === 'string') {
       this.counts.malformed += 1;
       this.log.error({ envelopeId: envelope.id, problem: read }, 'dropped a malformed log.batch message');
       return;
+    }
+    const cap = this.maxLinesPerJob;
+    if (cap !== undefined && read.lines.some((l) => l.sequence_num > cap)) {
+      const kept = read.lines.filter((l) => l.sequence_num <= cap);
+      this.log.warn({ jobId: read.job_id, attempt: read.attempt, dropped: read.lines.length - kept.length }, 'dropped log lines past the per-job cap; counted only');
+      let printed = read.line_count ?? 0;
+      for (const l of read.lines) printed = Math.max(printed, l.sequence_num + 1);
+      read = { ...read, lines: kept, line_count: printed };
     }
     this.inFlight += 1;
     this.lastActivity = this.clock.now();

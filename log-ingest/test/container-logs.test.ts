@@ -182,6 +182,7 @@ describe('orloj start: runners publish container lines, log-ingest stores them [
         JOB_LEASE_TTL: '60s',
         RUNNER_SHUTDOWN_GRACE: '5s',
         DOCKER_HOST: dockerHost,
+        CONTAINER_REGISTRIES: 'docker.io,localhost',
       },
     });
     const store = db.store;

@@ -76,6 +76,16 @@ describeEachEngine('log-ingest', (db, engine) => {
     assert.deepEqual(message, { job_id: job.jobId, workflow_id: job.workflowId, attempt: 1, lines: sent });
   });
 
+  it('keeps no line past the per-job cap (maxLinesPerJob), counting it, for a runner that does not cap', async () => {
+    const job = await insertJob(db().store);
+    await startIngester({ maxLinesPerJob: 100 });
+    await publishBatch(runners, job, lines(0, 150));
+    await batchesDone(1);
+    // 0..99 and the runner's marker place, 100; the rest counted only.
+    assert.deepEqual(await storedLines(db().store, job.jobId), lines(0, 101));
+    assert.equal(await count(job), 150);
+  });
+
   it('stores a batch packed by column (as runners send it) like the same lines one by one', async () => {
     const job = await insertJob(db().store);
     await startIngester();

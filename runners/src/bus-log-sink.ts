@@ -220,6 +220,8 @@ class BatchingWriter implements JobLogWriter {
   /** Bytes of the buffered lines. */
   private bytes = 0;
   private closing = false;
+  /** Highest sequence_num written + 1. */
+  private written = 0;
   private failure: unknown;
   private wake: (() => void) | undefined;
   private readonly pump: Promise<void>;
@@ -246,11 +248,17 @@ class BatchingWriter implements JobLogWriter {
     return this.sink.reserve(size, () => this.push(line, size));
   }
 
-  async close(): Promise<void> {
+  async close(options: { lineCount?: number } = {}): Promise<void> {
     this.closing = true;
     this.notify();
     await this.pump;
     if (this.failure !== undefined) throw this.failure;
+    const count = options.lineCount ?? 0;
+    if (count > this.written) {
+      // Lines the log cap dropped: counted for analytics, never stored.
+      const { job } = this;
+      await this.sink.publish({ job_id: job.job_id, workflow_id: job.workflow_id, attempt: job.attempt, retain: job.log_retention, lines: [], line_count: count }, 0, this.log);
+    }
   }
 
   private notify(): void {
@@ -260,6 +268,7 @@ class BatchingWriter implements JobLogWriter {
   }
 
   private push(line: CapturedLine, size: number): void {
+    this.written = Math.max(this.written, line.sequence_num + 1);
     this.seqs.push(line.sequence_num);
     this.streams.push(line.stream === 'stderr' ? 'e' : 'o');
     this.messages.push(line.message);
@@ -385,8 +394,9 @@ class CountingWriter implements JobLogWriter {
     }
   }
 
-  async close(): Promise<void> {
+  async close(options: { lineCount?: number } = {}): Promise<void> {
     await this.sending;
+    this.count = Math.max(this.count, options.lineCount ?? 0);
     if (this.count > this.published) await this.send();
   }
 

@@ -35,8 +35,12 @@ export interface JobLogWriter {
    * the container and fails the attempt as a system failure.
    */
   write(line: CapturedLine): void | Promise<void>;
-  /** After the last line, before job.finished is published; awaited. */
-  close(): Promise<void>;
+  /**
+   * After the last line, before job.finished is published; awaited.
+   * `lineCount`: lines the container printed when that is more than were
+   * written (the log cap dropped some); they are counted, not stored.
+   */
+  close(options?: { lineCount?: number }): Promise<void>;
 }
 
 /** The default: lines are counted by the runner and dropped. */

@@ -36,12 +36,14 @@ import {
   type SignedBus,
   type Subscription,
 } from '@orloj/common';
-import type { ContainerExecutor, ContainerRunSpec } from './executors/container.executor.js';
+import { DEFAULT_MEMORY_MB, type ContainerExecutor, type ContainerRunSpec, type EnsureImageResult } from './executors/container.executor.js';
 import type { HttpCheckExecutor } from './executors/http-check.executor.js';
+import type { ImagePolicy } from './executors/image-policy.js';
 import { ExpiringSet } from './expiring-set.js';
 import { readBuildRun, readJobRun, readJobStop } from './inbound.js';
 import { discardingLogSink, type LogSink } from './log-sink.js';
 import { Semaphore, type Release } from './semaphore.js';
+import { LogCap } from './log-cap.js';
 
 /** Every container a runner starts carries its runner id, so a restarted runner can sweep its own leftovers. */
 export const RUNNER_ID_LABEL = 'orloj.runner_id';
@@ -66,6 +68,12 @@ export interface RunnerOptions {
   http: HttpCheckExecutor;
   /** Absent when no container runtime is configured or reachable: CONTAINER jobs and builds then fail with SYSTEM_ERROR. */
   containers?: ContainerExecutor;
+  /**
+   * The operator's container rules (registry allow-list and address guard, network
+   * switch, resource maxima), applied before every pull and run. main.ts always
+   * passes one; without it images and settings are used as the payload says.
+   */
+  imagePolicy?: ImagePolicy;
   /** Job attempts run at once; also the jobs queue prefetch. Default 4. */
   concurrency?: number;
   /** The scheduler's lease on a running attempt; job.heartbeat is sent every leaseTtlMs / 3. Default 30 s. */
@@ -102,10 +110,11 @@ export interface RunnerMetrics {
   stoppedRemembered: number;
 }
 
-type Outcome =
+type Outcome = (
   | { status: 'COMPLETED'; containerId?: string }
   | { status: 'FAILED'; reason: JobReason; systemFailure?: boolean; containerId?: string }
-  | { status: 'CANCELED'; containerId?: string };
+  | { status: 'CANCELED'; containerId?: string }
+) & { logTruncated?: boolean };
 
 interface Attempt {
   readonly key: string;
@@ -141,6 +150,7 @@ export class Runner {
   private readonly clock: Clock;
   private readonly http: HttpCheckExecutor;
   private readonly containers: ContainerExecutor | undefined;
+  private readonly imagePolicy: ImagePolicy | undefined;
   private readonly logSink: LogSink;
   private readonly concurrency: number;
   private readonly buildConcurrency: number;
@@ -179,6 +189,7 @@ export class Runner {
     this.log = options.logger.child({ role: 'runners', runnerId: options.runnerId });
     this.http = options.http;
     this.containers = options.containers;
+    this.imagePolicy = options.imagePolicy;
     this.logSink = options.logSink ?? discardingLogSink;
     this.concurrency = positiveInt('concurrency', options.concurrency ?? DEFAULT_CONCURRENCY, 65_535);
     this.buildConcurrency = positiveInt('buildConcurrency', options.buildConcurrency ?? 2, 65_535);
@@ -412,6 +423,7 @@ export class Runner {
       ...(settled.status === 'COMPLETED' ? {} : { reason: settled.reason }),
       ...(settled.systemFailure ? { system_failure: true } : {}),
       ...(settled.containerId === undefined ? {} : { container_id: settled.containerId }),
+      ...(outcome.logTruncated ? { log_truncated: true } : {}),
     };
     attempt.log.info({ status: result.status, reason: result.reason?.code, systemFailure: result.system_failure }, 'job finished');
     try {
@@ -463,9 +475,12 @@ export class Runner {
   private async runContainer(attempt: Attempt, payload: ContainerPayload, cancel: Cancellation): Promise<Outcome> {
     const { job } = attempt;
     if (!this.containers) return { status: 'FAILED', reason: reasons.runtimeUnavailable(), systemFailure: true };
-    const image = await untilAborted(this.containers.ensureImage(payload.image), cancel);
+    const refused = this.imagePolicy?.refuseRun(payload);
+    if (refused) return { status: 'FAILED', reason: refused };
+    const image = await untilAborted(this.ensureImage(this.containers, payload.image), cancel);
     if (image === ABORTED) return { status: 'CANCELED' };
     if (!image.ok) return { status: 'FAILED', reason: image.reason };
+    const capped = this.imagePolicy?.resources(payload, DEFAULT_MEMORY_MB);
 
     const spec: ContainerRunSpec = {
       jobId: job.job_id,
@@ -477,6 +492,7 @@ export class Runner {
       ...(payload.cmd ? { cmd: payload.cmd } : {}),
       ...(payload.memory_mb === undefined ? {} : { memoryMb: payload.memory_mb }),
       ...(payload.cpus === undefined ? {} : { cpus: payload.cpus }),
+      ...capped,
     };
     const writer = this.logSink.open({
       job_id: job.job_id,
@@ -485,20 +501,34 @@ export class Runner {
       log_retention: job.log_retention,
     });
     let sequence = 0;
+    const limits = this.imagePolicy?.limits;
+    const cap = limits ? new LogCap(limits.maxLogLines, limits.maxLogBytes) : undefined;
     try {
       const result = await this.containers.run(spec, {
         signal: cancel.signal,
         onLine: (line) => {
           this.counts.logLines += 1;
-          return writer.write({ ...line, sequence_num: sequence++ });
+          switch (cap?.admit(line.message) ?? 'keep') {
+            case 'keep':
+              return writer.write({ ...line, sequence_num: sequence++ });
+            case 'marker':
+              attempt.log.warn({ maxLines: cap!.maxLines, maxBytes: cap!.maxBytes }, "the job's log reached the cap; the rest is counted, not stored");
+              return writer.write({ stream: 'stderr', message: cap!.marker(), timestamp: line.timestamp, sequence_num: sequence++ });
+            default:
+              return;
+          }
         },
       });
-      const containerId = result.containerId === undefined ? {} : { containerId: result.containerId };
-      if (result.status === 'FAILED') return { status: 'FAILED', reason: result.reason, ...containerId };
-      return { status: result.status, ...containerId };
+      const extra = {
+        ...(result.containerId === undefined ? {} : { containerId: result.containerId }),
+        ...(cap?.truncated ? { logTruncated: true } : {}),
+      };
+      if (result.status === 'FAILED') return { status: 'FAILED', reason: result.reason, ...extra };
+      return { status: result.status, ...extra };
     } finally {
       try {
-        await writer.close();
+        // Analytics count what was printed, stored or not.
+        await writer.close(cap?.truncated ? { lineCount: cap.printed } : undefined);
       } catch (err) {
         attempt.log.error({ err, lines: sequence }, 'the log sink failed to flush the last lines of the job');
       }
@@ -570,6 +600,14 @@ export class Runner {
 
   // ---- build.run ----------------------------------------------------------
 
+  /** ensureImage under the image policy: a refused registry is never pulled, not even looked up. */
+  private async ensureImage(containers: ContainerExecutor, image: string): Promise<EnsureImageResult> {
+    if (!this.imagePolicy) return containers.ensureImage(image);
+    const decision = this.imagePolicy.decide(image);
+    if (!decision.ok) return decision;
+    return containers.ensureImage(image, { beforePull: decision.beforePull });
+  }
+
   private async onBuildRun(envelope: Envelope): Promise<void> {
     if (envelope.type !== MESSAGE_TYPES.buildRun) {
       this.log.warn({ type: envelope.type, envelopeId: envelope.id }, 'dropped a message of an unexpected type from the builds queue');
@@ -586,7 +624,7 @@ export class Runner {
     if (!this.containers) {
       result = { ...head, ok: false, reason: reasons.runtimeUnavailable() };
     } else {
-      const image = await untilAborted(this.containers.ensureImage(build.image), this.handingBack.signal);
+      const image = await untilAborted(this.ensureImage(this.containers, build.image), this.handingBack.signal);
       // Shutdown ran out of grace: the message goes back to the queue for another runner.
       if (image === ABORTED) throw new RunnerStoppingError();
       result = image.ok ? { ...head, ok: true } : { ...head, ok: false, reason: image.reason };

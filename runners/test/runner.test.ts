@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import Docker from 'dockerode';
 import { pino } from 'pino';
 import {
+  loadConfig,
   EnvelopeSigner,
   EnvelopeVerifier,
   ManualClock,
@@ -37,6 +38,7 @@ import { deferred, Inbox, waitFor, within, type Deferred } from '../../common/te
 import { needService } from '../../common/test/support/services.js';
 import { ContainerExecutor, dockerOptionsFromHost, MANAGED_LABEL } from '../src/executors/container.executor.js';
 import { HttpCheckExecutor } from '../src/executors/http-check.executor.js';
+import { ImagePolicy } from '../src/executors/image-policy.js';
 import type { CapturedLine, LogSink } from '../src/log-sink.js';
 import { Runner, RUNNER_ID_LABEL, type RunnerOptions } from '../src/runner.js';
 
@@ -292,6 +294,9 @@ let target: Target;
 function heartbeat(endpoint: string, extra: Record<string, unknown> = {}): string {
   return JSON.stringify({ endpoint, ...extra });
 }
+
+/** The default settings, as `orloj start` would read them from an empty environment. */
+const testConfig = loadConfig({});
 
 describe('runner role', () => {
   before(async () => {
@@ -597,19 +602,21 @@ describe('runner role', () => {
     });
 
     /** Records captured lines; `first` resolves with the first one. */
-    function recordingSink(): LogSink & { lines: CapturedLine[]; closed: number; first: Promise<CapturedLine> } {
+    function recordingSink(): LogSink & { lines: CapturedLine[]; closed: number; counts: number[]; first: Promise<CapturedLine> } {
       const first = deferred<CapturedLine>();
       const sink = {
         lines: [] as CapturedLine[],
         closed: 0,
+        counts: [] as number[],
         first: first.promise,
         open: () => ({
           write: (line: CapturedLine) => {
             sink.lines.push(line);
             if (!first.settled) first.resolve(line);
           },
-          close: async () => {
+          close: async (options?: { lineCount?: number }) => {
             sink.closed += 1;
+            if (options?.lineCount !== undefined) sink.counts.push(options.lineCount);
           },
         }),
       };
@@ -638,6 +645,25 @@ describe('runner role', () => {
       );
       assert.equal(sink.closed, 1);
       assert.equal(h.runner.metrics().logLines, 3);
+    });
+
+    it('applies the image policy: a network that is off, a registry not allowed, and the log cap with its count', async () => {
+      const sink = recordingSink();
+      const limits = { ...testConfig.containers, registries: ['localhost'], maxLogLines: 5 };
+      h = await harness({ containers, logSink: sink, imagePolicy: new ImagePolicy({ limits }) });
+      const bridged = await h.runJob({ kind: 'CONTAINER', payload: JSON.stringify({ image: IMAGE, cmd: ['true'], network: 'bridge' }) });
+      const refused = await h.events.finished(bridged.job_id, 30_000);
+      assert.deepEqual([refused.body.status, refused.body.reason, refused.body.container_id], ['FAILED', reasons.networkNotAllowed(), undefined]);
+      const hub = await h.runJob({ kind: 'CONTAINER', payload: JSON.stringify({ image: 'alpine:3', cmd: ['true'] }) });
+      assert.deepEqual((await h.events.finished(hub.job_id, 30_000)).body.reason, reasons.registryNotAllowed());
+      const chatty = await h.runJob({ kind: 'CONTAINER', log_retention: true, payload: container(['sh', '-c', 'for i in 1 2 3 4 5 6 7 8 9; do echo $i; done']) });
+      const finished = await h.events.finished(chatty.job_id, 30_000);
+      assert.equal(finished.body.status, 'COMPLETED');
+      assert.equal(finished.body.log_truncated, true);
+      assert.deepEqual(sink.lines.map((l) => l.message).slice(0, 5), ['1', '2', '3', '4', '5']);
+      assert.equal(sink.lines.length, 6);
+      assert.match(sink.lines[5]!.message, /^\[orloj\] log limit reached/);
+      assert.deepEqual(sink.counts, [9], 'close() gets the printed count');
     });
 
     it('reports a non-zero exit as FAILED NON_ZERO_EXIT', async () => {

@@ -68,6 +68,13 @@ export interface SchedulerConfig {
    * one transaction (see applyBatched), so this is also the largest batch.
    */
   eventPrefetch: number;
+  /**
+   * Most jobs of one user handed to the runners (QUEUED or RUNNING) at once
+   * (MAX_ACTIVE_JOBS_PER_USER): beyond it the user's due workflows and manual
+   * jobs wait, so one user cannot hold every runner slot while others wait.
+   * Undefined: no per-user cap.
+   */
+  maxActivePerUser?: number | undefined;
 }
 
 export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
@@ -240,7 +247,9 @@ export class Scheduler {
   /** When the next slot falls due, or since when a manual job waits to be handed out. */
   private async nextDueAt(): Promise<number> {
     const { store } = this.deps;
-    const times = [await store.workflows.nextDueAt(), await store.jobs.nextPendingAt()];
+    // A user at their share has nothing due until a job of theirs ends (seen by the next tick).
+    const fair = { maxActivePerUser: this.config.maxActivePerUser };
+    const times = [await store.workflows.nextDueAt(fair), await store.jobs.nextPendingAt(fair)];
     return Math.min(...times.map((t) => t ?? Number.POSITIVE_INFINITY));
   }
 
@@ -276,17 +285,20 @@ export class Scheduler {
    */
   private async createDueJobs(now: number, limit: number): Promise<number> {
     const { store } = this.deps;
-    const due = await store.workflows.due(now, limit);
+    const due = await store.workflows.due(now, limit, { maxActivePerUser: this.config.maxActivePerUser });
     if (due.length === 0) return 0;
     const handOut = await store.transaction(async (tx) => {
       // Locked first, so a job that ends meanwhile is either seen ended here, or
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
+      const share = await this.userShare(tx, due.map((w) => w.userId));
       const jobs: [Job, Workflow][] = [];
       const next: { id: string; nextDueAt: number }[] = [];
       for (const w of due) {
         if (w.buildCompletedAt === null) continue;
+        // The user's share is taken: the workflow stays due and runs its most recent slot later.
+        if (!busy.has(w.id) && !share(w.userId)) continue;
         const intervalMs = w.intervalMinutes * 60_000;
         if (busy.has(w.id)) {
           // Runs never overlap: this slot is skipped for now. The workflow waits
@@ -314,15 +326,33 @@ export class Scheduler {
   /** Returns how many pending jobs it looked at (a full batch means there may be more). */
   private async dispatch(now: number, limit: number): Promise<number> {
     const { store } = this.deps;
-    const jobs = await store.jobs.dispatchable(now, limit);
-    if (jobs.length === 0) return 0;
+    const found = await store.jobs.dispatchable(now, limit, { maxActivePerUser: this.config.maxActivePerUser });
+    if (found.length === 0) return 0;
+    const share = await this.userShare(store, found.map((j) => j.userId));
+    const jobs = found.filter((j) => share(j.userId));
     const workflows = new Map((await store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
     const queued: [Job, Workflow][] = [];
     for (const moved of await this.queueAll(jobs.filter((j) => workflows.has(j.workflowId)), now)) {
       queued.push([moved, workflows.get(moved.workflowId)!]);
     }
     await this.sendJobs(queued);
-    return jobs.length;
+    return found.length;
+  }
+
+  /**
+   * Takes a place in its user's share of the runners (maxActivePerUser), for
+   * a batch: true while the user had fewer jobs handed out than the cap.
+   */
+  private async userShare(store: Store, userIds: readonly string[]): Promise<(userId: string) => boolean> {
+    const cap = this.config.maxActivePerUser;
+    if (cap === undefined) return () => true;
+    const active = await store.jobs.activeCountsByUser(userIds);
+    return (userId) => {
+      const n = active.get(userId) ?? 0;
+      if (n >= cap) return false;
+      active.set(userId, n + 1);
+      return true;
+    };
   }
 
   /**
@@ -656,6 +686,7 @@ export class Scheduler {
         leaseExpiresAt: null,
         reason: m.status === 'COMPLETED' ? null : (m.reason ?? (m.status === 'FAILED' ? reasons.failureUnavailable() : reasons.cancellationUnavailable())),
         ...(m.container_id ? { containerId: m.container_id } : {}),
+        ...(m.log_truncated === true ? { logTruncated: true } : {}),
       },
       { attempts: m.attempt },
     );

@@ -24,7 +24,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { ApiServer, isDashboardDir } from '@orloj/api';
 import { Scheduler } from '@orloj/scheduler';
-import { BusLogSink, ContainerExecutor, HttpCheckExecutor, Runner } from '@orloj/runners';
+import { BusLogSink, ContainerExecutor, HttpCheckExecutor, ImagePolicy, Runner } from '@orloj/runners';
 import { LogIngester } from '@orloj/log-ingest';
 import { Notifier } from '@orloj/notifier';
 import type { Role } from './roles.js';
@@ -132,6 +132,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
           queueTimeoutMs: config.scheduler.queueTimeoutMs,
           buildTimeoutMs: config.scheduler.buildTimeoutMs,
           maxQueued: config.scheduler.maxQueued,
+          maxActivePerUser: config.tenants.maxActiveJobsPerUser,
         },
       });
       await scheduler.start();
@@ -140,7 +141,13 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     // Before the runners: stopped after them, so it takes the lines they flush at shutdown.
     if (roles.has('log-ingest') && store) {
       const log = logger.child({ role: 'log-ingest' });
-      const ingester = new LogIngester({ store, bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log }), clock, logger: log });
+      const ingester = new LogIngester({
+        store,
+        bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log }),
+        clock,
+        logger: log,
+        maxLinesPerJob: config.containers.maxLogLines,
+      });
       await ingester.start();
       started.push(ingester);
     }
@@ -168,6 +175,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         runnerId: config.runner.id,
         http: new HttpCheckExecutor({ logger: log, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets], clock }),
         ...(containers ? { containers } : {}),
+        imagePolicy: new ImagePolicy({ limits: config.containers, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets] }),
         concurrency: config.runner.concurrency,
         leaseTtlMs: config.scheduler.jobLeaseTtlMs,
         shutdownGraceMs: config.runner.shutdownGraceMs,

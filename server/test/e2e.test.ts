@@ -74,6 +74,7 @@ for (const combo of combos) {
           PORT: '0',
           RATE_LIMIT_ENABLED: 'false',
           RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
+          CONTAINER_REGISTRIES: 'docker.io,localhost',
           // one clock minute passes in one real second: a one-minute workflow runs every second
           ORLOJ_CLOCK: `accelerated:${Date.now()}:60`,
           SCHEDULER_TICK: '10s',
@@ -177,7 +178,7 @@ for (const combo of combos) {
       });
 
       it('stops a running container when the workflow is terminated', async () => {
-        const id = await create({ name: 'sleeper', kind: 'CONTAINER', payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sleep', '600'], timeout: '1h' }), interval: 60 });
+        const id = await create({ name: 'sleeper', kind: 'CONTAINER', payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sleep', '600'], timeout: '30m' }), interval: 60 });
         await until(() => workflow(id), (w) => w.build_status === 'COMPLETED', 'build COMPLETED');
         const res = await c.post(`/workflows/${id}/jobs/schedule`, {}, { headers: { 'idempotency-key': crypto.randomUUID() } });
         const jobUrl = `/workflows/${id}/jobs/${res.json.id}`;

@@ -50,6 +50,7 @@ export function presentJob(j: Job, options: { inList?: boolean } = {}) {
     ...(j.completedAt !== null ? { completed_at: toIso(j.completedAt) } : {}),
     created_at: toIso(j.createdAt),
     updated_at: toIso(j.updatedAt),
+    ...(j.logTruncated ? { log_truncated: true } : {}),
     ...(fallback
       ? j.statusReasonCode !== null
         ? { status_reason_code: j.statusReasonCode, status_reason_message: j.statusReasonMessage ?? fallback.message }

@@ -3,6 +3,7 @@ import type { Context } from 'koa';
 import {
   BUILD_STATUSES,
   cancelOutdatedJobs,
+  containerLimitErrors,
   createWorkflow,
   deleteWorkflow,
   decodeCursor,
@@ -17,6 +18,7 @@ import {
   validationError,
   WORKFLOW_KINDS,
   type ActiveSession,
+  type ContainerLimits,
   type FieldError,
   type Store,
   type Workflow,
@@ -36,11 +38,15 @@ const readUpdate = bodyValidator<UpdateWorkflowBody>(updateWorkflowBody);
 export const WORKFLOW_PAGE_SIZE = 20;
 const INT32_MAX = 2_147_483_647;
 
-/** Validates the payload for the kind and the log_retention rule; throws 400 naming each field. */
-function checkPayloadAndRetention(kind: WorkflowKind, payload: string, logRetention: boolean | undefined) {
+/**
+ * Validates the payload for the kind, the operator's container limits (registry,
+ * network, resources) and the log_retention rule; throws 400 naming each field.
+ */
+function checkPayloadAndRetention(kind: WorkflowKind, payload: string, logRetention: boolean | undefined, limits: ContainerLimits) {
   const errors: FieldError[] = [];
   const parsed = parsePayload(kind, payload);
   if (!parsed.ok) errors.push(...parsed.errors);
+  else if (parsed.value.kind === 'CONTAINER') errors.push(...containerLimitErrors(parsed.value.payload, limits));
   if (kind === 'HEARTBEAT' && logRetention === true) {
     errors.push({ field: 'log_retention', message: 'is not supported for HEARTBEAT workflows' });
   }
@@ -64,9 +70,18 @@ export function workflowsRoutes(deps: ApiDeps): Router {
   router.post('/workflows', session, async (ctx) => {
     const key = readIdempotencyKey(ctx);
     const body = readCreate(await readJsonBody(ctx));
-    checkPayloadAndRetention(body.kind, body.payload, body.log_retention);
+    checkPayloadAndRetention(body.kind, body.payload, body.log_retention, deps.config.containers);
     const userId = userIdOf(ctx);
     await idempotency.run(ctx, userId, key, { scope: 'POST /workflows', body }, async (tx) => {
+      // Under the user's row lock, so two concurrent creates cannot both take the last place.
+      await tx.users.lock(userId);
+      const max = deps.config.tenants.maxWorkflowsPerUser;
+      if ((await tx.workflows.countForUser(userId)) >= max) {
+        throw new OrlojError(
+          'workflow_limit_reached',
+          `You already have ${max} workflows, the most this installation allows per user; delete terminated ones to make room.`,
+        );
+      }
       const workflow = newWorkflow(
         {
           userId,
@@ -146,7 +161,7 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     await idempotency.run(ctx, userId, key, { scope: `PUT /workflows/${id}`, body }, async (tx: Store) => {
       const current = await tx.workflows.findForUser(userId, id, { lock: true });
       if (!current) throw notFound('The workflow');
-      const parsed = checkPayloadAndRetention(current.kind, body.payload, body.log_retention);
+      const parsed = checkPayloadAndRetention(current.kind, body.payload, body.log_retention, deps.config.containers);
       const newImage = parsed?.kind === 'CONTAINER' ? parsed.payload.image : undefined;
       const rebuild =
         current.terminatedAt !== null ||

@@ -28,6 +28,8 @@ export function testConfig(env: Record<string, string> = {}): ResolvedConfig {
       HOST: '127.0.0.1',
       DATA_DIR: '/nonexistent-not-used',
       RATE_LIMIT_ENABLED: 'false',
+      // The test images are built locally (localhost/orloj-test/…): allowed explicitly, like an operator would.
+      CONTAINER_REGISTRIES: 'docker.io,localhost',
       SESSION_SECRET: 'test-session-secret-0123456789abcdef0123456789',
       CSRF_HMAC_SECRET: 'test-csrf-secret-0123456789abcdef0123456789abc',
       ...env,

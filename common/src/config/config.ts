@@ -80,8 +80,35 @@ export interface Config {
     /** How often the outbox relay looks for unpublished domain events. */
     readonly pollMs: number;
   };
+  /** What tenants' CONTAINER workflows may ask for (docs/security.md). */
+  readonly containers: ContainerLimits;
+  /** Per-user shares of the installation (docs/security.md). */
+  readonly tenants: {
+    /** Most workflows one user may own (terminated ones included until deleted). */
+    readonly maxWorkflowsPerUser: number;
+    /** Most jobs of one user handed to the runners (QUEUED or RUNNING) at once. */
+    readonly maxActiveJobsPerUser: number;
+  };
   /** Test hook: `accelerated:<origin-ms>:<speed>` runs every role on a faster clock. */
   readonly clock: { readonly kind: 'system' } | { readonly kind: 'accelerated'; readonly origin: number; readonly speed: number };
+}
+
+/** Operator maxima and switches for CONTAINER workflows; checked at validation and again by the runner. */
+export interface ContainerLimits {
+  /**
+   * Registries images may come from (`docker.io`, `ghcr.io`, `registry.example.com:5000`).
+   * `localhost` means locally present images (e.g. built with `podman build`), never pulled.
+   */
+  readonly registries: readonly string[];
+  /** Whether a payload may ask for `"network": "bridge"`. */
+  readonly networkEnabled: boolean;
+  readonly maxMemoryMb: number;
+  readonly maxCpus: number;
+  readonly maxTimeoutMs: number;
+  /** Log lines kept per job; the rest are counted, not stored. */
+  readonly maxLogLines: number;
+  /** Log bytes (UTF-8 message text) kept per job. */
+  readonly maxLogBytes: number;
 }
 
 export type ResolvedConfig = Config & { readonly sessionSecret: string; readonly csrfSecret: string };
@@ -254,8 +281,22 @@ export function loadConfig(env: Env = process.env): Config {
     notifier: {
       pollMs: r.duration('NOTIFIER_POLL_INTERVAL', '500ms'),
     },
+    containers: {
+      registries: registryList(r),
+      networkEnabled: r.bool('CONTAINER_NETWORK_ENABLED', false),
+      maxMemoryMb: r.int('CONTAINER_MAX_MEMORY_MB', 1024, 6, 65_536),
+      maxCpus: decimal(r, 'CONTAINER_MAX_CPUS', 1, 64),
+      maxTimeoutMs: r.duration('CONTAINER_MAX_TIMEOUT', '30m'),
+      maxLogLines: r.int('JOB_LOG_MAX_LINES', 100_000, 1, 100_000_000),
+      maxLogBytes: r.int('JOB_LOG_MAX_MB', 32, 1, 1_048_576) * 1024 * 1024,
+    },
+    tenants: {
+      maxWorkflowsPerUser: r.int('MAX_WORKFLOWS_PER_USER', 500, 1, 10_000_000),
+      maxActiveJobsPerUser: r.int('MAX_ACTIVE_JOBS_PER_USER', 2, 1, 1_000_000),
+    },
     clock: parseClock(r),
   };
+  if (config.containers.maxTimeoutMs > 60 * 60_000) r.problems.push('CONTAINER_MAX_TIMEOUT must be at most 1h');
   if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(config.runner.id)) {
     r.problems.push(`RUNNER_ID must be 1-128 letters, digits or _ . : - (got "${config.runner.id}")`);
   }
@@ -282,6 +323,31 @@ function checkTlsUse(config: Config, problems: string[]): void {
       problems.push('DATABASE_TLS_* and the ssl parameters of DATABASE_URL (sslmode, sslrootcert, sslcert, sslkey) are two ways to say the same: use one');
     }
   }
+}
+
+/** A positive decimal number such as 0.5 or 2. */
+function decimal(r: Reader, name: string, fallback: number, max: number): number {
+  const v = r.raw(name);
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!/^\d+(?:\.\d+)?$/.test(v) || n <= 0 || n > max) {
+    r.problems.push(`${name} must be a number above 0 and at most ${max} (got "${v}")`);
+    return fallback;
+  }
+  return n;
+}
+
+// A registry host name, or host:port, as the first component of an image reference names it.
+const REGISTRY_ENTRY = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*(?::\d{1,5})?$|^\[[0-9a-f:.]+\](?::\d{1,5})?$/;
+
+function registryList(r: Reader): string[] {
+  const list = r.raw('CONTAINER_REGISTRIES') === undefined ? ['docker.io'] : r.list('CONTAINER_REGISTRIES').map((s) => s.toLowerCase());
+  for (const entry of list) {
+    if (!REGISTRY_ENTRY.test(entry)) {
+      r.problems.push(`CONTAINER_REGISTRIES must hold registry hosts such as docker.io or registry.example.com:5000 (got "${entry}")`);
+    }
+  }
+  return list;
 }
 
 function parseClock(r: Reader): Config['clock'] {

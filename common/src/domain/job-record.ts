@@ -24,6 +24,8 @@ export interface Job {
   statusReasonMessage: string | null;
   createdAt: number;
   updatedAt: number;
+  /** The log reached the per-job cap (JOB_LOG_MAX_LINES / JOB_LOG_MAX_MB); read from the store, absent on new jobs. */
+  logTruncated?: boolean;
 }
 
 /** A new PENDING job of the workflow's current generation, due at `slotAt`. */

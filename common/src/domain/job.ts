@@ -39,6 +39,22 @@ export const reasons = {
     code: 'IMAGE_PULL_FAILED',
     message: 'The container image could not be found or pulled.',
   }),
+  registryNotAllowed: (): JobReason => ({
+    code: 'IMAGE_PULL_FAILED',
+    message: "The image's registry is not one this installation pulls from.",
+  }),
+  registryAddressNotAllowed: (): JobReason => ({
+    code: 'IMAGE_PULL_FAILED',
+    message: "The image's registry resolves to an address that runners are not allowed to contact.",
+  }),
+  localImageMissing: (): JobReason => ({
+    code: 'IMAGE_PULL_FAILED',
+    message: 'The local image is not present on the runner; local (localhost/) images are never pulled.',
+  }),
+  networkNotAllowed: (): JobReason => ({
+    code: 'EXECUTION_FAILED',
+    message: 'Networked containers are not enabled on this installation.',
+  }),
   unexpectedStatusCode: (expected: number, received: number): JobReason => ({
     code: 'UNEXPECTED_STATUS_CODE',
     message: `The endpoint answered with status ${received}; expected ${expected}.`,

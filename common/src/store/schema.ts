@@ -67,6 +67,8 @@ export interface JobsTable {
   status_reason_message: string | null;
   created_at: number;
   updated_at: number;
+  /** 1 once the job's log reached the per-job cap (migration 0009). */
+  log_truncated: Generated<number>;
 }
 
 export interface JobLogsTable {

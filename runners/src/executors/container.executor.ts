@@ -208,8 +208,15 @@ export class ContainerExecutor {
     }
   }
 
-  /** Makes sure the image is present locally, pulling it when missing. */
-  async ensureImage(image: string): Promise<EnsureImageResult> {
+  /**
+   * Makes sure the image is present locally, pulling it when missing. When
+   * `beforePull` returns a reason, the image is not pulled and that reason is
+   * the result (the runner's image policy: registry allow-list, address guard).
+   */
+  async ensureImage(
+    image: string,
+    options: { beforePull?: () => Promise<JobReason | undefined> | JobReason | undefined } = {},
+  ): Promise<EnsureImageResult> {
     const ref = normalizeImageRef(image);
     const log = this.logger.child({ image: ref });
     try {
@@ -224,6 +231,11 @@ export class ContainerExecutor {
         log.error({ err }, 'image inspect failed');
         return { ok: false, reason: reasons.imagePullFailed() };
       }
+    }
+    const refused = await options.beforePull?.();
+    if (refused) {
+      log.warn({ reason: refused.message }, 'image missing and not pulled');
+      return { ok: false, reason: refused };
     }
     log.info('pulling image');
     try {

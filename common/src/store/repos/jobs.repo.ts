@@ -1,5 +1,5 @@
 import { type Expression, type ExpressionBuilder, type Insertable, type Kysely, type Selectable, type SqlBool, type Updateable } from 'kysely';
-import { openJobOf } from './open-jobs.js';
+import { openJobOf, saturatedUsers } from './open-jobs.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 import type { Database, JobsTable } from '../schema.js';
 import type { Job } from '../../domain/job-record.js';
@@ -28,6 +28,7 @@ export function toJob(r: Selectable<JobsTable>): Job {
     statusReasonMessage: r.status_reason_message,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    logTruncated: r.log_truncated === 1,
   };
 }
 
@@ -41,6 +42,8 @@ export interface TransitionFields {
   startedAt?: number | null;
   completedAt?: number | null;
   reason?: { code: ReasonCode; message: string } | null;
+  /** The attempt's log reached the per-job cap. */
+  logTruncated?: boolean;
 }
 
 export interface TransitionGuard {
@@ -119,6 +122,7 @@ function transitionValues(to: JobStatus, now: number, fields: TransitionFields):
     ...(fields.containerId !== undefined ? { container_id: fields.containerId } : {}),
     ...(fields.startedAt !== undefined ? { started_at: fields.startedAt } : {}),
     ...(fields.completedAt !== undefined ? { completed_at: fields.completedAt } : {}),
+    ...(fields.logTruncated !== undefined ? { log_truncated: fields.logTruncated ? 1 : 0 } : {}),
     ...(fields.reason !== undefined ? { status_reason_code: fields.reason?.code ?? null, status_reason_message: fields.reason?.message ?? null } : {}),
   };
 }
@@ -314,8 +318,9 @@ export class JobsRepo {
    * The oldest PENDING job of each workflow that is built, active, and has no
    * QUEUED or RUNNING job: the jobs that may be handed to runners now.
    */
-  async dispatchable(now: number, limit: number): Promise<Job[]> {
-    const rows = await this.db
+  async dispatchable(now: number, limit: number, options: { maxActivePerUser?: number } = {}): Promise<Job[]> {
+    const cap = options.maxActivePerUser;
+    let q = this.db
       .selectFrom('jobs as j')
       .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
       .selectAll('j')
@@ -323,7 +328,9 @@ export class JobsRepo {
       .where('j.scheduled_at', '<=', now)
       .where('w.build_status', '=', 'COMPLETED')
       .where('w.terminated_at', 'is', null)
-      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))))
+      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))));
+    if (cap !== undefined) q = q.where('j.user_id', 'not in', ({ selectFrom }) => saturatedUsers(selectFrom, cap));
+    const rows = await q
       .orderBy('j.scheduled_at')
       .orderBy('j.id')
       .limit(limit * 4)
@@ -349,12 +356,15 @@ export class JobsRepo {
   }
 
   /** When the earliest pending (manual) job that may be handed out now was scheduled. */
-  async nextPendingAt(): Promise<number | undefined> {
-    const row = await this.db
+  async nextPendingAt(options: { maxActivePerUser?: number } = {}): Promise<number | undefined> {
+    const cap = options.maxActivePerUser;
+    let q = this.db
       .selectFrom('jobs as j')
       .select('j.scheduled_at')
       .where('j.status', '=', 'PENDING')
-      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))))
+      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))));
+    if (cap !== undefined) q = q.where('j.user_id', 'not in', ({ selectFrom }) => saturatedUsers(selectFrom, cap));
+    const row = await q
       .orderBy('j.scheduled_at')
       .limit(1)
       .executeTakeFirst();
@@ -415,6 +425,19 @@ export class JobsRepo {
   }
 
   /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */
+  /** How many jobs each of these users has handed to the runners (QUEUED or RUNNING); absent: none. */
+  async activeCountsByUser(userIds: readonly string[]): Promise<Map<string, number>> {
+    if (userIds.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select((eb) => ['user_id', eb.fn.countAll<number>().as('n')])
+      .where('user_id', 'in', [...new Set(userIds)])
+      .where('status', 'in', ['QUEUED', 'RUNNING'])
+      .groupBy('user_id')
+      .execute();
+    return new Map(rows.map((r) => [r.user_id, Number(r.n)]));
+  }
+
   async workflowsWithOpenJobs(workflowIds: readonly string[]): Promise<Set<string>> {
     if (workflowIds.length === 0) return new Set();
     const rows = await this.db

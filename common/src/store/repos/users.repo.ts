@@ -51,6 +51,14 @@ export class UsersRepo {
     return row && toUser(row);
   }
 
+  /**
+   * Locks the user's row until the transaction ends (a no-op update, so it works
+   * in both dialects): serializes a user's own checks such as the workflow cap.
+   */
+  async lock(id: string): Promise<void> {
+    await this.db.updateTable('users').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', id).execute();
+  }
+
   async setNotificationPreference(id: string, preference: 'ALL' | 'NONE', now: number): Promise<void> {
     await this.db
       .updateTable('users')

@@ -4,6 +4,7 @@ import type { Database, Selectable, WorkflowsTable } from '../schema.js';
 import type { BuildStatus, Workflow, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
 import type { KeysetPosition } from '../../cursor.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
+import { saturatedUsers } from './open-jobs.js';
 
 export interface WorkflowListFilter {
   userId: string;
@@ -325,9 +326,9 @@ export class WorkflowsRepo {
 
   /** Active, built workflows whose next slot is due at `now`. */
   /** Built, active workflows whose next slot is due, earliest first. */
-  async due(now: number, limit: number): Promise<Workflow[]> {
-    const rows = await this.scheduled()
-      .selectAll()
+  /** With `maxActivePerUser`, leaves out the workflows of users who have that many jobs handed out. */
+  async due(now: number, limit: number, options: { maxActivePerUser?: number } = {}): Promise<Workflow[]> {
+    const rows = await this.fair(this.scheduled().selectAll(), options.maxActivePerUser)
       .where('next_due_at', '<=', now)
       .orderBy('next_due_at')
       .limit(limit)
@@ -336,9 +337,17 @@ export class WorkflowsRepo {
   }
 
   /** The earliest next slot of a built, active workflow. */
-  async nextDueAt(): Promise<number | undefined> {
-    const row = await this.scheduled().select('next_due_at').where('next_due_at', 'is not', null).orderBy('next_due_at').limit(1).executeTakeFirst();
+  async nextDueAt(options: { maxActivePerUser?: number } = {}): Promise<number | undefined> {
+    const row = await this.fair(this.scheduled().select('next_due_at'), options.maxActivePerUser)
+      .where('next_due_at', 'is not', null)
+      .orderBy('next_due_at')
+      .limit(1)
+      .executeTakeFirst();
     return row?.next_due_at ?? undefined;
+  }
+
+  private fair<Q extends ReturnType<WorkflowsRepo['scheduled']>>(q: Q, cap: number | undefined): Q {
+    return cap === undefined ? q : (q.where('user_id', 'not in', ({ selectFrom }) => saturatedUsers(selectFrom, cap)) as Q);
   }
 
   private scheduled() {

@@ -1,0 +1,65 @@
+import type { ContainerLimits } from '../config/config.js';
+import type { FieldError } from '../errors.js';
+import type { ContainerPayload } from './workflow.js';
+
+/**
+ * Where a CONTAINER image comes from, and whether the operator's limits allow a
+ * payload (docs/security.md, "Containers, registries, resources and fairness").
+ * Checked by the api at create/update time and again by the runner before it
+ * pulls or runs anything, because the settings or DNS may have changed since.
+ */
+
+/** The registry an image reference names, the way Docker and Podman read it. */
+export interface ImageRegistry {
+  /** `docker.io`, `ghcr.io`, `localhost`, `127.0.0.1:5000`: lower case, with the port when one is given. */
+  readonly host: string;
+  /** The host without port or IPv6 brackets: what a pull resolves and connects to. */
+  readonly hostname: string;
+  /** `localhost` without a port: locally present images only, which orloj never pulls. */
+  readonly localOnly: boolean;
+}
+
+/**
+ * The first path component is a registry when it holds a `.` or a `:` or is
+ * `localhost`; otherwise the image is on Docker Hub (`alpine:3` is
+ * `docker.io/library/alpine:3`).
+ */
+export function imageRegistry(image: string): ImageRegistry {
+  const slash = image.indexOf('/');
+  const first = slash === -1 ? '' : image.slice(0, slash);
+  const isRegistry = first !== '' && (first.includes('.') || first.includes(':') || first.toLowerCase() === 'localhost');
+  let host = isRegistry ? first.toLowerCase() : 'docker.io';
+  if (host === 'index.docker.io' || host === 'registry-1.docker.io') host = 'docker.io';
+  const hostname = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '');
+  return { host, hostname, localOnly: host === 'localhost' };
+}
+
+/** Whether the operator's CONTAINER_REGISTRIES lets images come from this registry. */
+export function registryAllowed(registry: ImageRegistry, allowed: readonly string[]): boolean {
+  return allowed.includes(registry.host);
+}
+
+/** What the operator's limits refuse in a (valid) CONTAINER payload, each naming its field. */
+export function containerLimitErrors(payload: ContainerPayload, limits: ContainerLimits): FieldError[] {
+  const errors: FieldError[] = [];
+  const registry = imageRegistry(payload.image);
+  if (!registryAllowed(registry, limits.registries)) {
+    errors.push({
+      field: 'payload.image',
+      message: `names the registry "${registry.host}", which this installation does not pull from (allowed: ${limits.registries.join(', ')})`,
+    });
+  }
+  if (payload.network !== 'none' && !limits.networkEnabled) {
+    errors.push({ field: 'payload.network', message: 'must be "none": networked containers are not enabled on this installation' });
+  }
+  if (payload.memory_mb !== undefined && payload.memory_mb > limits.maxMemoryMb) {
+    errors.push({ field: 'payload.memory_mb', message: `must be at most ${limits.maxMemoryMb} on this installation` });
+  }
+  if (payload.cpus !== undefined && payload.cpus > limits.maxCpus) {
+    errors.push({ field: 'payload.cpus', message: `must be at most ${limits.maxCpus} on this installation` });
+  }
+  if (payload.timeout > limits.maxTimeoutMs) {
+    errors.push({ field: 'payload.timeout', message: `must be at most ${limits.maxTimeoutMs / 1000}s on this installation` });
+  }
+  return errors;
+}

@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict';
+import { newJob, silentLogger, type Store } from '@orloj/common';
+import { Scheduler } from '@orloj/scheduler';
+import { describeEachEngine } from '../../common/test/support/stores.js';
+import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
+
+const MINUTE = 60_000;
+
+async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const v = await read();
+    if (ok(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/**
+ * MAX_ACTIVE_JOBS_PER_USER (issue 14, finding 5): the leader hands out at most
+ * that many jobs per user; the rest of the user's due slots wait, others' don't.
+ */
+describeEachEngine('scheduler fairness between users', (db) => {
+  let r: Rig;
+  let scheduler: Scheduler;
+  const store = (): Store => db().store;
+
+  beforeEach(async () => {
+    r = await rig();
+    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { maxActivePerUser: 2 } });
+    await scheduler.start({ leaderLoop: false });
+  });
+  afterEach(async () => {
+    await scheduler.stop();
+    await r.bus.close();
+  });
+
+  const active = async (userId: string) => (await store().jobs.activeCountsByUser([userId])).get(userId) ?? 0;
+
+  it("hands out at most the user's share of due slots; the rest stay due and run once a job ends", async () => {
+    const greedy = await insertUser(store());
+    const other = await insertUser(store());
+    const greedyFlows = [];
+    for (let i = 0; i < 5; i++) greedyFlows.push(await insertWorkflow(store(), greedy, r.clock.now()));
+    const otherFlow = await insertWorkflow(store(), other, r.clock.now());
+    await scheduler.tick(); // builds
+    r.clock.advance(MINUTE);
+    await scheduler.tick();
+    assert.equal(await active(greedy), 2);
+    assert.equal(await active(other), 1);
+    await r.runners.until(() => r.runners.jobs.length === 3, 'three job.run messages');
+    assert.equal(r.runners.jobs.filter((j) => j.workflow_id === otherFlow.id).length, 1);
+    // Held back: still due, no job yet.
+    const waiting = [];
+    for (const w of greedyFlows) if ((await store().jobs.list({ workflowId: w.id, limit: 10 })).length === 0) waiting.push(w.id);
+    assert.equal(waiting.length, 3);
+    for (const id of waiting) assert.ok(((await store().workflows.findById(id))?.nextDueAt ?? Infinity) <= r.clock.now());
+
+    // Another tick changes nothing while the share is taken.
+    await scheduler.tick();
+    assert.equal(r.runners.jobs.length, 3);
+
+    // One of the greedy user's jobs ends: exactly one held-back slot is handed out.
+    const first = r.runners.jobs.find((j) => j.workflow_id !== otherFlow.id)!;
+    await r.runners.started(first, r.clock.now());
+    await r.runners.finished(first, 'COMPLETED', { started: r.clock.now(), finished: r.clock.now() });
+    await eventually(() => store().jobs.findById(first.job_id), (j) => j?.status === 'COMPLETED', 'COMPLETED');
+    r.clock.advance(1_000);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 4, 'a fourth job.run');
+    assert.equal(await active(greedy), 2);
+  });
+
+  it('holds back manual jobs of a user at their share too', async () => {
+    const greedy = await insertUser(store());
+    const flows = [];
+    for (let i = 0; i < 3; i++) flows.push(await insertWorkflow(store(), greedy, r.clock.now(), { intervalMinutes: 600 }));
+    await scheduler.tick();
+    for (const w of flows) {
+      const built = (await store().workflows.findById(w.id))!;
+      await store().jobs.insert(newJob(built, 'MANUAL', r.clock.now(), r.clock.now()));
+    }
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 2, 'two job.run messages');
+    assert.equal(await active(greedy), 2);
+    const statuses = [];
+    for (const w of flows) for (const j of await store().jobs.list({ workflowId: w.id, limit: 10 })) statuses.push(j.status);
+    assert.deepEqual(statuses.sort(), ['PENDING', 'QUEUED', 'QUEUED']);
+  });
+});
