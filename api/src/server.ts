@@ -82,6 +82,11 @@ export class ApiServer {
     return address;
   }
 
+  /** Open live-tail streams (SSE subscribers) right now. */
+  get liveTailSubscribers(): number {
+    return this.tails?.metrics().tails ?? 0;
+  }
+
   /** Deletes expired idempotency records and dead sessions. */
   async maintain(): Promise<void> {
     const now = this.deps.clock.now();

@@ -55,7 +55,10 @@ async function main(argv: string[]): Promise<number> {
       process.exit(130);
     }
     signalled = true;
-    console.log(`${signal}: shutting down (send again to force)`);
+    // Stdout holds JSON log lines only: through the logger once there is one, else to stderr.
+    const message = `${signal}: shutting down (send again to force)`;
+    if (running.orloj) running.orloj.logger.info({ signal }, message);
+    else console.error(message);
     if (running.orloj) void shutdown();
   };
   process.on('SIGTERM', onSignal);
@@ -64,7 +67,9 @@ async function main(argv: string[]): Promise<number> {
   if (orloj.port !== undefined) {
     // PORT=0 takes any free port: the default SERVER_HOST_URL cannot know it, the line can.
     const url = orloj.config.port === 0 && !process.env.SERVER_HOST_URL?.trim() ? `http://localhost:${orloj.port}` : orloj.config.serverHostUrl;
-    console.log(`orloj is running (${roles.join(', ')}) at ${url} (listening on ${orloj.config.host}:${orloj.port})`);
+    orloj.logger.info({ roles, url, host: orloj.config.host, port: orloj.port }, `orloj is running (${roles.join(', ')}) at ${url} (listening on ${orloj.config.host}:${orloj.port})`);
+  } else if (orloj.opsPort !== undefined) {
+    orloj.logger.info({ roles, host: orloj.config.host, opsPort: orloj.opsPort }, `orloj is running (${roles.join(', ')}); probes and metrics on ${orloj.config.host}:${orloj.opsPort}`);
   }
   if (signalled) void shutdown();
   return -1;

@@ -66,6 +66,8 @@ export interface Config {
     /** How often the outbox relay looks for unpublished domain events. */
     readonly pollMs: number;
   };
+  /** Port of /livez, /readyz and /metrics in a process without the api role (on HOST; 0: any free port). */
+  readonly opsPort: number;
   /** Test hook: `accelerated:<origin-ms>:<speed>` runs every role on a faster clock. */
   readonly clock: { readonly kind: 'system' } | { readonly kind: 'accelerated'; readonly origin: number; readonly speed: number };
 }
@@ -229,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     notifier: {
       pollMs: r.duration('NOTIFIER_POLL_INTERVAL', '500ms'),
     },
+    opsPort: r.int('OPS_PORT', 9464, 0, 65535),
     clock: parseClock(r),
   };
   if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(config.runner.id)) {
