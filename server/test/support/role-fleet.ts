@@ -4,8 +4,9 @@ import { RoleProcess, type RoleProcessEnv } from '../../../common/test/support/r
 export function probePort(p: RoleProcess): number {
   for (const line of p.output.split('\n')) {
     if (!line.startsWith('{')) continue;
-    const entry = JSON.parse(line) as { msg?: string; port?: number };
-    if ((entry.msg === 'api listening' || entry.msg?.startsWith('ops endpoints listening')) && entry.port) return entry.port;
+    // The announcement printed whatever LOG_LEVEL says.
+    const entry = JSON.parse(line) as { msg?: string; port?: number; opsPort?: number };
+    if (entry.msg?.startsWith('orloj is running')) return entry.port ?? entry.opsPort!;
   }
   throw new Error(`${p.role} printed no port:\n${p.output}`);
 }
