@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -135,6 +136,13 @@ describe('probes: /livez and /readyz of every role, with the store and the broke
     }
     await amqpProxy.restore();
     for (const role of ROLES) await probeUntil(ports[role]!, '/readyz', (p) => p.status === 200, `${role} ready again after the broker came back`);
+  });
+
+  it('names each broker connection after its role and process id', async function () {
+    // Seen as the broker sees it; rabbitmqctl exists where the broker runs on this machine.
+    const listed = spawnSync('rabbitmqctl', ['list_connections', 'name', 'client_properties'], { encoding: 'utf8', timeout: 60_000 });
+    if (listed.error || listed.status !== 0) this.skip();
+    for (const p of fleet) assert.ok(listed.stdout.includes(`orloj ${p.role} pid ${p.child!.pid} on ${os.hostname()}`), `${p.role}: ${listed.stdout.slice(0, 2000)}`);
   });
 
   it('writes only JSON objects without duplicate keys to stdout', () => {
