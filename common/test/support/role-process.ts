@@ -53,7 +53,8 @@ export class RoleProcess {
     this.child = c;
     c.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
     c.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
-    const deadline = Date.now() + 60_000;
+    // Generous: several tsx processes starting at once on a loaded machine.
+    const deadline = Date.now() + 120_000;
     // "orloj is running": every process says it once all its roles started.
     const started = new RegExp(`${this.role} started|orloj is running`);
     while (!started.test(this.output)) {
