@@ -122,6 +122,14 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
   };
 
   try {
+    // The other roles answer probes and scrapes on OPS_PORT (the api on its own port), from
+    // the start: live while the store and the broker are still being reached, not ready yet.
+    if (!roles.has('api')) {
+      const ops = new OpsServer({ host: config.host, port: config.opsPort, health, metrics, logger });
+      opsPort = (await ops.start()).port;
+      started.push(ops);
+    }
+    health.add({ name: 'bus', check: () => (bus?.connected ? true : 'not connected to the message broker') });
     let store: Store | undefined;
     if ([...roles].some((r) => r !== 'runners')) {
       database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
@@ -138,15 +146,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     // Named in the broker's connection list after the roles and the process.
     const connectionName = `orloj ${[...roles].join(',')} pid ${process.pid} on ${os.hostname()}`;
     bus = new InstrumentedBus(await createBus(config.busUrl, { logger, prefix: config.busPrefix, connectionName }), metrics);
-    const connected = bus;
-    health.add({ name: 'bus', check: () => (connected.connected ? true : 'not connected to the message broker') });
     roleMetrics.common(metrics, bus);
-    // The other roles answer probes and scrapes on OPS_PORT (the api on its own port), from the start.
-    if (!roles.has('api')) {
-      const ops = new OpsServer({ host: config.host, port: config.opsPort, health, metrics, logger });
-      opsPort = (await ops.start()).port;
-      started.push(ops);
-    }
 
     if (roles.has('scheduler') && store) {
       const log = logger.child({ role: 'scheduler' });

@@ -56,3 +56,30 @@ describe('embedded process: probes and metrics on the api port', function () {
   });
 });
 
+
+describe('a process without the api: probes and metrics on OPS_PORT', function () {
+  this.timeout(60_000);
+  let dir: string;
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-ops-port-'));
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('serves them on OPS_PORT, and refuses to start naming OPS_PORT when it is taken', async () => {
+    const runners = await startOrloj({ roles: ['runners'], env: { DATA_DIR: dir, OPS_PORT: '0', LOG_LEVEL: 'silent' } });
+    try {
+      assert.equal(runners.port, undefined);
+      const base = `http://127.0.0.1:${runners.opsPort}`;
+      assert.equal((await fetch(`${base}/livez`)).status, 200);
+      assert.deepEqual(await (await fetch(`${base}/readyz`)).json(), { ready: true, checks: { roles: { ok: true }, bus: { ok: true } } });
+      assert.match(await (await fetch(`${base}/metrics`)).text(), /^orloj_runner_jobs_running 0$/m);
+      assert.equal((await fetch(`${base}/api/workflows`)).status, 404);
+      await assert.rejects(
+        startOrloj({ roles: ['runners'], env: { DATA_DIR: dir, OPS_PORT: String(runners.opsPort), LOG_LEVEL: 'silent' } }),
+        /cannot listen on OPS_PORT \d+ at 127\.0\.0\.1 \(EADDRINUSE\)/,
+      );
+    } finally {
+      await runners.stop();
+    }
+  });
+});

@@ -47,9 +47,12 @@ export class OpsServer {
     server.headersTimeout = 66_000;
     this.server = server;
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (err: NodeJS.ErrnoException) =>
+        reject(err.code === 'EADDRINUSE' || err.code === 'EACCES' ? new Error(`cannot listen on OPS_PORT ${this.deps.port} at ${this.deps.host} (${err.code}): give each process on this host its own OPS_PORT`) : err),
+      );
       server.listen(this.deps.port, this.deps.host, () => {
-        server.off('error', reject);
+        server.removeAllListeners('error');
+        server.on('error', (err) => this.deps.logger.error({ err }, 'ops endpoints: server error'));
         resolve();
       });
     });
