@@ -84,3 +84,17 @@ ensure_chromium() {
   export TEST_CHROMIUM="$bin"
   log "chromium ready: $bin"
 }
+
+# Prometheus and promtool from Debian's package: the observability tests check
+# deploy/observability/ with promtool and scrape a distributed run with a
+# Prometheus of their own (on a free port, scratch storage). Only the binaries
+# are used; the package's own service is not needed.
+ensure_prometheus() {
+  if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+    log "installing prometheus"
+    apt_install prometheus || { log "prometheus could not be installed"; return 1; }
+  fi
+  command -v promtool >/dev/null 2>&1 || return 1
+  export TEST_PROMETHEUS="$(command -v prometheus)"
+  log "prometheus ready: $TEST_PROMETHEUS"
+}

@@ -33,6 +33,11 @@ if [ "${REQUIRE_SERVICES:-0}" = 1 ] || [ ! -x /usr/bin/chromium ]; then
   ensure_chromium || [ "${REQUIRE_SERVICES:-0}" != 1 ] || fail_early "Chromium is required but could not be installed"
 fi
 
+# deploy/observability/ is checked with promtool; a Prometheus scrapes a distributed run.
+if [ "${REQUIRE_SERVICES:-0}" = 1 ] || ! command -v promtool >/dev/null 2>&1; then
+  ensure_prometheus || [ "${REQUIRE_SERVICES:-0}" != 1 ] || fail_early "Prometheus is required but could not be installed"
+fi
+
 echo "[test] type-checking" >&2
 npx tsc -b || fail_early "type check (tsc -b) failed"
 npx tsc -p tsconfig.test.json || fail_early "type check of tests failed"

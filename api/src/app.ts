@@ -1,7 +1,6 @@
-import crypto from 'node:crypto';
 import Koa from 'koa';
 import Router from '@koa/router';
-import { OrlojError, type Clock, type Logger, type ResolvedConfig, type SignedBus, type Store } from '@orloj/common';
+import { OrlojError, type Clock, type Health, type Logger, type OrlojMetrics, type RequestContext, type ResolvedConfig, type SignedBus, type Store } from '@orloj/common';
 import type { ApiDeps } from './deps.js';
 import { errorMiddleware, sendProblem, withHeaders } from './http/problem.js';
 import { corsMiddleware } from './http/cors.js';
@@ -22,6 +21,7 @@ import { LiveTailHub, type LiveTailSettings } from './http/live-tail.js';
 import { openApiDocument } from './openapi.js';
 import { dashboardMiddleware, SECURITY_HEADERS } from './http/dashboard.js';
 import { hostCheckMiddleware } from './http/host-check.js';
+import { observeMiddleware, opsMiddleware } from './http/observe.js';
 
 export interface AppOptions {
   store: Store;
@@ -39,6 +39,12 @@ export interface AppOptions {
   tails?: LiveTailHub | undefined;
   /** A built dashboard (index.html and assets/) to serve at `/`; none when undefined. */
   dashboardDir?: string | undefined;
+  /** The process's metrics: HTTP durations are recorded there, and /metrics serves them (with `health`). */
+  metrics?: OrlojMetrics | undefined;
+  /** The process's readiness: with `metrics`, /livez, /readyz and /metrics answer on the api's port. */
+  health?: Health | undefined;
+  /** Carries the request id into every log line a request causes. */
+  requestContext?: RequestContext | undefined;
 }
 
 /** The live tails of an app built from these options. */
@@ -79,11 +85,7 @@ export function createApp(options: AppOptions): Koa {
   const authLimiter = new RateLimiter(limits.authPerMinute / 60, limits.authBurst, () => clock.now());
   const apiLimiter = new RateLimiter(limits.apiPerSecond, limits.apiBurst, () => clock.now());
 
-  app.use(async (ctx, next) => {
-    ctx.state.reqId = crypto.randomUUID();
-    ctx.state.clientAddress = clientAddress.resolve(ctx.req.socket.remoteAddress, ctx.get('X-Forwarded-For') || undefined);
-    await next();
-  });
+  app.use(observeMiddleware({ logger, clientAddress, metrics: options.metrics, requestContext: options.requestContext }));
   app.use(errorMiddleware(logger));
   // On every response, refusals included; the dashboard's HTML replaces the CSP with its own.
   app.use(async (ctx, next) => {
@@ -92,6 +94,8 @@ export function createApp(options: AppOptions): Koa {
   });
   // A request for a name this service does not serve (DNS rebinding) gets nothing else.
   app.use(hostCheckMiddleware(config, API_PREFIX));
+  // Probes and scrapes: after the host check (it lets probes through whatever the Host; /metrics only for IP hosts and known names), before the dashboard, the rate limits and sessions.
+  if (options.health && options.metrics) app.use(opsMiddleware({ health: options.health, metrics: options.metrics }));
   // Before the rate limits: build assets are exempt from them (the contract's Limits).
   if (options.dashboardDir) app.use(dashboardMiddleware(options.dashboardDir, API_PREFIX));
   app.use(async (ctx, next) => {

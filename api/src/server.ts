@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Socket } from 'node:net';
@@ -27,7 +28,8 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   });
   socket.end(
     `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
-      `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${crypto.randomUUID()}\r\n` +
+      `Connection: close\r\n\r\n${body}`,
   );
 }
 
@@ -80,6 +82,11 @@ export class ApiServer {
     const address = server.address() as AddressInfo;
     this.deps.logger.info({ host: address.address, port: address.port }, 'api listening');
     return address;
+  }
+
+  /** Open live-tail streams (SSE subscribers) right now. */
+  get liveTailSubscribers(): number {
+    return this.tails?.metrics().tails ?? 0;
   }
 
   /** Deletes expired idempotency records and dead sessions. */

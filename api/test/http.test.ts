@@ -14,6 +14,14 @@ describeApi('http conventions', (h) => {
     assert.equal(res.json.code, 'route_not_found');
   });
 
+  it('gives every response its own X-Request-Id, ignoring one sent by a client that is not a trusted proxy', async () => {
+    const c = h().client();
+    const answers = [await c.get('/nope'), await c.send('DELETE', '/users'), await c.send('GET', '/users', { headers: { 'x-request-id': 'forged-1' } })];
+    const ids = answers.map((r) => String(r.headers['x-request-id']));
+    for (const id of ids) assert.match(id, /^[0-9a-f-]{36}$/);
+    assert.equal(new Set(ids).size, ids.length);
+  });
+
   it('answers 405 with Allow for a wrong method', async () => {
     const c = await h().user();
     const res = await c.send('DELETE', '/users');
@@ -97,6 +105,7 @@ describeApi('http conventions', (h) => {
     const res = await rawRequest(h().baseUrl, Buffer.from('GET /users HTTP/1.1\r\nHost: x\r\nX-Bad: a\x7fb\r\n\r\n', 'latin1'));
     assert.equal(res.status, 400);
     assert.equal(JSON.parse(res.body).code, 'malformed_request');
+    assert.match(res.head, /^X-Request-Id: [0-9a-f-]{36}$/m, 'every response carries a request id');
   });
 
   it('never answers a stack trace or internals', async () => {

@@ -21,3 +21,4 @@ export * from './bus/index.js';
 export * from './envelope/index.js';
 export * from './domain/due-slots.js';
 export * from './role-bus.js';
+export * from './observability/index.js';

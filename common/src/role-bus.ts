@@ -1,6 +1,7 @@
 import type { Bus } from './bus/bus.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logging/logger.js';
+import type { OrlojMetrics } from './observability/metrics.js';
 import { EnvelopeSigner, EnvelopeVerifier, SignedBus, type SignatureMode } from './envelope/envelope.js';
 import type { ProducerRole, RoleKeys } from './envelope/keys.js';
 import { PRODUCER_POLICY } from './messages.js';
@@ -11,13 +12,23 @@ import { PRODUCER_POLICY } from './messages.js';
  * key and orloj's producer policy. On the in-process bus envelopes go
  * unsigned (`SignatureMode`), unless `signatures: 'required'` asks otherwise.
  */
-export function roleBus(options: { bus: Bus; role: ProducerRole; keys: RoleKeys; clock: Clock; logger: Logger; signatures?: SignatureMode }): SignedBus {
+export function roleBus(options: {
+  bus: Bus;
+  role: ProducerRole;
+  keys: RoleKeys;
+  clock: Clock;
+  logger: Logger;
+  signatures?: SignatureMode;
+  /** Counts refused messages. */
+  metrics?: OrlojMetrics | undefined;
+}): SignedBus {
   const { bus, role, keys, clock, logger } = options;
   const signatures = options.signatures ?? (bus.inProcess ? 'in-process' : 'required');
   const privateKey = keys.privateKeys[role];
   return new SignedBus({
     bus,
     logger,
+    metrics: options.metrics,
     verifier: new EnvelopeVerifier({ publicKeys: keys.publicKeys, policy: PRODUCER_POLICY, clock, signatures }),
     ...(privateKey ? { signer: new EnvelopeSigner({ role, privateKey, clock, signatures }) } : {}),
   });

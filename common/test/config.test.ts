@@ -173,3 +173,12 @@ describe('config: mutual TLS files (BUS_TLS_*, DATABASE_TLS_*)', function () {
     );
   });
 });
+
+describe('config: OPS_PORT', () => {
+  it('defaults to 9464, takes 0 for any free port, and refuses anything else naming the variable', () => {
+    assert.equal(loadConfig({}).opsPort, 9464);
+    assert.equal(loadConfig({ OPS_PORT: '0' }).opsPort, 0);
+    assert.equal(loadConfig({ OPS_PORT: '9100' }).opsPort, 9100);
+    for (const bad of ['http', '-1', '70000']) assert.throws(() => loadConfig({ OPS_PORT: bad }), (err: unknown) => err instanceof ConfigError && /OPS_PORT must be an integer from 0 to 65535/.test(err.message));
+  });
+});

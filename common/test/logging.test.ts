@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { lazyChild } from '@orloj/common';
+import { createLogger, lazyChild, RequestContext } from '@orloj/common';
+import { duplicateKeys, jsonLines } from './support/json-lines.js';
 
 function capture(level: string) {
   const lines: Record<string, unknown>[] = [];
@@ -43,5 +44,45 @@ describe('lazyChild', () => {
     log.error('kept');
     log.error('kept again');
     assert.equal(children, 1);
+  });
+});
+
+describe('request context in log lines', () => {
+  function captureRoot(context: RequestContext) {
+    const raw: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString('utf8').split('\n')) if (l) raw.push(l);
+        done();
+      },
+    });
+    return { logger: createLogger({ level: 'info', context, destination: sink }), raw };
+  }
+
+  it('adds the request id to every line written for the request, across awaits, and only there', async () => {
+    const context = new RequestContext();
+    const { logger, raw } = captureRoot(context);
+    const child = logger.child({ role: 'api' });
+    await context.run('req-1', async () => {
+      child.info('first');
+      await new Promise((r) => setTimeout(r, 5));
+      child.warn({ reqId: 'req-1', extra: 1 }, 'explicit id too');
+    });
+    child.info('outside');
+    await new Promise((r) => setImmediate(r));
+    const lines = jsonLines(raw.join('\n'));
+    assert.deepEqual(
+      lines.map((l) => [l.msg, l.reqId, l.role]),
+      [
+        ['first', 'req-1', 'api'],
+        ['explicit id too', 'req-1', 'api'],
+        ['outside', undefined, 'api'],
+      ],
+    );
+  });
+
+  it('finds duplicate keys that JSON.parse would hide', () => {
+    assert.deepEqual(duplicateKeys('{"a":1,"role":"x","n":{"role":2},"role":"y"}'), ['role']);
+    assert.deepEqual(duplicateKeys('{"a":"\\"role\\":","b":[{"a":1}]}'), []);
   });
 });

@@ -25,6 +25,7 @@ import {
   type DomainEvent,
   type JobEventData,
   type Logger,
+  type OrlojMetrics,
   type SignedBus,
   type Store,
   type Subscription,
@@ -46,6 +47,8 @@ export interface NotifierOptions {
   relay?: boolean;
   /** How long (clock ms) an event failing with a non-connection error is retried before it goes back to the bus. Default 60 s. */
   maxRetryMs?: number;
+  /** Jobs finished and schedule lag are counted there, once per applied event. */
+  metrics?: OrlojMetrics | undefined;
 }
 
 export interface NotifierMetrics {
@@ -160,10 +163,25 @@ export class Notifier {
     }
     this.counts.applied += 1;
     if (notified) this.counts.notifications += 1;
+    if (event.kind.startsWith('job.')) this.observeJob(event.data as JobEventData);
+  }
+
+  /** Counted after the commit, and only by the delivery that applied the event: once per job. */
+  private observeJob(data: JobEventData): void {
+    const metrics = this.options.metrics;
+    if (!metrics) return;
+    const kind = data.workflow_kind;
+    // Label values from a fixed vocabulary only: a label never takes an unbounded value.
+    const reason = data.reason_code === undefined ? 'none' : LABEL.test(data.reason_code) ? data.reason_code : 'other';
+    metrics.jobsFinished.inc({ kind, trigger: LABEL.test(data.trigger) ? data.trigger : 'other', status: LABEL.test(data.status) ? data.status : 'other', reason });
+    if (data.trigger === 'AUTOMATIC' && data.started_at !== undefined && data.scheduled_at !== undefined) {
+      metrics.scheduleLag.observe({ kind }, Math.max(0, data.started_at - data.scheduled_at) / 1000);
+    }
   }
 }
 
 const KINDS = new Set<string>(DOMAIN_EVENT_KINDS);
+const LABEL = /^[A-Z][A-Z0-9_]{0,63}$/;
 const KIND_NAMES = new Set<string>(WORKFLOW_KINDS);
 const optionalTime = (v: unknown) => v === undefined || Number.isSafeInteger(v);
 
@@ -178,7 +196,7 @@ export function readDomainEvent(body: unknown): DomainEvent | string {
   if (!isRecord(data) || typeof data.workflow_name !== 'string' || !KIND_NAMES.has(data.workflow_kind as string)) {
     return 'data must hold workflow_name and workflow_kind';
   }
-  if (kind.startsWith('job.') && (!isUuid(data.job_id) || !optionalTime(data.started_at) || !optionalTime(data.completed_at))) {
+  if (kind.startsWith('job.') && (!isUuid(data.job_id) || !optionalTime(data.started_at) || !optionalTime(data.completed_at) || !optionalTime(data.scheduled_at))) {
     return 'a job event needs data.job_id and integer times';
   }
   return body as unknown as DomainEvent;

@@ -129,6 +129,7 @@ export class Scheduler {
   /** Job events received and waiting for the next batch (applyBatched). */
   private waiting: WaitingEvent[] = [];
   private flushing = false;
+  private skipped = 0;
 
   constructor(private readonly deps: SchedulerDeps) {
     this.config = { ...DEFAULT_SCHEDULER_CONFIG, ...deps.config };
@@ -140,6 +141,11 @@ export class Scheduler {
       holder: deps.replicaId ?? `scheduler-${newId()}`,
       ttlMs: this.config.leaderLeaseTtlMs,
     });
+  }
+
+  /** Slots passed over without a job since start (a job was still open, or the leader was late by more than an interval). */
+  get skippedSlots(): number {
+    return this.skipped;
   }
 
   get isLeader(): boolean {
@@ -287,7 +293,9 @@ export class Scheduler {
     const { store } = this.deps;
     const due = await store.workflows.due(now, limit, { maxActivePerUser: this.config.maxActivePerUser });
     if (due.length === 0) return 0;
+    let skipped = 0;
     const handOut = await store.transaction(async (tx) => {
+      skipped = 0;
       // Locked first, so a job that ends meanwhile is either seen ended here, or
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
@@ -308,6 +316,7 @@ export class Scheduler {
           continue;
         }
         const slot = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
+        if (w.nextDueAt !== null && w.nextDueAt < slot) skipped += Math.round((slot - w.nextDueAt) / intervalMs);
         jobs.push([queuedAtCreation(newJob(w, 'AUTOMATIC', slot, now), now), w]);
         next.push({ id: w.id, nextDueAt: slot + intervalMs });
       }
@@ -316,6 +325,7 @@ export class Scheduler {
       await tx.workflows.setNextDueMany(next);
       return jobs.filter(([job]) => inserted.has(job.id));
     });
+    this.skipped += skipped;
     // After the commit: a leader that dies before this leaves the jobs QUEUED and unconfirmed, and the sweep sends them.
     await this.sendJobs(handOut);
     return due.length;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { ConfigError } from '@orloj/common';
+import { ConfigError, createLogger } from '@orloj/common';
 import { ALL_ROLES, AVAILABLE_ROLES, parseRoles } from './roles.js';
 import { migrate, startOrloj, type RunningOrloj } from './main.js';
 
@@ -14,6 +14,12 @@ Usage:
 Roles: ${ALL_ROLES.join(', ')} (available now: ${AVAILABLE_ROLES.join(', ')}), or all.
 Configuration comes from environment variables; see the README.
 `;
+
+/**
+ * Start and shutdown announcements: JSON on stdout like every log line, and
+ * written whatever LOG_LEVEL says (tools and operators wait for them).
+ */
+const announce = createLogger({ level: 'info' });
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -55,7 +61,8 @@ async function main(argv: string[]): Promise<number> {
       process.exit(130);
     }
     signalled = true;
-    console.log(`${signal}: shutting down (send again to force)`);
+    const message = `${signal}: shutting down (send again to force)`;
+    announce.info({ signal }, message);
     if (running.orloj) void shutdown();
   };
   process.on('SIGTERM', onSignal);
@@ -64,7 +71,9 @@ async function main(argv: string[]): Promise<number> {
   if (orloj.port !== undefined) {
     // PORT=0 takes any free port: the default SERVER_HOST_URL cannot know it, the line can.
     const url = orloj.config.port === 0 && !process.env.SERVER_HOST_URL?.trim() ? `http://localhost:${orloj.port}` : orloj.config.serverHostUrl;
-    console.log(`orloj is running (${roles.join(', ')}) at ${url} (listening on ${orloj.config.host}:${orloj.port})`);
+    announce.info({ roles, url, host: orloj.config.host, port: orloj.port }, `orloj is running (${roles.join(', ')}) at ${url} (listening on ${orloj.config.host}:${orloj.port})`);
+  } else if (orloj.opsPort !== undefined) {
+    announce.info({ roles, host: orloj.config.host, opsPort: orloj.opsPort }, `orloj is running (${roles.join(', ')}); probes and metrics on ${orloj.config.host}:${orloj.opsPort}`);
   }
   if (signalled) void shutdown();
   return -1;

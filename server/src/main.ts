@@ -3,6 +3,11 @@ import {
   createBus,
   createLogger,
   dataDirWarnings,
+  Health,
+  InstrumentedBus,
+  OpsServer,
+  OrlojMetrics,
+  RequestContext,
   ensureKeyDir,
   keyEnvName,
   loadConfig,
@@ -13,7 +18,6 @@ import {
   roleBus,
   Store,
   systemClock,
-  type Bus,
   type Clock,
   type DatabaseHandle,
   type Logger,
@@ -21,6 +25,7 @@ import {
   type RoleKeys,
 } from '@orloj/common';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { ApiServer, isDashboardDir } from '@orloj/api';
 import { Scheduler } from '@orloj/scheduler';
@@ -28,6 +33,7 @@ import { BusLogSink, ContainerExecutor, HttpCheckExecutor, ImagePolicy, Runner }
 import { LogIngester } from '@orloj/log-ingest';
 import { Notifier } from '@orloj/notifier';
 import type { Role } from './roles.js';
+import { roleMetrics } from './observability.js';
 
 export interface Service {
   start(): Promise<unknown>;
@@ -38,6 +44,12 @@ export interface RunningOrloj {
   config: ResolvedConfig;
   /** Port the api listens on, when the api role runs. */
   port: number | undefined;
+  /** Port of /livez, /readyz and /metrics in a process without the api role. */
+  opsPort: number | undefined;
+  /** The process's metrics registry. */
+  metrics: OrlojMetrics;
+  /** The root logger: stdout, one JSON object per line. */
+  logger: Logger;
   stop(): Promise<void>;
 }
 
@@ -87,41 +99,63 @@ export function dashboardDir(config: ResolvedConfig, logger: Logger): string | u
 export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Clock; logger?: Logger }): Promise<RunningOrloj> {
   const env = options.env ?? process.env;
   const config = resolveSecrets(loadConfig(env));
-  const logger = options.logger ?? createLogger({ level: config.logLevel });
+  const requestContext = new RequestContext();
+  const logger = options.logger ?? createLogger({ level: config.logLevel, context: requestContext });
   // Said before anything is opened: the operator should fix it (docs/security.md).
   for (const warning of dataDirWarnings(config.dataDir)) logger.warn({ dataDir: config.dataDir }, warning);
   const clock = options.clock ?? clockFrom(config);
   const roles = new Set(options.roles);
   const started: Service[] = [];
   let database: DatabaseHandle | undefined;
-  let bus: Bus | undefined;
+  let bus: InstrumentedBus | undefined;
   let port: number | undefined;
+  let opsPort: number | undefined;
+  // Observability (docs/operations.md): one registry and one readiness per process.
+  const metrics = new OrlojMetrics();
+  const health = new Health();
+  const lifecycle = { started: false };
+  health.add({ name: 'roles', check: () => (lifecycle.started ? true : 'starting or stopping') });
+  metrics.gauge('orloj_ready', 'Whether this process is ready (1: what /readyz answers 200 for) or not (0).', async () => ((await health.readiness()).ready ? 1 : 0));
 
   const closeAll = async () => {
+    lifecycle.started = false;
     for (const s of [...started].reverse()) await s.stop();
     await bus?.close();
     await database?.close();
   };
 
   try {
+    // The other roles answer probes and scrapes on OPS_PORT (the api on its own port), from
+    // the start: live while the store and the broker are still being reached, not ready yet.
+    if (!roles.has('api')) {
+      const ops = new OpsServer({ host: config.host, port: config.opsPort, health, metrics, logger });
+      opsPort = (await ops.start()).port;
+      started.push(ops);
+    }
+    health.add({ name: 'bus', check: () => (bus?.connected ? true : 'not connected to the message broker') });
     let store: Store | undefined;
     if ([...roles].some((r) => r !== 'runners')) {
       database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, tls: config.databaseTls });
       const applied = await database.migrate();
       if (applied.length) logger.info({ migrations: applied }, 'database migrated');
       store = Store.fromHandle(database);
+      const reachable = store;
+      health.add({ name: 'store', check: () => reachable.ping() });
     }
     if (config.busUrl.startsWith('memory:') && roles.size < 3 && !roles.has('api')) {
       logger.warn('BUS_URL=memory: connects only the roles inside this process; use amqp:// to run roles in separate processes');
     }
     const keys = await loadKeys(config, env);
-    bus = await createBus(config.busUrl, { logger, prefix: config.busPrefix, tls: config.busTls });
+    // Named in the broker's connection list after the roles and the process.
+    const connectionName = `orloj ${[...roles].join(',')} pid ${process.pid} on ${os.hostname()}`;
+    bus = new InstrumentedBus(await createBus(config.busUrl, { logger, prefix: config.busPrefix, connectionName, tls: config.busTls }), metrics);
+    roleMetrics.common(metrics, bus);
 
     if (roles.has('scheduler') && store) {
       const log = logger.child({ role: 'scheduler' });
       const scheduler = new Scheduler({
         store,
-        bus: roleBus({ bus, role: 'scheduler', keys, clock, logger: log }),
+        bus: roleBus({ bus, role: 'scheduler', keys, clock, logger: log, metrics }),
         clock,
         logger: log,
         replicaId: config.scheduler.id,
@@ -137,40 +171,45 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       });
       await scheduler.start();
       started.push(scheduler);
+      roleMetrics.scheduler(metrics, scheduler, store, bus);
     }
     // Before the runners: stopped after them, so it takes the lines they flush at shutdown.
     if (roles.has('log-ingest') && store) {
       const log = logger.child({ role: 'log-ingest' });
+      // LogIngester, Notifier and Runner bind their role themselves: the root logger, so no line says it twice.
       const ingester = new LogIngester({
         store,
-        bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log }),
+        bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log, metrics }),
         clock,
-        logger: log,
+        logger,
         maxLinesPerJob: config.containers.maxLogLines,
       });
       await ingester.start();
       started.push(ingester);
+      roleMetrics.logIngest(metrics, ingester);
     }
     if (roles.has('notifier') && store) {
       const log = logger.child({ role: 'notifier' });
-      const notifier = new Notifier({ store, bus: roleBus({ bus, role: 'notifier', keys, clock, logger: log }), clock, logger: log, pollMs: config.notifier.pollMs });
+      const notifier = new Notifier({ store, bus: roleBus({ bus, role: 'notifier', keys, clock, logger: log, metrics }), clock, logger, pollMs: config.notifier.pollMs, metrics });
       await notifier.start();
       started.push(notifier);
+      roleMetrics.notifier(metrics, store);
     }
     if (roles.has('runners')) {
       const log = logger.child({ role: 'runners' });
       const containers = config.runner.dockerHost ? new ContainerExecutor({ dockerHost: config.runner.dockerHost, logger: log, clock }) : undefined;
       if (!containers) log.warn('no DOCKER_HOST and no /var/run/docker.sock: CONTAINER jobs will fail with SYSTEM_ERROR');
       else if (!(await containers.ping())) log.warn({ dockerHost: config.runner.dockerHost }, 'the container runtime does not answer; CONTAINER jobs fail until it does');
-      const runnerBus = roleBus({ bus, role: 'runners', keys, clock, logger: log });
+      const runnerBus = roleBus({ bus, role: 'runners', keys, clock, logger: log, metrics });
       // Captured container lines go to log-ingest in batches (docs/logs.md). On the
       // in-process bus nobody outside this process could take them: without a
       // log-ingest here they would pile up in memory, so they are only counted.
       const inProcessOnly = config.busUrl.startsWith('memory:') && !roles.has('log-ingest');
       if (inProcessOnly) log.warn('BUS_URL=memory: without the log-ingest role in this process: container log lines are not kept');
+      const logSink = inProcessOnly ? undefined : new BusLogSink({ bus: runnerBus, logger: log, clock });
       const runner = new Runner({
         bus: runnerBus,
-        logger: log,
+        logger,
         clock,
         runnerId: config.runner.id,
         http: new HttpCheckExecutor({ logger: log, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets], clock }),
@@ -179,10 +218,11 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         concurrency: config.runner.concurrency,
         leaseTtlMs: config.scheduler.jobLeaseTtlMs,
         shutdownGraceMs: config.runner.shutdownGraceMs,
-        ...(inProcessOnly ? {} : { logSink: new BusLogSink({ bus: runnerBus, logger: log, clock }) }),
+        ...(logSink ? { logSink } : {}),
       });
       await runner.start();
       started.push(runner);
+      roleMetrics.runners(metrics, runner, logSink);
     }
     if (roles.has('api') && store) {
       const log = logger.child({ role: 'api' });
@@ -191,12 +231,17 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         config,
         clock,
         logger: log,
-        bus: roleBus({ bus, role: 'api', keys, clock, logger }),
+        bus: roleBus({ bus, role: 'api', keys, clock, logger, metrics }),
+        metrics,
+        health,
+        requestContext,
         dashboardDir: dashboardDir(config, log),
       });
       port = (await api.start()).port;
       started.push(api);
+      roleMetrics.api(metrics, api);
     }
+    lifecycle.started = true;
   } catch (err) {
     await closeAll().catch(() => undefined);
     throw err;
@@ -205,6 +250,9 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
   return {
     config,
     port,
+    opsPort,
+    metrics,
+    logger,
     stop() {
       stopping ??= closeAll().then(() => logger.info('orloj stopped'));
       return stopping;

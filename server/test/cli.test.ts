@@ -95,7 +95,7 @@ describe('orloj command', function () {
     const child = orloj(['start', '--roles', 'api'], { DATA_DIR: dir, PORT: '0' });
     const exit = finish(child);
     const line = await waitForLine(child, /orloj is running \(api\) at http:\/\/localhost:\d+ \(listening on 127\.0\.0\.1:\d+\)/);
-    const [, advertised, port] = /at http:\/\/localhost:(\d+) .*:(\d+)\)$/.exec(line)!.map(Number);
+    const [, advertised, port] = /at http:\/\/localhost:(\d+) .*:(\d+)\)"/.exec(line)!.map(Number);
     assert.equal(advertised, port, 'with PORT=0 the line gives the port it took');
     const res = await fetch(`http://127.0.0.1:${port}/openapi.json`);
     assert.equal(res.status, 200);

@@ -21,6 +21,11 @@ export class ClientAddressResolver {
     });
   }
 
+  /** Whether a socket peer is one of TRUSTED_PROXIES (whose X-Forwarded-For and X-Request-Id count). */
+  trusts(peer: string | undefined): boolean {
+    return peer !== undefined && this.isTrusted(normalize(peer));
+  }
+
   private isTrusted(address: string): boolean {
     if (!this.trusted.length || !ipaddr.isValid(address)) return false;
     let a = ipaddr.parse(address);

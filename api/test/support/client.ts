@@ -86,9 +86,9 @@ export class TestClient {
 /**
  * Sends hand-written request bytes over a raw socket, for headers a
  * well-behaved client refuses to send (control characters, invalid UTF-8).
- * Returns the status code and the body text.
+ * Returns the status code, the header block and the body text.
  */
-export async function rawRequest(baseUrl: string, head: Buffer, body: Buffer = Buffer.alloc(0)): Promise<{ status: number; body: string }> {
+export async function rawRequest(baseUrl: string, head: Buffer, body: Buffer = Buffer.alloc(0)): Promise<{ status: number; head: string; body: string }> {
   const { port, hostname } = new URL(baseUrl);
   const net = await import('node:net');
   return new Promise((resolve, reject) => {
@@ -100,7 +100,8 @@ export async function rawRequest(baseUrl: string, head: Buffer, body: Buffer = B
     socket.on('close', () => {
       const text = Buffer.concat(chunks).toString('utf8');
       const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
-      resolve({ status, body: text.slice(text.indexOf('\r\n\r\n') + 4) });
+      const end = text.indexOf('\r\n\r\n');
+      resolve({ status, head: text.slice(0, end), body: text.slice(end + 4) });
     });
   });
 }

@@ -187,6 +187,30 @@ export class AmqpBus extends EventEmitter implements Bus {
     return this.attachNew('topic', qualifiedName(this.options.prefix, topic), handler, BROADCAST_PREFETCH);
   }
 
+  /**
+   * Messages ready in a queue as the broker counts them (unacked ones not
+   * included), or undefined when the queue does not exist or the broker is
+   * unreachable. A channel of its own: checking a missing queue closes it.
+   */
+  async queueDepth(queue: string): Promise<number | undefined> {
+    const conn = this.current;
+    if (!conn || this.isClosing) return undefined;
+    let ch: Channel;
+    try {
+      ch = await conn.createChannel();
+    } catch {
+      return undefined;
+    }
+    ch.on('error', () => {});
+    try {
+      return (await ch.checkQueue(qualifiedName(this.options.prefix, queue))).messageCount;
+    } catch {
+      return undefined;
+    } finally {
+      await quietly(() => ch.close());
+    }
+  }
+
   close(): Promise<void> {
     if (!this.closing) {
       this.isClosing = true;

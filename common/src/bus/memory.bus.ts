@@ -66,6 +66,11 @@ export class MemoryBus implements Bus {
     return subscriber;
   }
 
+  /** Messages waiting in a queue (not yet delivered), or undefined when nobody declared it. */
+  async queueDepth(queue: string): Promise<number | undefined> {
+    return this.queues.get(qualifiedName(this.options.prefix, queue))?.depth;
+  }
+
   close(): Promise<void> {
     this.closing ??= Promise.allSettled([
       ...[...this.queues.values()].flatMap((q) => [...q.consumers].map((c) => c.cancel())),
@@ -104,6 +109,10 @@ class MemoryQueue {
     private readonly dead: MemoryQueue | undefined,
     private readonly options: ResolvedBusOptions,
   ) {}
+
+  get depth(): number {
+    return this.ready.length;
+  }
 
   push(message: Stored, first = false): void {
     if (first) this.ready.unshift(message);

@@ -89,6 +89,8 @@ export interface Config {
     /** Most jobs of one user handed to the runners (QUEUED or RUNNING) at once. */
     readonly maxActiveJobsPerUser: number;
   };
+  /** Port of /livez, /readyz and /metrics in a process without the api role (on HOST; 0: any free port). */
+  readonly opsPort: number;
   /** Test hook: `accelerated:<origin-ms>:<speed>` runs every role on a faster clock. */
   readonly clock: { readonly kind: 'system' } | { readonly kind: 'accelerated'; readonly origin: number; readonly speed: number };
 }
@@ -294,6 +296,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxWorkflowsPerUser: r.int('MAX_WORKFLOWS_PER_USER', 500, 1, 10_000_000),
       maxActiveJobsPerUser: r.int('MAX_ACTIVE_JOBS_PER_USER', 2, 1, 1_000_000),
     },
+    opsPort: r.int('OPS_PORT', 9464, 0, 65535),
     clock: parseClock(r),
   };
   if (config.containers.maxTimeoutMs > 60 * 60_000) r.problems.push('CONTAINER_MAX_TIMEOUT must be at most 1h');

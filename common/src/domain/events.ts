@@ -28,6 +28,8 @@ export interface JobEventData extends WorkflowEventData {
   job_id: string;
   trigger: JobTrigger;
   status: Extract<JobStatus, 'COMPLETED' | 'FAILED' | 'CANCELED'>;
+  /** ms since the epoch: the slot an automatic job ran for, a manual job's request time (absent in events of older versions) */
+  scheduled_at?: number;
   /** ms since the epoch; absent when the job never started */
   started_at?: number;
   completed_at?: number;
@@ -77,6 +79,7 @@ export const domainEvents = {
       job_id: job.id,
       trigger: job.trigger,
       status,
+      scheduled_at: job.scheduledAt,
       ...(job.startedAt !== null ? { started_at: job.startedAt } : {}),
       ...(job.completedAt !== null ? { completed_at: job.completedAt } : {}),
       ...(job.statusReasonCode !== null ? { reason_code: job.statusReasonCode } : {}),

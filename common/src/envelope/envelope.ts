@@ -2,6 +2,7 @@ import { sign, verify, type KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { newId, isUuid } from '../ids.js';
 import type { Logger } from '../logging/logger.js';
+import type { OrlojMetrics } from '../observability/metrics.js';
 import { misuse, type Bus, type ConsumeOptions, type Delivery, type MessageHandler, type Subscription } from '../bus/bus.js';
 import { isProducerRole, type ProducerRole } from './keys.js';
 
@@ -313,11 +314,15 @@ export type EnvelopeHandler = (envelope: Envelope, delivery: Delivery) => Promis
  * the delivery limit. A handler failure still redelivers, and the id is
  * recorded only after success, so the redelivery is not called a replay.
  */
-export function verifyingHandler(options: { verifier: EnvelopeVerifier; logger: Logger; scope: string }, handler: EnvelopeHandler): MessageHandler {
-  const { verifier, logger, scope } = options;
+export function verifyingHandler(
+  options: { verifier: EnvelopeVerifier; logger: Logger; scope: string; onRefused?: ((reason: RejectionReason) => void) | undefined },
+  handler: EnvelopeHandler,
+): MessageHandler {
+  const { verifier, logger, scope, onRefused } = options;
   return async (message, delivery) => {
     const result = verifier.verify(message, { scope, remember: false });
     if (!result.ok) {
+      onRefused?.(result.reason);
       logger.warn({ reason: result.reason, detail: result.detail, claimed: result.claimed, scope }, 'dropped a bus message that failed verification');
       return;
     }
@@ -338,9 +343,12 @@ export class SignedBus {
   private readonly signer: EnvelopeSigner | undefined;
   private readonly verifier: EnvelopeVerifier;
   private readonly log: Logger;
+  private readonly metrics: OrlojMetrics | undefined;
 
-  constructor(options: { bus: Bus; verifier: EnvelopeVerifier; logger: Logger; signer?: EnvelopeSigner }) {
+  /** `metrics`: refused messages are counted there by queue (or topic) and reason. */
+  constructor(options: { bus: Bus; verifier: EnvelopeVerifier; logger: Logger; signer?: EnvelopeSigner; metrics?: OrlojMetrics | undefined }) {
     this.bus = options.bus;
+    this.metrics = options.metrics;
     this.signer = options.signer;
     this.verifier = options.verifier;
     this.log = options.logger.child({ component: 'signed-bus' });
@@ -357,14 +365,19 @@ export class SignedBus {
   }
 
   consume(queue: string, handler: EnvelopeHandler, options?: ConsumeOptions): Promise<Subscription> {
-    return this.bus.consume(queue, verifyingHandler({ verifier: this.verifier, logger: this.log, scope: `queue:${queue}` }, handler), options);
+    return this.bus.consume(queue, verifyingHandler({ verifier: this.verifier, logger: this.log, scope: `queue:${queue}`, onRefused: this.refused(queue) }, handler), options);
   }
 
   subscribe(topic: string, handler: (envelope: Envelope) => Promise<void> | void): Promise<Subscription> {
     // Each subscription sees every broadcast once, so each gets its own replay scope.
     const scope = `topic:${topic}#${newId()}`;
-    const verifying = verifyingHandler({ verifier: this.verifier, logger: this.log, scope }, (envelope) => handler(envelope));
+    const verifying = verifyingHandler({ verifier: this.verifier, logger: this.log, scope, onRefused: this.refused(topic) }, (envelope) => handler(envelope));
     return this.bus.subscribe(topic, (message) => verifying(message, { redelivered: false, deliveryCount: 1 }));
+  }
+
+  private refused(queue: string): ((reason: RejectionReason) => void) | undefined {
+    const counter = this.metrics?.busRefused;
+    return counter ? (reason) => counter.inc({ queue, reason }) : undefined;
   }
 
   private requireSigner(): EnvelopeSigner {

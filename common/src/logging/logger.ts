@@ -1,12 +1,41 @@
-import { pino, type Logger, type LevelWithSilent } from 'pino';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { pino, type DestinationStream, type Logger, type LoggerOptions, type LevelWithSilent } from 'pino';
 
 export type { Logger } from 'pino';
 
-/** The root logger. Child loggers add { role, workflowId, jobId, reqId }. */
-export function createLogger(options: { level?: LevelWithSilent; name?: string } = {}): Logger {
-  return pino({
+/**
+ * The request a piece of work is done for, across awaits: the api runs each
+ * request inside `run()`, and every line a logger made with this context
+ * writes meanwhile carries the request's `reqId` — lines of the routes, the
+ * store, the bus, whatever the request causes. One per process, made by the
+ * composition root.
+ */
+export class RequestContext {
+  private readonly storage = new AsyncLocalStorage<{ reqId: string }>();
+
+  run<T>(reqId: string, fn: () => T): T {
+    return this.storage.run({ reqId }, fn);
+  }
+
+  /** The fields to add to a log line written now: `{ reqId }` inside a request, else none. */
+  fields(): { reqId?: string } {
+    const current = this.storage.getStore();
+    return current ? { reqId: current.reqId } : {};
+  }
+}
+
+/**
+ * The root logger: one JSON object per line on stdout. Child loggers add
+ * { role, workflowId, jobId }; with a RequestContext every line written for
+ * a request carries its reqId (only the context writes that key, so no line
+ * holds it twice).
+ */
+export function createLogger(options: { level?: LevelWithSilent; name?: string; context?: RequestContext; destination?: DestinationStream } = {}): Logger {
+  const context = options.context;
+  const settings: LoggerOptions = {
     name: options.name ?? 'orloj',
     level: options.level ?? 'info',
+    ...(context ? { mixin: () => context.fields() } : {}),
     redact: {
       paths: [
         'req.headers.cookie',
@@ -20,7 +49,8 @@ export function createLogger(options: { level?: LevelWithSilent; name?: string }
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  return options.destination ? pino(settings, options.destination) : pino(settings);
 }
 
 export const silentLogger: Logger = pino({ level: 'silent' });

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import type { DialectHelpers } from './dialect.js';
 import { UsersRepo } from './repos/users.repo.js';
@@ -59,6 +59,11 @@ export class Store {
     this.outbox = new OutboxRepo(db, runner);
     this.notifications = new NotificationsRepo(db, dialect);
     this.analytics = new AnalyticsRepo(db);
+  }
+
+  /** A round trip to the database (readiness probes): rejects when it cannot be reached. */
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
   }
 
   static fromHandle(h: DatabaseHandle): Store {

@@ -18,16 +18,18 @@ export interface RoleProcessEnv {
 /**
  * One `orloj start --roles <role>` process (from sources, through tsx) on
  * PostgreSQL and RabbitMQ, for crash tests: start it, wait for its "<role>
- * started" log line, SIGKILL it, start it again.
+ * started" (or "orloj is running") log line, SIGKILL it, start it again.
  */
 export class RoleProcess {
   child: ChildProcess | undefined;
   /** stdout and stderr of the current process. */
   output = '';
 
+  /** `extraEnv`: more settings for this process (OPS_PORT, PORT, rate limits, …). */
   constructor(
     readonly role: string,
     private readonly env: RoleProcessEnv,
+    private readonly extraEnv: Record<string, string> = {},
   ) {}
 
   /** Starts the process and resolves once it logged that the role started. */
@@ -44,14 +46,17 @@ export class RoleProcess {
         BUS_PREFIX: this.env.busPrefix,
         DATA_DIR: this.env.dataDir,
         LOG_LEVEL: 'info',
+        ...this.extraEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = c;
     c.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
     c.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
-    const deadline = Date.now() + 60_000;
-    const started = new RegExp(`${this.role} started`);
+    // Generous: several tsx processes starting at once on a loaded machine.
+    const deadline = Date.now() + 120_000;
+    // "orloj is running": every process says it once all its roles started.
+    const started = new RegExp(`${this.role} started|orloj is running`);
     while (!started.test(this.output)) {
       if (c.exitCode !== null) throw new Error(`${this.role} exited early:\n${this.output}`);
       if (Date.now() > deadline) throw new Error(`${this.role} did not start:\n${this.output}`);

@@ -346,6 +346,20 @@ export class JobsRepo {
     return out;
   }
 
+  /** Jobs in each of `statuses` right now (for metrics: the open ones are few, and indexed). */
+  async countByStatus(statuses: readonly JobStatus[]): Promise<Record<string, number>> {
+    const counts: Record<string, number> = Object.fromEntries(statuses.map((s) => [s, 0]));
+    if (statuses.length === 0) return counts;
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('status', 'in', [...statuses])
+      .groupBy('status')
+      .execute();
+    for (const r of rows) counts[r.status] = Number(r.n);
+    return counts;
+  }
+
   /** QUEUED jobs (handed out, not started), counted up to `upTo`. */
   async countQueued(upTo: number): Promise<number> {
     const row = await this.db

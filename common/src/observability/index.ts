@@ -1,0 +1,4 @@
+export * from './metrics.js';
+export * from './health.js';
+export * from './ops.js';
+export * from './instrumented-bus.js';
