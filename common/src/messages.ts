@@ -1,4 +1,5 @@
 import type { JobStatus, ReasonCode } from './domain/job.js';
+import type { CheckResultMessage } from './domain/check.js';
 import type { ProducerPolicy } from './envelope/envelope.js';
 
 /**
@@ -178,6 +179,8 @@ export interface JobFinishedMessage {
   started_at: number;
   finished_at: number;
   container_id?: string;
+  /** HEARTBEAT jobs: what the request did (absent from older runners; the result stands without it). */
+  check?: CheckResultMessage;
 }
 
 export interface BuildFinishedMessage {

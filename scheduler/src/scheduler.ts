@@ -1,5 +1,6 @@
 import {
   applyJobOutcome,
+  checkFromMessage,
   firstSlotAfter,
   MESSAGE_TYPES,
   mostRecentSlot,
@@ -656,6 +657,7 @@ export class Scheduler {
         leaseExpiresAt: null,
         reason: m.status === 'COMPLETED' ? null : (m.reason ?? (m.status === 'FAILED' ? reasons.failureUnavailable() : reasons.cancellationUnavailable())),
         ...(m.container_id ? { containerId: m.container_id } : {}),
+        ...(m.check === undefined ? {} : { check: checkFromMessage(m.check) ?? null }),
       },
       { attempts: m.attempt },
     );

@@ -13,6 +13,7 @@ import {
   notFound,
   OrlojError,
   parsePayload,
+  readHealth,
   terminateWorkflow,
   validationError,
   WORKFLOW_KINDS,
@@ -20,12 +21,13 @@ import {
   type FieldError,
   type Store,
   type Workflow,
+  type WorkflowHealth,
   type WorkflowKind,
 } from '@orloj/common';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
-import { presentWorkflow } from '../http/present.js';
+import { presentHealth, presentWorkflow } from '../http/present.js';
 import { requireSession } from '../http/session.js';
 import { bodyValidator, QueryReader, requireUuidParam } from '../http/validate.js';
 import { createWorkflowBody, updateWorkflowBody, type CreateWorkflowBody, type UpdateWorkflowBody } from '../schemas.js';
@@ -34,6 +36,12 @@ const readCreate = bodyValidator<CreateWorkflowBody>(createWorkflowBody);
 const readUpdate = bodyValidator<UpdateWorkflowBody>(updateWorkflowBody);
 
 export const WORKFLOW_PAGE_SIZE = 20;
+/** `include=health` adds each workflow's monitoring state (docs/api.md, "Checks and health"). */
+const INCLUDES = ['health'] as const;
+
+function withHealth<T extends object>(body: T, health: WorkflowHealth | undefined): T & { health?: ReturnType<typeof presentHealth> } {
+  return health ? { ...body, health: presentHealth(health) } : body;
+}
 const INT32_MAX = 2_147_483_647;
 
 /** Validates the payload for the kind and the log_retention rule; throws 400 naming each field. */
@@ -91,14 +99,20 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     const query = q.string('query', 200);
     const kind = q.enumOf('kind', WORKFLOW_KINDS);
     const buildStatus = q.enumOf('build_status', BUILD_STATUSES);
-    const terminated = q.bool('terminated') ?? false;
+    const terminatedOnly = q.bool('terminated');
+    const includeTerminated = q.bool('include_terminated') ?? false;
+    const include = q.enumOf('include', INCLUDES);
     const intervalMin = q.int('interval_min', 0, INT32_MAX);
     const intervalMax = q.int('interval_max', 0, INT32_MAX);
     const limit = q.int('limit', 1, 100) ?? WORKFLOW_PAGE_SIZE;
     if (intervalMin && intervalMax && intervalMax < intervalMin) {
       q.fail('interval_max', 'must not be less than interval_min');
     }
+    if (includeTerminated && terminatedOnly !== undefined) {
+      q.fail('include_terminated', 'cannot be combined with terminated: include_terminated lists active and terminated workflows');
+    }
     q.done();
+    const terminated: boolean | 'all' = includeTerminated ? 'all' : (terminatedOnly ?? false);
     const list = 'workflows';
     const after = decodeCursor(list, cursor);
     const userId = userIdOf(ctx);
@@ -116,7 +130,8 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     const version = (ctx.state.session as ActiveSession).workflowListVersion;
     const key = JSON.stringify([filter, cursor ?? '']);
     ctx.type = 'application/json';
-    const cached = listPages.get(key, version);
+    // Health moves with every run and with time: such a page is read fresh, never kept.
+    const cached = include === 'health' ? undefined : listPages.get(key, version);
     if (cached !== undefined) {
       ctx.body = cached;
       return;
@@ -124,18 +139,23 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     const rows = await store.workflows.list({ ...filter, after, limit: limit + 1 });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
+    const health = include === 'health' ? await readHealth(store, page, clock.now()) : undefined;
     const json = JSON.stringify({
-      workflows: page.map((w) => presentWorkflow(w)),
+      workflows: page.map((w) => withHealth(presentWorkflow(w), health?.get(w.id))),
       cursor: rows.length > limit && last ? encodeCursor(list, { k: last.createdAt, id: last.id }) : '',
     });
-    listPages.set(key, version, json);
+    if (!health) listPages.set(key, version, json);
     ctx.body = json;
   });
 
   router.get('/workflows/:workflow_id', session, async (ctx) => {
+    const q = new QueryReader(ctx.query);
+    const include = q.enumOf('include', INCLUDES);
+    q.done();
     const workflow = await store.workflows.findForUser(userIdOf(ctx), workflowId(ctx));
     if (!workflow) throw notFound('The workflow');
-    ctx.body = presentWorkflow(workflow, { generation: workflow.generation });
+    const health = include === 'health' ? (await readHealth(store, [workflow], clock.now())).get(workflow.id) : undefined;
+    ctx.body = withHealth(presentWorkflow(workflow, { generation: workflow.generation }), health);
   });
 
   router.put('/workflows/:workflow_id', session, async (ctx) => {

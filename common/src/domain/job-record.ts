@@ -1,4 +1,5 @@
 import { newId } from '../ids.js';
+import type { CheckResult } from './check.js';
 import type { JobStatus, JobTrigger, ReasonCode } from './job.js';
 import type { Workflow } from './workflow.js';
 
@@ -24,6 +25,8 @@ export interface Job {
   statusReasonMessage: string | null;
   createdAt: number;
   updatedAt: number;
+  /** HEARTBEAT jobs once finished: what the request did; null (or absent) otherwise. */
+  check?: CheckResult | null;
 }
 
 /** A new PENDING job of the workflow's current generation, due at `slotAt`. */
@@ -48,6 +51,7 @@ export function newJob(w: Workflow, trigger: JobTrigger, slotAt: number, now: nu
     statusReasonMessage: null,
     createdAt: now,
     updatedAt: now,
+    check: null,
   };
 }
 

@@ -67,6 +67,10 @@ export interface JobsTable {
   status_reason_message: string | null;
   created_at: number;
   updated_at: number;
+  /** HEARTBEAT jobs: what the request did (migration 0012). */
+  check_status_code: number | null;
+  check_response_ms: number | null;
+  check_failure: string | null;
 }
 
 export interface JobLogsTable {
