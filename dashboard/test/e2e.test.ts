@@ -9,21 +9,16 @@
  * request to a host other than the server.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
 import { requireServices, services } from '../../common/test/support/services.js';
+import { CHROMIUM, DASHBOARD_DIST, SCREENSHOTS, startOrloj } from './support/orloj.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = path.join(ROOT, 'server/src/bin.ts');
-const DASHBOARD_DIST = path.join(ROOT, 'dashboard/dist');
-const SCREENSHOTS = path.join(ROOT, 'artifacts/screenshots');
-const CHROMIUM = process.env.TEST_CHROMIUM || '/usr/bin/chromium';
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 /** Generous: a shared two-core machine builds, pulls and runs containers while the browser renders (E2E_WAIT shortens it when debugging a failure). */
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
@@ -44,26 +39,6 @@ function missing(): string | undefined {
   if (!services.docker) return 'no container runtime (TEST_DOCKER_HOST)';
   if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
   return undefined;
-}
-
-/** `orloj start` from sources; resolves with its port once it prints that it runs. */
-async function startOrloj(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /orloj is running .*listening on [^:]+:(\d+)\)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`orloj exited with ${code} before it ran:\n${out}`)));
-  });
-  return { child, port, output: () => out };
 }
 
 /** A local HEARTBEAT target that records the requests it gets. */

@@ -1,0 +1,206 @@
+/**
+ * The workflow list at a glance, in a real browser against a real `orloj
+ * start` with real scheduling: HEARTBEAT workflows run against a local target
+ * (one healthy, one failing, one failing until the failure limit terminates
+ * it), then the list must show the failing one down and first, call out the
+ * auto-terminated one, and keep terminated ones reachable. Screenshots land in
+ * artifacts/screenshots/ (dashboard/README.md).
+ */
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { requireServices } from '../../common/test/support/services.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
+
+const WAIT = Number(process.env.E2E_WAIT) || 90_000;
+
+function missing(): string | undefined {
+  if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
+  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
+  return undefined;
+}
+
+/** /ok answers 200 after a few milliseconds, /fail answers 500. */
+async function target(): Promise<{ server: http.Server; base: string }> {
+  const server = http.createServer((req, res) => {
+    if (req.url?.startsWith('/fail')) {
+      res.statusCode = 500;
+      res.end('broken');
+      return;
+    }
+    setTimeout(() => res.end('ok'), 15);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+describe('dashboard: workflows at a glance, in a real browser', function () {
+  this.timeout(6 * WAIT);
+  let orloj: RunningOrloj | undefined;
+  let dataDir: string | undefined;
+  let browser: Browser | undefined;
+  let context: BrowserContext;
+  let page: Page;
+  let base: string;
+  let http0: { server: http.Server; base: string } | undefined;
+  const problems: string[] = [];
+  const ids: Record<string, string> = {};
+
+  const shot = async (name: string) => {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  };
+
+  async function api(method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> {
+    const res = await page.request.fetch(`${base}/api${route}`, {
+      method,
+      headers: { 'idempotency-key': crypto.randomUUID(), 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { data: JSON.stringify(body) }),
+    });
+    assert.ok(res.ok(), `${method} ${route}: ${res.status()} ${await res.text()}`);
+    return res.status() === 204 ? undefined : res.json();
+  }
+
+  /** Polls (no fixed sleep) until `done` holds of what `read` returns. */
+  async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+    const deadline = Date.now() + WAIT;
+    for (;;) {
+      const v = await read();
+      if (done(v)) return v;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  async function createCheck(name: string, endpoint: string, maxFailures: number): Promise<string> {
+    const { id } = (await api('POST', '/workflows', {
+      name,
+      kind: 'HEARTBEAT',
+      payload: JSON.stringify({ endpoint, timeout: '5s' }),
+      interval: 600,
+      max_consecutive_job_failures_allowed: maxFailures,
+    })) as { id: string };
+    await until(`${name} built`, () => api('GET', `/workflows/${id}`), (w) => w.build_status === 'COMPLETED');
+    return id;
+  }
+
+  /** Runs the workflow now, and waits for the run to finish. */
+  async function runNow(workflowId: string): Promise<any> {
+    const { id } = (await api('POST', `/workflows/${workflowId}/jobs/schedule`)) as { id: string };
+    return until('the run to finish', () => api('GET', `/workflows/${workflowId}/jobs/${id}`), (j) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(j.status));
+  }
+
+  before(async function () {
+    const why = missing();
+    if (why) {
+      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
+      this.skip();
+    }
+    http0 = await target();
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-health-'));
+    orloj = await startOrloj({
+      DATA_DIR: dataDir,
+      PORT: '0',
+      DASHBOARD_DIR: DASHBOARD_DIST,
+      RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
+      RATE_LIMIT_ENABLED: 'false',
+    });
+    base = `http://127.0.0.1:${orloj.port}`;
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    context = await browser.newContext({ baseURL: base, viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+    context.setDefaultTimeout(WAIT);
+    context.on('request', (req) => {
+      const url = new URL(req.url());
+      if (url.origin !== base && url.protocol !== 'data:') problems.push(`request to another host: ${req.url()}`);
+    });
+    page = await context.newPage();
+    page.on('console', (msg) => {
+      if (msg.type() === 'error' && !(/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate'))) {
+        problems.push(`console error: ${msg.text()} (${msg.location().url})`);
+      }
+    });
+    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+
+    await api('POST', '/auth/register', { email: `glance-${Date.now()}@example.com`, password: 'correct horse battery' });
+    ids.doomed = await createCheck('doomed check', `${http0.base}/fail?doomed`, 3);
+    ids.failing = await createCheck('failing check', `${http0.base}/fail`, 10);
+    ids.healthy = await createCheck('healthy check', `${http0.base}/ok`, 3);
+    for (let i = 0; i < 3; i++) await runNow(ids.doomed);
+    await runNow(ids.failing);
+    for (let i = 0; i < 2; i++) await runNow(ids.healthy);
+    await until('doomed terminated automatically', () => api('GET', `/workflows/${ids.doomed}?include=health`), (w) => w.health?.auto_terminated === true);
+  });
+
+  afterEach(function () {
+    if (problems.length) assert.fail(problems.splice(0).join('\n'));
+  });
+
+  after(async () => {
+    await browser?.close();
+    await stopOrloj(orloj);
+    http0?.server.close();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('shows a failing check down and first, and calls out the auto-terminated one', async () => {
+    await page.goto('/workflows');
+    const table = page.getByRole('table', { name: 'Workflows' });
+    const rows = table.locator('tbody tr');
+    await table.getByRole('link', { name: 'healthy check' }).waitFor();
+    assert.deepEqual(
+      (await rows.locator('td:nth-child(2) a').allTextContents()).slice(0, 2).sort(),
+      ['doomed check', 'failing check'],
+      'the two down workflows come first',
+    );
+    const failing = rows.filter({ has: page.getByRole('link', { name: 'failing check' }) });
+    await failing.locator('.state', { hasText: 'Down' }).waitFor();
+    const doomed = rows.filter({ has: page.getByRole('link', { name: 'doomed check' }) });
+    await doomed.getByText('terminated automatically').waitFor();
+    const callout = page.getByRole('region', { name: 'Terminated automatically' });
+    await callout.getByRole('link', { name: 'doomed check' }).waitFor();
+    assert.equal(await callout.getByRole('link', { name: 'failing check' }).count(), 0);
+
+    const healthy = rows.filter({ has: page.getByRole('link', { name: 'healthy check' }) });
+    await healthy.locator('.state', { hasText: 'Up' }).waitFor();
+    await healthy.getByRole('img', { name: 'Last 2 runs: 0 failed; latest completed' }).waitFor();
+    await healthy.getByText('100 %').waitFor();
+    const lastRun = healthy.locator('td[data-label="Last run"] time');
+    assert.match((await lastRun.textContent()) ?? '', /ago|now/);
+    assert.match((await lastRun.getAttribute('title')) ?? '', /\d{4}.*\d:\d\d/, 'the absolute time on hover');
+    assert.match((await healthy.locator('td[data-label="Next run"] time').textContent()) ?? '', /^in /);
+    await shot('20-workflows-at-a-glance');
+  });
+
+  it('keeps terminated workflows reachable: All, and Terminated only', async () => {
+    await page.goto('/workflows');
+    const table = page.getByRole('table', { name: 'Workflows' });
+    await table.getByRole('link', { name: 'healthy check' }).waitFor();
+    await page.getByLabel('Show').selectOption('terminated');
+    await table.getByRole('link', { name: 'doomed check' }).waitFor();
+    await table.getByRole('link', { name: 'healthy check' }).waitFor({ state: 'detached' });
+    await page.getByLabel('Show').selectOption('all');
+    await table.getByRole('link', { name: 'healthy check' }).waitFor();
+    assert.equal(await table.locator('tbody tr').count(), 3);
+    await page.getByLabel('Order').selectOption('newest');
+    assert.deepEqual(await table.locator('tbody tr td:nth-child(2) a').allTextContents(), ['healthy check', 'failing check', 'doomed check']);
+  });
+
+  it('shows compact rows on a phone, in light and dark', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.goto('/workflows');
+      await page.getByRole('table', { name: 'Workflows' }).getByRole('link', { name: 'healthy check' }).waitFor();
+      const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      assert.ok(overflow <= 0, `the list (${scheme}) scrolls sideways by ${overflow}px`);
+      await shot(`21-workflows-at-a-glance-phone-${scheme}`);
+    }
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.emulateMedia({ colorScheme: 'light' });
+  });
+});
