@@ -190,6 +190,34 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     assert.deepEqual(await table.locator('tbody tr td:nth-child(2) a').allTextContents(), ['healthy check', 'failing check', 'doomed check']);
   });
 
+  it("shows a HEARTBEAT workflow's request, response-time chart and uptime, and each job's response", async () => {
+    await page.goto(`/workflows/${ids.healthy}`);
+    await page.getByRole('heading', { level: 1, name: 'healthy check' }).waitFor();
+    await page.locator('.page-head .target', { hasText: `GET ${http0!.base}/ok` }).waitFor();
+    await page.locator('.page-head .state', { hasText: 'Up' }).waitFor();
+    const chart = page.getByRole('img', { name: /^Response time of the last 2 checks: median \d+ ms/ });
+    await chart.waitFor();
+    assert.equal(await page.locator('.response-chart circle.chart-point').count(), 2, 'one point per check');
+    const label = (await chart.getAttribute('aria-label')) ?? '';
+    const slowest = Number(/slowest (\d+) ms/.exec(label)?.[1]);
+    assert.ok(slowest >= 15, `the target answers after 15 ms; the chart says ${label}`);
+    const health = page.getByRole('group', { name: 'Health' }).or(page.locator('dl[aria-label="Health"]'));
+    await health.getByText('100 %').waitFor();
+    const definition = page.locator('dl[aria-label="Definition"]');
+    await definition.getByText(`${http0!.base}/ok`).waitFor();
+    await definition.getByText('Expected status').waitFor();
+    await shot('22-heartbeat-workflow');
+
+    await page.goto(`/workflows/${ids.failing}`);
+    await page.getByRole('table', { name: 'Jobs' }).getByText(/HTTP 500 in \d+ ms/).waitFor();
+    await page.locator('.response-chart rect.chart-point-bad').first().waitFor();
+    await page.getByRole('table', { name: 'Jobs' }).getByRole('link').first().click();
+    await page.getByRole('heading', { level: 1, name: 'Job' }).waitFor();
+    await page.locator('dl').getByText(/^HTTP 500 in \d+ ms$/).waitFor();
+    await page.locator('dl').getByText(`GET ${http0!.base}/fail`).waitFor();
+    await shot('23-heartbeat-job-failed');
+  });
+
   it('shows compact rows on a phone, in light and dark', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     for (const scheme of ['light', 'dark'] as const) {
