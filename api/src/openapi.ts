@@ -750,6 +750,12 @@ export const openApiDocument = {
         parameters: [
           cursorParam,
           { name: 'unread', in: 'query', description: 'true: unread ones only.', schema: { type: 'boolean', default: false } },
+          {
+            name: 'kind',
+            in: 'query',
+            description: `Only these kinds, comma-separated (e.g. WEB_ALERT,WEB_ERROR for alerts); every kind when absent. Kinds: ${NOTIFICATION_KINDS.join(', ')}.`,
+            schema: { type: 'string', pattern: `^(${NOTIFICATION_KINDS.join('|')})(,(${NOTIFICATION_KINDS.join('|')}))*$` },
+          },
           { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
         ],
         responses: { '200': { description: 'A page.', content: json(ref('NotificationPage')) }, ...invalid, ...common },

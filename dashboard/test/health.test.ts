@@ -176,6 +176,28 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     await shot('20-workflows-at-a-glance');
   });
 
+  it('puts the alerts on the bell and at the top of the drawer, routine notifications one click away', async () => {
+    await page.goto('/workflows');
+    // 4 failures (3 of them the doomed one's) and the automatic termination; 2 completions and 3 builds are routine.
+    const bell = page.getByRole('button', { name: /^Notifications, 5 alerts, \d+ unread$/ });
+    await bell.waitFor();
+    assert.equal(await page.getByTestId('unread-count').textContent(), '5');
+    await bell.click();
+    const drawer = page.getByRole('dialog', { name: 'Notifications' });
+    const items = drawer.locator('li.notification');
+    await items.first().waitFor();
+    assert.equal(await items.count(), 5);
+    assert.deepEqual(
+      (await items.locator('strong').allTextContents()).sort(),
+      ['Job failed', 'Job failed', 'Job failed', 'Job failed', 'Workflow terminated automatically'],
+    );
+    await shot('24-notifications-alerts');
+    await drawer.getByRole('button', { name: 'Everything else' }).click();
+    await drawer.locator('li.notification strong', { hasText: 'Job completed' }).first().waitFor();
+    assert.equal(await drawer.locator('li.notification strong', { hasText: 'Job failed' }).count(), 0);
+    await page.keyboard.press('Escape');
+  });
+
   it('keeps terminated workflows reachable: All, and Terminated only', async () => {
     await page.goto('/workflows');
     const table = page.getByRole('table', { name: 'Workflows' });
