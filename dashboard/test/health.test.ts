@@ -13,11 +13,32 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { requireServices } from '../../common/test/support/services.js';
 import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+let axeSource: string | undefined;
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[]; failureSummary?: string }[];
+}
+
+/** axe-core's WCAG 2.1 A and AA rules over the page as it is now; the violations, described. */
+async function axeViolations(page: Page): Promise<string[]> {
+  // Evaluated over the DevTools protocol, which the page's strict CSP does not govern (a script tag would be refused).
+  await page.evaluate(axeSource ??= fs.readFileSync(AXE, 'utf8'));
+  const violations = await page.evaluate<AxeViolation[]>(
+    `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target, failureSummary: n.failureSummary })) })))`,
+  );
+  return violations.map((v) => `${v.id} (${v.impact}): ${v.help}\n${v.nodes.map((n) => `  ${n.target.join(' ')}: ${n.failureSummary ?? ''}`).join('\n')}`);
+}
 
 function missing(): string | undefined {
   if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
@@ -240,6 +261,50 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     await shot('23-heartbeat-job-failed');
   });
 
+  it('has no axe-core violations (WCAG 2.1 AA) on any page, in light and dark', async () => {
+    const failingJob = ((await api('GET', `/workflows/${ids.failing}/jobs`)) as { jobs: { id: string }[] }).jobs[0]!.id;
+    const pages: [name: string, path: string, ready: (p: Page) => Promise<void>][] = [
+      ['workflows', '/workflows', (p) => p.getByRole('table', { name: 'Workflows' }).getByRole('link', { name: 'healthy check' }).waitFor()],
+      ['workflows-all', '/workflows?show=all', (p) => p.getByRole('table', { name: 'Workflows' }).getByRole('link', { name: 'doomed check' }).waitFor()],
+      ['workflow', `/workflows/${ids.healthy}`, (p) => p.locator('.response-chart svg').waitFor()],
+      ['workflow-terminated', `/workflows/${ids.doomed}`, (p) => p.getByRole('table', { name: 'Jobs' }).waitFor()],
+      ['job', `/workflows/${ids.failing}/jobs/${failingJob}`, (p) => p.locator('dl').getByText(/^HTTP 500/).waitFor()],
+      ['new-workflow', '/workflows/new', (p) => p.getByRole('heading', { level: 1, name: 'New workflow' }).waitFor()],
+      ['edit-workflow', `/workflows/${ids.healthy}/edit`, (p) => p.getByLabel('Endpoint URL').waitFor()],
+      ['profile', '/profile', (p) => p.getByRole('heading', { level: 1, name: 'Profile' }).waitFor()],
+      ['analytics', '/analytics', (p) => p.getByRole('heading', { level: 1, name: 'Analytics' }).waitFor()],
+    ];
+    const found: string[] = [];
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const [name, route, ready] of pages) {
+        await page.goto(route);
+        await ready(page);
+        for (const v of await axeViolations(page)) found.push(`${name} (${scheme}): ${v}`);
+        await shot(`30-desktop-${scheme}-${name}`);
+      }
+      await page.goto('/workflows');
+      await page.getByRole('button', { name: /^Notifications/ }).click();
+      await page.getByRole('dialog', { name: 'Notifications' }).locator('li.notification').first().waitFor();
+      for (const v of await axeViolations(page)) found.push(`notifications (${scheme}): ${v}`);
+      await shot(`30-desktop-${scheme}-notifications`);
+      await page.keyboard.press('Escape');
+
+      // Signed out: a context of its own.
+      const anonymous = await browser!.newContext({ baseURL: base, colorScheme: scheme });
+      const signIn = await anonymous.newPage();
+      await signIn.goto('/');
+      await signIn.getByRole('heading', { level: 1, name: 'Sign in to orloj' }).waitFor();
+      for (const v of await axeViolations(signIn)) found.push(`sign-in (${scheme}): ${v}`);
+      await signIn.getByRole('link', { name: 'Create an account' }).click();
+      await signIn.getByRole('button', { name: 'Sign up' }).waitFor();
+      for (const v of await axeViolations(signIn)) found.push(`sign-up (${scheme}): ${v}`);
+      await anonymous.close();
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+    assert.deepEqual(found, []);
+  });
+
   it('shows compact rows on a phone, in light and dark', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     for (const scheme of ['light', 'dark'] as const) {
@@ -249,6 +314,11 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
       const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
       assert.ok(overflow <= 0, `the list (${scheme}) scrolls sideways by ${overflow}px`);
       await shot(`21-workflows-at-a-glance-phone-${scheme}`);
+      await page.goto(`/workflows/${ids.healthy}`);
+      await page.locator('.response-chart svg').waitFor();
+      const pageOverflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      assert.ok(pageOverflow <= 0, `the workflow page (${scheme}) scrolls sideways by ${pageOverflow}px`);
+      await shot(`31-phone-${scheme}-workflow`);
     }
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.emulateMedia({ colorScheme: 'light' });
