@@ -261,6 +261,36 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     await shot('23-heartbeat-job-failed');
   });
 
+  it('shows every error of a form with several bad fields at once, without sending it', async () => {
+    await page.goto('/workflows/new');
+    await page.getByRole('heading', { level: 1, name: 'New workflow' }).waitFor();
+    await page.getByLabel('Interval (minutes)').fill('0');
+    await page.getByLabel('Failures before terminating').fill('1000');
+    await page.getByLabel('Endpoint URL').fill('not a url');
+    await page.getByLabel('Expected status code').fill('999');
+    await page.getByLabel('Timeout').fill('10 minutes');
+    let posted = 0;
+    const count = (req: { method(): string; url(): string }) => {
+      if (req.method() === 'POST' && req.url().endsWith('/api/workflows')) posted++;
+    };
+    page.on('request', count);
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    const expected: [string, string][] = [
+      ['name', 'must not be empty'],
+      ['interval', 'must be at least 1'],
+      ['maxFailures', 'must be at most 100'],
+      ['endpoint', 'must be an absolute http or https URL'],
+      ['expectedStatus', 'must be at most 599'],
+      ['timeout', 'must be a positive duration such as "10s" or "1m30s"'],
+    ];
+    for (const [field, message] of expected) await page.locator(`#wf-${field}-error`, { hasText: message }).waitFor();
+    assert.equal(await page.locator('.field-error').count(), expected.length);
+    assert.equal(await page.evaluate<string>('document.activeElement.id'), 'wf-name', 'the first field in error has the focus');
+    page.off('request', count);
+    assert.equal(posted, 0);
+    await shot('25-workflow-new-every-error');
+  });
+
   it('has no axe-core violations (WCAG 2.1 AA) on any page, in light and dark', async () => {
     const failingJob = ((await api('GET', `/workflows/${ids.failing}/jobs`)) as { jobs: { id: string }[] }).jobs[0]!.id;
     const pages: [name: string, path: string, ready: (p: Page) => Promise<void>][] = [

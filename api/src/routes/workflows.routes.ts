@@ -61,6 +61,29 @@ function imageOf(w: Workflow): string | undefined {
   return parsed.ok && parsed.value.kind === 'CONTAINER' ? parsed.value.payload.image : undefined;
 }
 
+/**
+ * The create body, every bad field reported in one pass: when the body's own
+ * fields are refused, the payload's fields are checked too (if its kind and
+ * payload text are usable), so a form learns of all its mistakes at once.
+ */
+function readCreateWithPayload(raw: unknown): CreateWorkflowBody {
+  try {
+    return readCreate(raw);
+  } catch (err) {
+    if (!(err instanceof OrlojError) || err.code !== 'validation_failed' || !err.fields || typeof raw !== 'object' || raw === null) throw err;
+    const { kind, payload, log_retention: logRetention } = raw as Record<string, unknown>;
+    if (typeof payload !== 'string' || !(WORKFLOW_KINDS as readonly unknown[]).includes(kind) || err.fields.some((f) => f.field === 'payload')) throw err;
+    let more: readonly FieldError[] = [];
+    try {
+      checkPayloadAndRetention(kind as WorkflowKind, payload, typeof logRetention === 'boolean' ? logRetention : undefined);
+    } catch (payloadErr) {
+      if (payloadErr instanceof OrlojError && payloadErr.fields) more = payloadErr.fields;
+    }
+    if (more.length === 0) throw err;
+    throw validationError([...err.fields, ...more.filter((f) => !err.fields!.some((e) => e.field === f.field))]);
+  }
+}
+
 const workflowId = (ctx: Context) => requireUuidParam('workflow_id', ctx.params.workflow_id, isUuid);
 const userIdOf = (ctx: Context) => ctx.state.session.userId as string;
 
@@ -71,7 +94,7 @@ export function workflowsRoutes(deps: ApiDeps): Router {
 
   router.post('/workflows', session, async (ctx) => {
     const key = readIdempotencyKey(ctx);
-    const body = readCreate(await readJsonBody(ctx));
+    const body = readCreateWithPayload(await readJsonBody(ctx));
     checkPayloadAndRetention(body.kind, body.payload, body.log_retention);
     const userId = userIdOf(ctx);
     await idempotency.run(ctx, userId, key, { scope: 'POST /workflows', body }, async (tx) => {
