@@ -71,6 +71,9 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
   let http0: { server: http.Server; base: string } | undefined;
   const problems: string[] = [];
   const ids: Record<string, string> = {};
+  let orlojEnv: Record<string, string> = {};
+  /** While the server is down on purpose, the browser's failed requests are expected. */
+  let serverDown = false;
 
   const shot = async (name: string) => {
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
@@ -124,13 +127,19 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     }
     http0 = await target();
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-health-'));
-    orloj = await startOrloj({
+    // A fixed free port: the last step stops this server and starts it again where the page expects it.
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    orlojEnv = {
       DATA_DIR: dataDir,
-      PORT: '0',
+      PORT: String(port),
       DASHBOARD_DIR: DASHBOARD_DIST,
       RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
       RATE_LIMIT_ENABLED: 'false',
-    });
+    };
+    orloj = await startOrloj(orlojEnv);
     base = `http://127.0.0.1:${orloj.port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     context = await browser.newContext({ baseURL: base, viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
@@ -141,6 +150,7 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     });
     page = await context.newPage();
     page.on('console', (msg) => {
+      if (serverDown && /ERR_CONNECTION_REFUSED|Failed to load resource|EventSource/.test(msg.text())) return;
       if (msg.type() === 'error' && !(/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate'))) {
         problems.push(`console error: ${msg.text()} (${msg.location().url})`);
       }
@@ -352,5 +362,25 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     }
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.emulateMedia({ colorScheme: 'light' });
+  });
+
+  it('keeps an open job page through a server restart, saying it is disconnected until it is back', async () => {
+    const job = ((await api('GET', `/workflows/${ids.healthy}/jobs`)) as { jobs: { id: string }[] }).jobs[0]!.id;
+    await page.goto(`/workflows/${ids.healthy}/jobs/${job}`);
+    const response = page.locator('dl').getByText(/^HTTP 200 in \d+ ms$/);
+    await response.waitFor();
+    serverDown = true;
+    await stopOrloj(orloj);
+    const banner = page.getByRole('status').filter({ hasText: 'Disconnected — retrying' });
+    await banner.waitFor();
+    assert.equal(await response.count(), 1, 'what was on screen stays');
+    assert.equal(await page.getByText('The server cannot be reached').count(), 0);
+    await shot('26-job-disconnected');
+    orloj = await startOrloj(orlojEnv);
+    await banner.waitFor({ state: 'detached' });
+    serverDown = false;
+    await response.waitFor();
+    await page.getByRole('link', { name: 'healthy check' }).click();
+    await page.getByRole('heading', { level: 1, name: 'healthy check' }).waitFor();
   });
 });

@@ -93,7 +93,7 @@ function PagedLog({ source, filters, queryKey }: { source: LogSource; filters: L
     getNextPageParam: (last) => last.cursor || undefined,
   });
   if (pages.isPending) return <Spinner label="Loading log…" />;
-  if (pages.isError) return <p className="error-text">{pages.error.message}</p>;
+  if (pages.isError && !pages.data) return <p className="error-text">{pages.error.message}</p>;
   // Pages come newest first; the reader sees them oldest first, older pages above.
   const lines: Line[] = pages.data.pages.flatMap((p) => p.logs.map((l) => ({ ...l, token: p.highlight_token }))).reverse();
   const searching = Boolean(filters.q || filters.stream);

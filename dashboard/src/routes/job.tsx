@@ -26,7 +26,7 @@ export function JobPage() {
   useTitle(job.data ? `Job ${job.data.status.toLowerCase()}` : 'Job');
 
   if (job.isPending) return <Spinner />;
-  if (job.isError) return <LoadFailed title="Job" error={job.error} back={{ to: `/workflows/${workflowId}`, label: 'Back to the workflow' }} />;
+  if (job.isError && !job.data) return <LoadFailed title="Job" error={job.error} back={{ to: `/workflows/${workflowId}`, label: 'Back to the workflow' }} />;
   const j = job.data;
   const terminal = isTerminal(j.status);
   const w = workflow.data;

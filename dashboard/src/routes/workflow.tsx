@@ -206,7 +206,7 @@ export function WorkflowPage() {
   const workflow = useWorkflow(workflowId);
   useTitle(workflow.data?.name ?? 'Workflow');
   if (workflow.isPending) return <Spinner />;
-  if (workflow.isError) return <LoadFailed title="Workflow" error={workflow.error} back={{ to: '/workflows', label: 'Back to workflows' }} />;
+  if (workflow.isError && !workflow.data) return <LoadFailed title="Workflow" error={workflow.error} back={{ to: '/workflows', label: 'Back to workflows' }} />;
   const w = workflow.data;
   return (
     <div>

@@ -144,7 +144,7 @@ export function WorkflowsPage() {
 
       {list.isPending ? (
         <Spinner />
-      ) : list.isError ? (
+      ) : list.isError && !list.data ? (
         <p className="error-text">{list.error.message}</p>
       ) : workflows.length === 0 ? (
         filtered ? (
