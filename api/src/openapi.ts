@@ -1,6 +1,8 @@
 import {
   BUILD_STATUSES,
+  CHECK_FAILURES,
   containerPayloadSchema,
+  HEALTH_STATES,
   heartbeatPayloadSchema,
   JOB_STATUSES,
   JOB_TRIGGERS,
@@ -20,6 +22,13 @@ const uuid = { type: 'string', format: 'uuid' } as const;
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object) => ({ 'application/json': { schema } });
 const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: ref('Problem') } } });
+
+const includeParam = {
+  name: 'include',
+  in: 'query',
+  description: 'health: each workflow carries its `health` (state, recent runs, uptime), read fresh.',
+  schema: { enum: ['health'] },
+} as const;
 
 const setCookies = {
   'Set-Cookie': {
@@ -153,6 +162,65 @@ export const openApiDocument = {
           terminated_at: dateTime,
           log_retention: { type: 'boolean' },
           generation: { type: 'integer', minimum: 0, description: 'Only in the single-workflow read; +1 on every PUT.' },
+          health: { ...ref('WorkflowHealth'), description: 'Only with include=health.' },
+        },
+        additionalProperties: false,
+      },
+      Check: {
+        type: 'object',
+        description: 'What a HEARTBEAT job\'s request did.',
+        required: ['response_time_ms'],
+        properties: {
+          status_code: { type: 'integer', minimum: 100, maximum: 999, description: 'The response\'s status; absent when no response came.' },
+          response_time_ms: { type: 'integer', minimum: 0, description: 'From sending the request to the end of the response, or to the failure.' },
+          failure: {
+            enum: [...CHECK_FAILURES],
+            description: 'Why the check failed; absent when it passed. dns, connect, tls, timeout, status (unexpected code), body (text missing), address (target not allowed), request (anything else).',
+          },
+        },
+        additionalProperties: false,
+      },
+      Run: {
+        type: 'object',
+        description: 'A finished run.',
+        required: ['job_id', 'status', 'scheduled_at'],
+        properties: {
+          job_id: uuid,
+          status: { enum: ['COMPLETED', 'FAILED', 'CANCELED'] },
+          scheduled_at: dateTime,
+          completed_at: dateTime,
+          check: ref('Check'),
+        },
+        additionalProperties: false,
+      },
+      WorkflowHealth: {
+        type: 'object',
+        description: 'The workflow as a monitoring user reads it (docs/api.md, "Checks and health").',
+        required: ['state', 'auto_terminated', 'recent_runs', 'uptime'],
+        properties: {
+          state: { enum: [...HEALTH_STATES] },
+          auto_terminated: { type: 'boolean', description: 'Terminated by the failure limit rather than by its owner.' },
+          running: {
+            type: 'object',
+            required: ['job_id', 'status', 'scheduled_at'],
+            properties: { job_id: uuid, status: { enum: ['RUNNING'] }, scheduled_at: dateTime },
+            additionalProperties: false,
+          },
+          last_run: { ...ref('Run'), description: 'The latest run that COMPLETED or FAILED.' },
+          next_run_at: { ...dateTime, description: 'When the next run is due; absent when none will be. In the past when late.' },
+          recent_runs: { type: 'array', maxItems: 20, items: ref('Run'), description: 'Newest first.' },
+          uptime: {
+            type: 'object',
+            required: ['window_hours', 'completed', 'failed', 'canceled'],
+            properties: {
+              window_hours: { type: 'number', minimum: 0 },
+              completed: { type: 'integer', minimum: 0 },
+              failed: { type: 'integer', minimum: 0 },
+              canceled: { type: 'integer', minimum: 0 },
+              ratio: { type: 'number', minimum: 0, maximum: 1, description: 'completed / (completed + failed); absent when neither.' },
+            },
+            additionalProperties: false,
+          },
         },
         additionalProperties: false,
       },
@@ -188,6 +256,7 @@ export const openApiDocument = {
             description:
               "Only when the job's log reached the installation's per-job cap (JOB_LOG_MAX_LINES / JOB_LOG_MAX_MB): the stored log ends with one marker line, and the rest of the output was counted (analytics) but not stored.",
           },
+          check: { ...ref('Check'), description: 'HEARTBEAT jobs that ran their request.' },
         },
         additionalProperties: false,
         // The reason fields are present exactly when the job FAILED or was CANCELED.
@@ -456,6 +525,13 @@ export const openApiDocument = {
           { name: 'kind', in: 'query', schema: { enum: [...WORKFLOW_KINDS] } },
           { name: 'build_status', in: 'query', schema: { enum: [...BUILD_STATUSES] } },
           { name: 'terminated', in: 'query', schema: { type: 'boolean', default: false } },
+          {
+            name: 'include_terminated',
+            in: 'query',
+            description: 'true: active and terminated workflows together; not combined with terminated.',
+            schema: { type: 'boolean', default: false },
+          },
+          includeParam,
           { name: 'interval_min', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 2147483647 } },
           { name: 'interval_max', in: 'query', schema: { type: 'integer', minimum: 0, maximum: 2147483647 } },
           { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
@@ -468,6 +544,7 @@ export const openApiDocument = {
       get: {
         summary: 'Read a workflow',
         security: [{ session: [] }],
+        parameters: [includeParam],
         responses: {
           '200': { description: 'The workflow, with generation.', content: json(ref('Workflow')) },
           ...invalid,
@@ -680,6 +757,12 @@ export const openApiDocument = {
         parameters: [
           cursorParam,
           { name: 'unread', in: 'query', description: 'true: unread ones only.', schema: { type: 'boolean', default: false } },
+          {
+            name: 'kind',
+            in: 'query',
+            description: `Only these kinds, comma-separated (e.g. WEB_ALERT,WEB_ERROR for alerts); every kind when absent. Kinds: ${NOTIFICATION_KINDS.join(', ')}.`,
+            schema: { type: 'string', pattern: `^(${NOTIFICATION_KINDS.join('|')})(,(${NOTIFICATION_KINDS.join('|')}))*$` },
+          },
           { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
         ],
         responses: { '200': { description: 'A page.', content: json(ref('NotificationPage')) }, ...invalid, ...common },

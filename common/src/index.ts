@@ -15,6 +15,8 @@ export * from './store/index.js';
 export * from './domain/job.js';
 export * from './domain/job-state.js';
 export * from './domain/job-record.js';
+export * from './domain/check.js';
+export * from './domain/health.js';
 export * from './domain/events.js';
 export * from './messages.js';
 export * from './bus/index.js';

@@ -1,4 +1,5 @@
 import type { JobStatus, ReasonCode } from './domain/job.js';
+import type { CheckResultMessage } from './domain/check.js';
 import type { ProducerPolicy } from './envelope/envelope.js';
 
 /**
@@ -180,6 +181,8 @@ export interface JobFinishedMessage {
   container_id?: string;
   /** The attempt's log reached the per-job cap (JOB_LOG_MAX_LINES / JOB_LOG_MAX_MB); absent: it did not. */
   log_truncated?: boolean;
+  /** HEARTBEAT jobs: what the request did (absent from older runners; the result stands without it). */
+  check?: CheckResultMessage;
 }
 
 export interface BuildFinishedMessage {

@@ -1,6 +1,7 @@
 import { MutationCache, QueryCache, QueryClient } from '@tanstack/react-query';
 import { ApiError, messageOf } from './api/problem';
 import { toasts } from './components/toasts';
+import { connection } from './connection';
 import { SESSION_KEY, setSession } from './session';
 
 declare module '@tanstack/react-query' {
@@ -18,6 +19,12 @@ declare module '@tanstack/react-query' {
  */
 export function createQueryClient(): QueryClient {
   const onError = (error: unknown, silent: boolean | undefined) => {
+    // No answer at all: the lasting "disconnected" banner says so (connection.ts), not a toast per request.
+    if (error instanceof ApiError && error.status === 0) {
+      connection.lost(client);
+      return;
+    }
+    connection.answered(client);
     if (error instanceof ApiError && error.status === 401) {
       if (client.getQueryData(SESSION_KEY)) toasts.push('info', 'Your session has ended; sign in again.');
       setSession(client, null);
@@ -26,8 +33,11 @@ export function createQueryClient(): QueryClient {
     if (!silent) toasts.push('error', messageOf(error));
   };
   const client: QueryClient = new QueryClient({
-    queryCache: new QueryCache({ onError: (error, query) => onError(error, query.meta?.silent) }),
-    mutationCache: new MutationCache({ onError: (error, _v, _c, mutation) => onError(error, mutation.meta?.silent) }),
+    queryCache: new QueryCache({ onError: (error, query) => onError(error, query.meta?.silent), onSuccess: () => connection.answered(client) }),
+    mutationCache: new MutationCache({
+      onError: (error, _v, _c, mutation) => onError(error, mutation.meta?.silent),
+      onSuccess: () => connection.answered(client),
+    }),
     defaultOptions: {
       queries: {
         staleTime: 5_000,

@@ -23,6 +23,7 @@ import {
   TOPICS,
   type AbortLike,
   type BuildFinishedMessage,
+  type CheckResultMessage,
   type Clock,
   type ContainerPayload,
   type Envelope,
@@ -111,8 +112,8 @@ export interface RunnerMetrics {
 }
 
 type Outcome = (
-  | { status: 'COMPLETED'; containerId?: string }
-  | { status: 'FAILED'; reason: JobReason; systemFailure?: boolean; containerId?: string }
+  | { status: 'COMPLETED'; containerId?: string; check?: CheckResultMessage }
+  | { status: 'FAILED'; reason: JobReason; systemFailure?: boolean; containerId?: string; check?: CheckResultMessage }
   | { status: 'CANCELED'; containerId?: string }
 ) & { logTruncated?: boolean };
 
@@ -424,6 +425,7 @@ export class Runner {
       ...(settled.systemFailure ? { system_failure: true } : {}),
       ...(settled.containerId === undefined ? {} : { container_id: settled.containerId }),
       ...(outcome.logTruncated ? { log_truncated: true } : {}),
+      ...(outcome.status !== 'CANCELED' && outcome.check && settled.status === outcome.status ? { check: outcome.check } : {}),
     };
     attempt.log.info({ status: result.status, reason: result.reason?.code, systemFailure: result.system_failure }, 'job finished');
     try {
@@ -466,8 +468,14 @@ export class Runner {
     }
     if (parsed.value.kind === 'HEARTBEAT') {
       const result = await this.http.run(parsed.value.payload, { signal: cancel });
-      if (result.status === 'FAILED') return { status: 'FAILED', reason: result.reason };
-      return { status: result.status };
+      if (result.status === 'CANCELED') return { status: 'CANCELED' };
+      const check: CheckResultMessage = {
+        response_time_ms: Math.round(result.durationMs),
+        ...(result.statusCode === undefined ? {} : { status_code: result.statusCode }),
+        ...(result.status === 'FAILED' ? { failure: result.failure } : {}),
+      };
+      if (result.status === 'FAILED') return { status: 'FAILED', reason: result.reason, check };
+      return { status: 'COMPLETED', check };
     }
     return this.runContainer(attempt, parsed.value.payload, cancel);
   }

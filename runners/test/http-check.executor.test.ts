@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { setImmediate } from 'node:timers/promises';
 import { pino } from 'pino';
 import { Cancellation, reasons } from '@orloj/common';
-import type { HeartbeatPayload } from '@orloj/common';
+import type { CheckFailure, HeartbeatPayload } from '@orloj/common';
 import { HttpCheckExecutor, parseTargetList } from '../src/executors/http-check.executor.js';
 import type { HttpCheckResult } from '../src/executors/http-check.executor.js';
 
@@ -100,10 +100,28 @@ function heartbeat(endpoint: string, extra: Partial<HeartbeatPayload> = {}): Hea
   return { endpoint, method: 'GET', expected_status_code: 200, headers: {}, timeout: 10_000, ...extra };
 }
 
+/** The kind of failure each reason is recorded with (the job's `check.failure`). */
+const FAILURE_OF: [message: string, failure: CheckFailure][] = [
+  [reasons.connectionRefused().message, 'connect'],
+  [reasons.dnsFailure().message, 'dns'],
+  [reasons.tlsFailure().message, 'tls'],
+  [reasons.addressNotAllowed().message, 'address'],
+  [reasons.bodyMismatch().message, 'body'],
+  [reasons.requestFailed().message, 'request'],
+];
+
 function assertFailed(result: HttpCheckResult, expected: { code: string; message: string }): void {
   assert.equal(result.status, 'FAILED', JSON.stringify(result));
   if (result.status !== 'FAILED') return;
   assert.deepEqual(result.reason, expected);
+  const failure =
+    expected.code === 'TIME_LIMIT_EXCEEDED'
+      ? 'timeout'
+      : expected.code === 'UNEXPECTED_STATUS_CODE' && expected.message !== reasons.bodyMismatch().message
+        ? 'status'
+        : FAILURE_OF.find(([message]) => message === expected.message)?.[1];
+  assert.equal(result.failure, failure, 'the kind of failure recorded with the job');
+  assert.ok(Number.isInteger(result.durationMs) && result.durationMs >= 0);
 }
 
 describe('HttpCheckExecutor', () => {

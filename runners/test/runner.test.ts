@@ -334,7 +334,9 @@ describe('runner role', () => {
         status: 'COMPLETED',
         started_at: started.body.started_at,
         finished_at: h.clock.now(),
+        check: { status_code: 200, response_time_ms: finished.body.check?.response_time_ms },
       });
+      assert.ok(Number.isInteger(finished.body.check?.response_time_ms) && finished.body.check!.response_time_ms >= 0);
       assert.deepEqual(
         h.events.forJob(job.job_id).map((e) => e.type),
         [MESSAGE_TYPES.jobStarted, MESSAGE_TYPES.jobFinished],
@@ -349,6 +351,8 @@ describe('runner role', () => {
       assert.equal(finished.body.status, 'FAILED');
       assert.deepEqual(finished.body.reason, reasons.unexpectedStatusCode(204, 503));
       assert.equal(finished.body.system_failure, undefined);
+      assert.equal(finished.body.check?.status_code, 503);
+      assert.equal(finished.body.check?.failure, 'status');
       assert.equal(h.runner.metrics().failed, 1);
     });
 
@@ -359,6 +363,7 @@ describe('runner role', () => {
       assert.equal(finished.body.status, 'FAILED');
       assert.deepEqual(finished.body.reason, reasons.failureUnavailable());
       assert.equal(finished.body.system_failure, undefined);
+      assert.equal(finished.body.check, undefined, 'no request was sent');
     });
 
     it('sends heartbeats every leaseTtlMs/3 while a job runs, and none after it finished', async () => {

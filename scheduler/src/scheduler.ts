@@ -1,5 +1,6 @@
 import {
   applyJobOutcome,
+  checkFromMessage,
   firstSlotAfter,
   MESSAGE_TYPES,
   mostRecentSlot,
@@ -697,6 +698,7 @@ export class Scheduler {
         reason: m.status === 'COMPLETED' ? null : (m.reason ?? (m.status === 'FAILED' ? reasons.failureUnavailable() : reasons.cancellationUnavailable())),
         ...(m.container_id ? { containerId: m.container_id } : {}),
         ...(m.log_truncated === true ? { logTruncated: true } : {}),
+        ...(m.check === undefined ? {} : { check: checkFromMessage(m.check) ?? null }),
       },
       { attempts: m.attempt },
     );

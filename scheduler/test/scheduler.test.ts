@@ -75,6 +75,31 @@ describeEachEngine('scheduler', (db) => {
     assert.equal(job?.attempts, 1);
   });
 
+  it("records a HEARTBEAT job's check with its result, and drops a malformed one without losing the result", async () => {
+    const w = await built();
+    const other = await built();
+    r.clock.advance(MINUTE);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 2, 'two job.run');
+    const msg = r.runners.jobs.find((j) => j.workflow_id === w.id)!;
+    const next = r.runners.jobs.find((j) => j.workflow_id === other.id)!;
+    await r.runners.started(msg, r.clock.now());
+    await r.runners.finished(msg, 'FAILED', { started: r.clock.now(), finished: r.clock.now() + 20 }, {
+      reason: { code: 'UNEXPECTED_STATUS_CODE', message: 'The endpoint answered with status 500; expected 200.' },
+      check: { status_code: 500, response_time_ms: 17, failure: 'status' },
+    });
+    const job = await eventually(() => store().jobs.findById(msg.job_id), (j) => j?.status === 'FAILED', 'FAILED');
+    assert.deepEqual(job?.check, { statusCode: 500, responseTimeMs: 17, failure: 'status' });
+
+    await r.runners.started(next, r.clock.now());
+    await r.runners.finished(next, 'COMPLETED', { started: r.clock.now(), finished: r.clock.now() + 5 }, {
+      check: { status_code: 200, response_time_ms: -1 } as never,
+    });
+    const second = await eventually(() => store().jobs.findById(next.job_id), (j) => j?.status === 'COMPLETED', 'COMPLETED');
+    assert.equal(second?.check, null);
+    assert.equal((await store().workflows.findById(other.id))?.consecutiveJobFailuresCount, 0);
+  });
+
   it('creates exactly one job per slot when two leaders tick at once', async () => {
     const w = await built();
     const other = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger });

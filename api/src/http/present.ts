@@ -1,4 +1,4 @@
-import { DELETED_WORKFLOW_NAME, logEventId, reasons, toIso, type Job, type LogLine, type Notification, type User, type UserTotals, type WorkflowSummary, type WorkflowTotals } from '@orloj/common';
+import { checkToMessage, DELETED_WORKFLOW_NAME, logEventId, reasons, toIso, type CheckResult, type Job, type OpenRun, type RunSummary, type WorkflowHealth, type LogLine, type Notification, type User, type UserTotals, type WorkflowSummary, type WorkflowTotals } from '@orloj/common';
 
 /** Wire shapes: snake_case, RFC 3339 UTC timestamps, unset optionals omitted. */
 export function presentUser(u: User) {
@@ -29,6 +29,44 @@ export function presentWorkflow(w: WorkflowSummary, options: { generation?: numb
   };
 }
 
+/** The `health` a workflow carries when asked for with `include=health` (docs/api.md, "Checks and health"). */
+export function presentHealth(h: WorkflowHealth) {
+  const decided = h.uptime.completed + h.uptime.failed;
+  return {
+    state: h.state,
+    auto_terminated: h.autoTerminated,
+    ...(h.running ? { running: presentOpenRun(h.running) } : {}),
+    ...(h.lastRun ? { last_run: presentRun(h.lastRun) } : {}),
+    ...(h.nextRunAt !== null ? { next_run_at: toIso(h.nextRunAt) } : {}),
+    recent_runs: h.recentRuns.map(presentRun),
+    uptime: {
+      window_hours: h.uptime.windowMs / 3_600_000,
+      completed: h.uptime.completed,
+      failed: h.uptime.failed,
+      canceled: h.uptime.canceled,
+      ...(decided > 0 ? { ratio: Math.round((h.uptime.completed / decided) * 10_000) / 10_000 } : {}),
+    },
+  };
+}
+
+function presentOpenRun(r: OpenRun) {
+  return { job_id: r.jobId, status: r.status, scheduled_at: toIso(r.scheduledAt) };
+}
+
+function presentRun(r: RunSummary) {
+  return {
+    job_id: r.jobId,
+    status: r.status,
+    scheduled_at: toIso(r.scheduledAt),
+    ...(r.completedAt !== null ? { completed_at: toIso(r.completedAt) } : {}),
+    ...(r.check ? { check: presentCheck(r.check) } : {}),
+  };
+}
+
+export function presentCheck(c: CheckResult) {
+  return checkToMessage(c);
+}
+
 /**
  * A job. Lists add `attempts` and, once a container ran, `container_id`; the
  * single read has neither. The reason fields belong to FAILED and CANCELED
@@ -56,6 +94,7 @@ export function presentJob(j: Job, options: { inList?: boolean } = {}) {
         ? { status_reason_code: j.statusReasonCode, status_reason_message: j.statusReasonMessage ?? fallback.message }
         : { status_reason_code: fallback.code, status_reason_message: fallback.message }
       : {}),
+    ...(j.check ? { check: presentCheck(j.check) } : {}),
   };
 }
 

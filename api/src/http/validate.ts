@@ -100,7 +100,10 @@ export class QueryReader {
 
   /** Throws a 400 listing every bad parameter, if any. */
   done(): void {
-    if (this.errors.length) throw validationError(this.errors, 'The query string is invalid.');
+    if (this.errors.length) {
+      const named = this.errors.map((e) => `${e.field} ${e.message}`).join('; ');
+      throw validationError(this.errors, `The query string is invalid: ${named}.`);
+    }
   }
 }
 

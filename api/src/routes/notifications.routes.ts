@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, validationError } from '@orloj/common';
+import { decodeCursor, encodeCursor, isUuid, NOTIFICATION_KINDS, notFound, OrlojError, validationError, type NotificationKind } from '@orloj/common';
 import type { ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { presentNotification } from '../http/present.js';
@@ -15,6 +15,18 @@ const LIST = 'notifications';
 
 const userIdOf = (ctx: Context) => ctx.state.session.userId as string;
 
+/** `kind`: a comma-separated list of notification kinds (docs/api.md, "Notifications"); undefined = every kind. */
+function readKinds(q: QueryReader): NotificationKind[] | undefined {
+  const text = q.string('kind', 200);
+  if (text === undefined) return undefined;
+  const kinds = text.split(',');
+  if (!kinds.every((k): k is NotificationKind => (NOTIFICATION_KINDS as readonly string[]).includes(k))) {
+    q.fail('kind', `must be one or more of ${NOTIFICATION_KINDS.join(', ')}, separated by commas`);
+    return undefined;
+  }
+  return [...new Set(kinds)];
+}
+
 export function notificationsRoutes(deps: ApiDeps): Router {
   const { store, clock } = deps;
   const router = new Router();
@@ -25,13 +37,14 @@ export function notificationsRoutes(deps: ApiDeps): Router {
     const cursor = q.string('cursor', 512);
     const unreadOnly = q.bool('unread') ?? false;
     const limit = q.int('limit', 1, 100) ?? NOTIFICATION_PAGE_SIZE;
+    const kinds = readKinds(q);
     q.done();
     const after = decodeCursor(LIST, cursor);
     const userId = userIdOf(ctx);
     const user = await store.users.findById(userId);
     if (!user) throw new OrlojError('unauthenticated', 'The account no longer exists.');
     // With preference NONE notifications are still recorded, but none is listed.
-    const rows = user.notificationPreference === 'NONE' ? [] : await store.notifications.list({ userId, unreadOnly, after, limit: limit + 1 });
+    const rows = user.notificationPreference === 'NONE' ? [] : await store.notifications.list({ userId, unreadOnly, kinds, after, limit: limit + 1 });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     ctx.body = {

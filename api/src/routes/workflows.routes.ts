@@ -14,6 +14,7 @@ import {
   notFound,
   OrlojError,
   parsePayload,
+  readHealth,
   terminateWorkflow,
   validationError,
   WORKFLOW_KINDS,
@@ -22,12 +23,13 @@ import {
   type FieldError,
   type Store,
   type Workflow,
+  type WorkflowHealth,
   type WorkflowKind,
 } from '@orloj/common';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
-import { presentWorkflow } from '../http/present.js';
+import { presentHealth, presentWorkflow } from '../http/present.js';
 import { requireSession } from '../http/session.js';
 import { bodyValidator, QueryReader, requireUuidParam } from '../http/validate.js';
 import { createWorkflowBody, updateWorkflowBody, type CreateWorkflowBody, type UpdateWorkflowBody } from '../schemas.js';
@@ -36,6 +38,12 @@ const readCreate = bodyValidator<CreateWorkflowBody>(createWorkflowBody);
 const readUpdate = bodyValidator<UpdateWorkflowBody>(updateWorkflowBody);
 
 export const WORKFLOW_PAGE_SIZE = 20;
+/** `include=health` adds each workflow's monitoring state (docs/api.md, "Checks and health"). */
+const INCLUDES = ['health'] as const;
+
+function withHealth<T extends object>(body: T, health: WorkflowHealth | undefined): T & { health?: ReturnType<typeof presentHealth> } {
+  return health ? { ...body, health: presentHealth(health) } : body;
+}
 const INT32_MAX = 2_147_483_647;
 
 /**
@@ -59,6 +67,29 @@ function imageOf(w: Workflow): string | undefined {
   return parsed.ok && parsed.value.kind === 'CONTAINER' ? parsed.value.payload.image : undefined;
 }
 
+/**
+ * The create body, every bad field reported in one pass: when the body's own
+ * fields are refused, the payload's fields are checked too (if its kind and
+ * payload text are usable), so a form learns of all its mistakes at once.
+ */
+function readCreateWithPayload(raw: unknown, limits: ContainerLimits): CreateWorkflowBody {
+  try {
+    return readCreate(raw);
+  } catch (err) {
+    if (!(err instanceof OrlojError) || err.code !== 'validation_failed' || !err.fields || typeof raw !== 'object' || raw === null) throw err;
+    const { kind, payload, log_retention: logRetention } = raw as Record<string, unknown>;
+    if (typeof payload !== 'string' || !(WORKFLOW_KINDS as readonly unknown[]).includes(kind) || err.fields.some((f) => f.field === 'payload')) throw err;
+    let more: readonly FieldError[] = [];
+    try {
+      checkPayloadAndRetention(kind as WorkflowKind, payload, typeof logRetention === 'boolean' ? logRetention : undefined, limits);
+    } catch (payloadErr) {
+      if (payloadErr instanceof OrlojError && payloadErr.fields) more = payloadErr.fields;
+    }
+    if (more.length === 0) throw err;
+    throw validationError([...err.fields, ...more.filter((f) => !err.fields!.some((e) => e.field === f.field))]);
+  }
+}
+
 const workflowId = (ctx: Context) => requireUuidParam('workflow_id', ctx.params.workflow_id, isUuid);
 const userIdOf = (ctx: Context) => ctx.state.session.userId as string;
 
@@ -69,7 +100,7 @@ export function workflowsRoutes(deps: ApiDeps): Router {
 
   router.post('/workflows', session, async (ctx) => {
     const key = readIdempotencyKey(ctx);
-    const body = readCreate(await readJsonBody(ctx));
+    const body = readCreateWithPayload(await readJsonBody(ctx), deps.config.containers);
     checkPayloadAndRetention(body.kind, body.payload, body.log_retention, deps.config.containers);
     const userId = userIdOf(ctx);
     await idempotency.run(ctx, userId, key, { scope: 'POST /workflows', body }, async (tx) => {
@@ -106,14 +137,20 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     const query = q.string('query', 200);
     const kind = q.enumOf('kind', WORKFLOW_KINDS);
     const buildStatus = q.enumOf('build_status', BUILD_STATUSES);
-    const terminated = q.bool('terminated') ?? false;
+    const terminatedOnly = q.bool('terminated');
+    const includeTerminated = q.bool('include_terminated') ?? false;
+    const include = q.enumOf('include', INCLUDES);
     const intervalMin = q.int('interval_min', 0, INT32_MAX);
     const intervalMax = q.int('interval_max', 0, INT32_MAX);
     const limit = q.int('limit', 1, 100) ?? WORKFLOW_PAGE_SIZE;
     if (intervalMin && intervalMax && intervalMax < intervalMin) {
       q.fail('interval_max', 'must not be less than interval_min');
     }
+    if (includeTerminated && terminatedOnly !== undefined) {
+      q.fail('include_terminated', 'cannot be combined with terminated: include_terminated lists active and terminated workflows');
+    }
     q.done();
+    const terminated: boolean | 'all' = includeTerminated ? 'all' : (terminatedOnly ?? false);
     const list = 'workflows';
     const after = decodeCursor(list, cursor);
     const userId = userIdOf(ctx);
@@ -131,7 +168,8 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     const version = (ctx.state.session as ActiveSession).workflowListVersion;
     const key = JSON.stringify([filter, cursor ?? '']);
     ctx.type = 'application/json';
-    const cached = listPages.get(key, version);
+    // Health moves with every run and with time: such a page is read fresh, never kept.
+    const cached = include === 'health' ? undefined : listPages.get(key, version);
     if (cached !== undefined) {
       ctx.body = cached;
       return;
@@ -139,18 +177,23 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     const rows = await store.workflows.list({ ...filter, after, limit: limit + 1 });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
+    const health = include === 'health' ? await readHealth(store, page, clock.now()) : undefined;
     const json = JSON.stringify({
-      workflows: page.map((w) => presentWorkflow(w)),
+      workflows: page.map((w) => withHealth(presentWorkflow(w), health?.get(w.id))),
       cursor: rows.length > limit && last ? encodeCursor(list, { k: last.createdAt, id: last.id }) : '',
     });
-    listPages.set(key, version, json);
+    if (!health) listPages.set(key, version, json);
     ctx.body = json;
   });
 
   router.get('/workflows/:workflow_id', session, async (ctx) => {
+    const q = new QueryReader(ctx.query);
+    const include = q.enumOf('include', INCLUDES);
+    q.done();
     const workflow = await store.workflows.findForUser(userIdOf(ctx), workflowId(ctx));
     if (!workflow) throw notFound('The workflow');
-    ctx.body = presentWorkflow(workflow, { generation: workflow.generation });
+    const health = include === 'health' ? (await readHealth(store, [workflow], clock.now())).get(workflow.id) : undefined;
+    ctx.body = withHealth(presentWorkflow(workflow, { generation: workflow.generation }), health);
   });
 
   router.put('/workflows/:workflow_id', session, async (ctx) => {

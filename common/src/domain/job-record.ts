@@ -1,4 +1,5 @@
 import { newId } from '../ids.js';
+import type { CheckResult } from './check.js';
 import type { JobStatus, JobTrigger, ReasonCode } from './job.js';
 import type { Workflow } from './workflow.js';
 
@@ -26,6 +27,8 @@ export interface Job {
   updatedAt: number;
   /** The log reached the per-job cap (JOB_LOG_MAX_LINES / JOB_LOG_MAX_MB); read from the store, absent on new jobs. */
   logTruncated?: boolean;
+  /** HEARTBEAT jobs once finished: what the request did; null (or absent) otherwise. */
+  check?: CheckResult | null;
 }
 
 /** A new PENDING job of the workflow's current generation, due at `slotAt`. */
@@ -50,6 +53,7 @@ export function newJob(w: Workflow, trigger: JobTrigger, slotAt: number, now: nu
     statusReasonMessage: null,
     createdAt: now,
     updatedAt: now,
+    check: null,
   };
 }
 

@@ -67,6 +67,42 @@ export type ParsedPayload =
 
 export type PayloadResult = { ok: true; value: ParsedPayload } | { ok: false; errors: FieldError[] };
 
+const TYPE_WORDS: Record<string, string> = {
+  integer: 'a whole number',
+  number: 'a number',
+  string: 'text',
+  boolean: 'true or false',
+  object: 'a JSON object',
+  array: 'a list',
+};
+
+/** ajv's schema wording ("must NOT have fewer than 1 characters") said for people; undefined keeps ajv's own. */
+function plainMessage(e: ErrorObject): string | undefined {
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'minLength':
+      return p.limit === 1 ? 'must not be empty' : `must be at least ${String(p.limit)} characters long`;
+    case 'maxLength':
+      return `must be at most ${String(p.limit)} characters long`;
+    case 'pattern':
+      return p.pattern === '\\S' ? 'must not be blank' : 'is not in the expected format';
+    case 'minimum':
+      return `must be at least ${String(p.limit)}`;
+    case 'maximum':
+      return `must be at most ${String(p.limit)}`;
+    case 'type': {
+      const types = String(p.type).split(',');
+      return `must be ${types.map((t) => TYPE_WORDS[t] ?? t).join(' or ')}`;
+    }
+    case 'minItems':
+      return p.limit === 1 ? 'must not be empty' : `must have at least ${String(p.limit)} items`;
+    case 'maxItems':
+      return `must have at most ${String(p.limit)} items`;
+    default:
+      return undefined;
+  }
+}
+
 export function ajvErrorsToFields(errors: ErrorObject[] | null | undefined, prefix = ''): FieldError[] {
   const out: FieldError[] = [];
   for (const e of errors ?? []) {
@@ -90,9 +126,12 @@ export function ajvErrorsToFields(errors: ErrorObject[] | null | undefined, pref
       message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map(String).join(', ')}`;
     } else if (e.keyword === 'propertyNames') {
       message = 'has an invalid key';
+    } else {
+      message = plainMessage(e) ?? message;
     }
     const field = prefix + path || prefix.replace(/\.$/, '') || 'body';
-    if (!out.some((f) => f.field === field && f.message === message)) out.push({ field, message });
+    // One message per field, the first ajv found: a blank name is "must not be empty", not that and a pattern.
+    if (!out.some((f) => f.field === field)) out.push({ field, message });
   }
   return out;
 }
@@ -127,6 +166,8 @@ function checkEndpoint(endpoint: string, errors: FieldError[]): void {
   }
 }
 
+const flagged = (errors: readonly FieldError[], field: string): boolean => errors.some((e) => e.field === field);
+
 /** Parses and validates a payload string for the given kind. */
 export function parsePayload(kind: WorkflowKind, text: string): PayloadResult {
   let raw: unknown;
@@ -143,17 +184,19 @@ export function parsePayload(kind: WorkflowKind, text: string): PayloadResult {
   if (illFormed.length) return { ok: false, errors: illFormed };
   const errors: FieldError[] = [];
   if (kind === 'HEARTBEAT') {
-    if (!validateHeartbeat(raw)) return { ok: false, errors: ajvErrorsToFields(validateHeartbeat.errors, 'payload.') };
+    // Schema errors do not stop the checks below on the fields the schema let through: every mistake is reported at once.
+    const schemaOk = validateHeartbeat(raw);
+    if (!schemaOk) errors.push(...ajvErrorsToFields(validateHeartbeat.errors, 'payload.'));
     const p = raw as Record<string, unknown> & { endpoint: string };
-    checkEndpoint(p.endpoint, errors);
+    if (typeof p.endpoint === 'string' && !flagged(errors, 'payload.endpoint')) checkEndpoint(p.endpoint, errors);
     const method = (p.method as HeartbeatPayload['method'] | undefined) ?? 'GET';
-    if (p.body !== undefined && method !== 'POST') {
+    if (schemaOk && p.body !== undefined && method !== 'POST') {
       errors.push({ field: 'payload.body', message: 'is only allowed with method POST' });
     }
-    if (p.body_contains !== undefined && method === 'HEAD') {
+    if (schemaOk && p.body_contains !== undefined && method === 'HEAD') {
       errors.push({ field: 'payload.body_contains', message: 'cannot be checked with method HEAD' });
     }
-    const timeout = durationField(p.timeout, 'payload.timeout', 10_000, HEARTBEAT_TIMEOUT_MAX_MS, errors);
+    const timeout = flagged(errors, 'payload.timeout') ? 0 : durationField(p.timeout, 'payload.timeout', 10_000, HEARTBEAT_TIMEOUT_MAX_MS, errors);
     if (errors.length) return { ok: false, errors };
     const payload: HeartbeatPayload = {
       endpoint: p.endpoint,
@@ -166,12 +209,12 @@ export function parsePayload(kind: WorkflowKind, text: string): PayloadResult {
     if (typeof p.body_contains === 'string') payload.body_contains = p.body_contains;
     return { ok: true, value: { kind, payload } };
   }
-  if (!validateContainer(raw)) return { ok: false, errors: ajvErrorsToFields(validateContainer.errors, 'payload.') };
+  if (!validateContainer(raw)) errors.push(...ajvErrorsToFields(validateContainer.errors, 'payload.'));
   const p = raw as Record<string, unknown> & { image: string };
-  if (!IMAGE_REFERENCE.test(p.image)) {
+  if (typeof p.image === 'string' && !flagged(errors, 'payload.image') && !IMAGE_REFERENCE.test(p.image)) {
     errors.push({ field: 'payload.image', message: 'must be a valid image reference such as "alpine:3.20"' });
   }
-  const timeout = durationField(p.timeout, 'payload.timeout', 30_000, CONTAINER_TIMEOUT_MAX_MS, errors);
+  const timeout = flagged(errors, 'payload.timeout') ? 0 : durationField(p.timeout, 'payload.timeout', 30_000, CONTAINER_TIMEOUT_MAX_MS, errors);
   if (errors.length) return { ok: false, errors };
   const payload: ContainerPayload = {
     image: p.image,

@@ -69,6 +69,10 @@ export interface JobsTable {
   updated_at: number;
   /** 1 once the job's log reached the per-job cap (migration 0009). */
   log_truncated: Generated<number>;
+  /** HEARTBEAT jobs: what the request did (migration 0012). */
+  check_status_code: number | null;
+  check_response_ms: number | null;
+  check_failure: string | null;
 }
 
 export interface JobLogsTable {

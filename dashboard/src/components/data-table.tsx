@@ -9,7 +9,20 @@ export interface Column<T> {
  * A list as a table on wide screens and as stacked cards on narrow ones
  * (each cell then shows its column's header, from data-label).
  */
-export function DataTable<T>({ label, rows, rowKey, columns }: { label: string; rows: readonly T[]; rowKey: (row: T) => string; columns: readonly Column<T>[] }) {
+export function DataTable<T>({
+  label,
+  rows,
+  rowKey,
+  columns,
+  rowClass,
+}: {
+  label: string;
+  rows: readonly T[];
+  rowKey: (row: T) => string;
+  columns: readonly Column<T>[];
+  /** An optional class per row (e.g. its state, for compact styling). */
+  rowClass?: (row: T) => string;
+}) {
   return (
     <table className="table stack" aria-label={label}>
       <thead>
@@ -23,7 +36,7 @@ export function DataTable<T>({ label, rows, rowKey, columns }: { label: string; 
       </thead>
       <tbody>
         {rows.map((row) => (
-          <tr key={rowKey(row)}>
+          <tr key={rowKey(row)} className={rowClass?.(row) || undefined}>
             {columns.map((c) => (
               <td key={c.header} data-label={c.header}>
                 {c.cell(row)}

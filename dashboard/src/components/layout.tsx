@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import { Link, NavLink, Outlet, useNavigate } from 'react-router';
+import { useDisconnected } from '../connection';
 import { features } from '../api/features.gen';
 import { messageOf } from '../api/problem';
 import { useSession, useSignOut } from '../session';
@@ -46,10 +47,21 @@ export function Layout() {
           </button>
         </div>
       </header>
+      <DisconnectedBanner />
       <main id="main" className="page" tabIndex={-1}>
         <Outlet />
       </main>
       {drawerOpen ? <NotificationsDrawer onClose={() => setDrawerOpen(false)} /> : null}
     </>
+  );
+}
+
+/** Lasting while the server does not answer; what is on screen stays as it was last shown. */
+function DisconnectedBanner() {
+  const disconnected = useDisconnected();
+  return (
+    <div role="status" aria-live="polite" className={disconnected ? 'disconnected' : 'visually-hidden'}>
+      {disconnected ? 'Disconnected — retrying. What you see is as it was last loaded.' : ''}
+    </div>
   );
 }

@@ -11,27 +11,64 @@ const LIVE_LIMIT = 5_000;
 
 type Line = LogEntry & { token?: string };
 
-function LogLines({ lines }: { lines: Line[] }) {
+export type TimeMode = 'absolute' | 'relative';
+
+/** "14:03:07.250" in the reader's zone, or "+1.250s" after the first line shown. */
+function formatLineTime(iso: string, mode: TimeMode, origin: number | undefined): string {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  if (mode === 'relative' && origin !== undefined) return `+${((t - origin) / 1000).toFixed(3)}s`;
+  const d = new Date(t);
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+/** The message as a JSON object or array, when it is one. */
+function jsonOf(message: string): unknown {
+  const m = message.trim();
+  if (!(m.startsWith('{') && m.endsWith('}')) && !(m.startsWith('[') && m.endsWith(']'))) return undefined;
+  try {
+    return JSON.parse(m) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function LogLine({ l, mode, origin }: { l: Line; mode: TimeMode; origin: number | undefined }) {
+  const [open, setOpen] = useState(false);
+  const json = jsonOf(l.message);
+  return (
+    <li className={`log-line log-${l.stream}`}>
+      <span className="log-seq">{l.sequence_num}</span>
+      <time className="log-time" dateTime={l.timestamp} title={new Date(l.timestamp).toString()}>
+        {formatLineTime(l.timestamp, mode, origin)}
+      </time>
+      <span className="log-stream">{l.stream}</span>
+      <span className="log-message">
+        {json !== undefined ? (
+          <button type="button" className="log-json-toggle" aria-expanded={open} aria-label={open ? 'Collapse JSON' : 'Expand JSON'} onClick={() => setOpen((o) => !o)}>
+            {open ? '▾' : '▸'}
+          </button>
+        ) : null}
+        {open && json !== undefined ? <pre className="log-json">{JSON.stringify(json, null, 2)}</pre> : <Highlighted text={l.message} token={l.token} />}
+      </span>
+    </li>
+  );
+}
+
+function LogLines({ lines, mode = 'absolute' }: { lines: Line[]; mode?: TimeMode }) {
+  const origin = lines.length ? Date.parse(lines[0]!.timestamp) : undefined;
   return (
     <ol className="log-lines">
       {lines.map((l) => (
-        <li key={l.sequence_num} className={`log-line log-${l.stream}`}>
-          <span className="log-seq">{l.sequence_num}</span>
-          <time className="log-time" dateTime={l.timestamp}>
-            {new Date(l.timestamp).toLocaleTimeString()}
-          </time>
-          <span className="log-stream">{l.stream}</span>
-          <span className="log-message">
-            <Highlighted text={l.message} token={l.token} />
-          </span>
-        </li>
+        <LogLine key={l.sequence_num} l={l} mode={mode} origin={origin} />
       ))}
     </ol>
   );
 }
 
 /** Follows a running job's log, keeping to the bottom while the reader is there. */
-function LiveLog({ source, onEnded, onFirstLine }: { source: LogSource; onEnded: () => void; onFirstLine?: (() => void) | undefined }) {
+function LiveLog({ source, onEnded, onFirstLine, mode }: { source: LogSource; onEnded: () => void; onFirstLine?: (() => void) | undefined; mode: TimeMode }) {
   const [lines, setLines] = useState<Line[]>([]);
   const [error, setError] = useState<string>();
   const [connected, setConnected] = useState(false);
@@ -79,21 +116,30 @@ function LiveLog({ source, onEnded, onFirstLine }: { source: LogSource; onEnded:
           stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
         }}
       >
-        {lines.length === 0 ? <p className="muted">No output yet.</p> : <LogLines lines={lines} />}
+        {lines.length === 0 ? <p className="muted">No output yet.</p> : <LogLines lines={lines} mode={mode} />}
       </div>
     </>
   );
 }
 
-function PagedLog({ source, filters, queryKey }: { source: LogSource; filters: LogFilters; queryKey: readonly unknown[] }) {
+function PagedLog({ source, filters, queryKey, mode }: { source: LogSource; filters: LogFilters; queryKey: readonly unknown[]; mode: TimeMode }) {
+  const box = useRef<HTMLDivElement>(null);
+  const opened = useRef(false);
   const pages = useInfiniteQuery({
     queryKey: [...queryKey, filters],
     queryFn: ({ pageParam }) => source.page(filters, pageParam),
     initialPageParam: '',
     getNextPageParam: (last) => last.cursor || undefined,
   });
+  // A finished log opens at its end, where the newest lines are (and where a live tail left the reader).
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!el || opened.current || !pages.data) return;
+    opened.current = true;
+    el.scrollTop = el.scrollHeight;
+  }, [pages.data]);
   if (pages.isPending) return <Spinner label="Loading log…" />;
-  if (pages.isError) return <p className="error-text">{pages.error.message}</p>;
+  if (pages.isError && !pages.data) return <p className="error-text">{pages.error.message}</p>;
   // Pages come newest first; the reader sees them oldest first, older pages above.
   const lines: Line[] = pages.data.pages.flatMap((p) => p.logs.map((l) => ({ ...l, token: p.highlight_token }))).reverse();
   const searching = Boolean(filters.q || filters.stream);
@@ -104,8 +150,8 @@ function PagedLog({ source, filters, queryKey }: { source: LogSource; filters: L
           {pages.isFetchingNextPage ? 'Loading…' : 'Load older lines'}
         </button>
       ) : null}
-      <div className="log-box" tabIndex={0} aria-label={searching ? 'Matching log lines' : 'Log'}>
-        {lines.length === 0 ? <EmptyState title={searching ? 'No line matches' : 'No output'} /> : <LogLines lines={lines} />}
+      <div className="log-box" ref={box} tabIndex={0} aria-label={searching ? 'Matching log lines' : 'Log'}>
+        {lines.length === 0 ? <EmptyState title={searching ? 'No line matches' : 'No output'} /> : <LogLines lines={lines} mode={mode} />}
       </div>
       <p className="muted">
         {lines.length} line{lines.length === 1 ? '' : 's'}
@@ -140,6 +186,7 @@ export function LogViewer({
   const [q, setQ] = useState('');
   const [stream, setStream] = useState('');
   const [filters, setFilters] = useState<LogFilters>({});
+  const [mode, setMode] = useState<TimeMode>('absolute');
   const searching = Boolean(filters.q || filters.stream);
 
   const apply = (e: FormEvent) => {
@@ -179,7 +226,23 @@ export function LogViewer({
           ))}
         </div>
       ) : null}
-      {live && !searching ? <LiveLog source={source} onEnded={onEnded} onFirstLine={onFirstLine} /> : <PagedLog source={source} filters={filters} queryKey={queryKey} />}
+      <div className="row log-options">
+        <SelectField
+          id="log-time"
+          label="Times"
+          value={mode}
+          onChange={(v) => setMode(v as TimeMode)}
+          options={[
+            ['absolute', 'Clock time (your zone)'],
+            ['relative', 'Since the first line shown'],
+          ]}
+        />
+      </div>
+      {live && !searching ? (
+        <LiveLog source={source} onEnded={onEnded} onFirstLine={onFirstLine} mode={mode} />
+      ) : (
+        <PagedLog source={source} filters={filters} queryKey={queryKey} mode={mode} />
+      )}
     </section>
   );
 }

@@ -1,5 +1,5 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { Link } from 'react-router';
 import { contractRequest } from '../api/client';
 import { notificationPayload, safeActionPath, type Notification, type NotificationPage } from '../api/contract';
@@ -7,39 +7,55 @@ import { formatTime } from '../format';
 import { EmptyState, Spinner } from './badges';
 
 const POLL_MS = 10_000;
+const UNREAD_PAGE = 100;
 
 /**
- * Unread notifications among the newest page (the list is newest first, read
- * and unread together; only the contract's plain GET is relied on). "+" when
- * older pages may hold more.
+ * Alerts are the notifications that say something went wrong: a job or a build
+ * failed, a workflow was terminated automatically (docs/notifications.md). The
+ * rest (completed jobs and builds, cancellations, terminations by the user) is
+ * routine, kept one click away so it does not bury them.
  */
+export const ALERT_KINDS: readonly Notification['kind'][] = ['WEB_ALERT', 'WEB_ERROR'];
+const ROUTINE_KINDS: readonly Notification['kind'][] = ['WEB_SUCCESS', 'WEB_INFO'];
+const isAlert = (n: Notification) => ALERT_KINDS.includes(n.kind);
+
+/** Unread notifications (the newest 100; "+" when there are more), alerts counted apart. */
 function useUnreadCount() {
   return useQuery({
-    queryKey: ['notifications', 'newest'],
-    queryFn: () => contractRequest<NotificationPage>('GET', '/notifications'),
+    queryKey: ['notifications', 'unread'],
+    queryFn: () => contractRequest<NotificationPage>('GET', `/notifications?unread=true&limit=${UNREAD_PAGE}`),
     refetchInterval: POLL_MS,
     select: (page) => {
       const unread = page.notifications.filter((n) => !n.read_at);
-      return { count: unread.length, more: page.cursor !== '' && unread.length === page.notifications.length };
+      return { count: unread.length, alerts: unread.filter(isAlert).length, more: page.cursor !== '' };
     },
   });
 }
 
-/** The bell: how many notifications are unread, and the way into the drawer. */
+/** The bell: unread alerts in red (or, with none, unread routine ones in grey), and the way into the drawer. */
 export function NotificationsButton({ onOpen }: { onOpen: () => void }) {
   const unread = useUnreadCount();
   const count = unread.data?.count ?? 0;
-  const label = count === 0 ? 'Notifications, none unread' : `Notifications, ${count}${unread.data?.more ? '+' : ''} unread`;
+  const alerts = unread.data?.alerts ?? 0;
+  const more = unread.data?.more ? '+' : '';
+  const label =
+    count === 0
+      ? 'Notifications, none unread'
+      : `Notifications, ${alerts > 0 ? `${alerts} alert${alerts === 1 ? '' : 's'}, ` : ''}${count}${more} unread`;
   return (
     <button type="button" className="secondary bell" aria-label={label} onClick={onOpen}>
       <svg aria-hidden="true" width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="2" strokeLinecap="round" strokeLinejoin="round">
         <path d="M6 8a6 6 0 0 1 12 0c0 7 3 9 3 9H3s3-2 3-9" />
         <path d="M10.3 21a1.94 1.94 0 0 0 3.4 0" />
       </svg>
-      {count > 0 ? (
+      {alerts > 0 ? (
         <span className="bell-count" aria-hidden="true" data-testid="unread-count">
+          {alerts}
+        </span>
+      ) : count > 0 ? (
+        <span className="bell-count bell-count-routine" aria-hidden="true" data-testid="unread-count">
           {count}
-          {unread.data?.more ? '+' : ''}
+          {more}
         </span>
       ) : null}
     </button>
@@ -75,13 +91,31 @@ function NotificationItem({ n, onRead, busy, onNavigate }: { n: Notification; on
   );
 }
 
-/** A side panel (modal dialog): newest notifications first, mark one or all read. */
+const VIEWS = [
+  ['alerts', 'Alerts', ALERT_KINDS],
+  ['routine', 'Everything else', ROUTINE_KINDS],
+  ['all', 'All', undefined],
+] as const;
+type View = (typeof VIEWS)[number][0];
+
+/** The drawer's list for a view: the api filters by kind, so routine ones never push alerts off a page. */
+function listPath(kinds: readonly string[] | undefined, cursor: string): string {
+  const params = new URLSearchParams();
+  if (kinds) params.set('kind', kinds.join(','));
+  if (cursor) params.set('cursor', cursor);
+  const q = params.toString();
+  return `/notifications${q ? `?${q.replace(/%2C/g, ',')}` : ''}`;
+}
+
+/** A side panel (modal dialog): alerts first (failures, automatic terminations), everything else one click away; mark one or all read. */
 export function NotificationsDrawer({ onClose }: { onClose: () => void }) {
   const client = useQueryClient();
   const panel = useRef<HTMLDivElement>(null);
+  const [view, setView] = useState<View>('alerts');
+  const kinds = VIEWS.find((v) => v[0] === view)![2];
   const list = useInfiniteQuery({
-    queryKey: ['notifications', 'all'],
-    queryFn: ({ pageParam }) => contractRequest<NotificationPage>('GET', `/notifications${pageParam ? `?cursor=${encodeURIComponent(pageParam)}` : ''}`),
+    queryKey: ['notifications', 'list', view],
+    queryFn: ({ pageParam }) => contractRequest<NotificationPage>('GET', listPath(kinds, pageParam)),
     initialPageParam: '',
     getNextPageParam: (last) => last.cursor || undefined,
     refetchInterval: POLL_MS,
@@ -121,12 +155,25 @@ export function NotificationsDrawer({ onClose }: { onClose: () => void }) {
             ×
           </button>
         </div>
+        <div className="segmented" role="group" aria-label="Show">
+          {VIEWS.map(([id, text]) => (
+            <button key={id} type="button" className={view === id ? 'selected' : 'secondary'} aria-pressed={view === id} onClick={() => setView(id)}>
+              {text}
+            </button>
+          ))}
+        </div>
         {list.isPending ? (
           <Spinner />
         ) : all.length === 0 ? (
-          <EmptyState title="No notifications yet">
-            <p>Builds, finished jobs and terminated workflows show up here.</p>
-          </EmptyState>
+          view === 'alerts' ? (
+            <EmptyState title="No alerts">
+              <p>Failed jobs and builds and automatic terminations show up here; completed runs are under Everything else.</p>
+            </EmptyState>
+          ) : (
+            <EmptyState title="No notifications yet">
+              <p>Builds, finished jobs and terminated workflows show up here.</p>
+            </EmptyState>
+          )
         ) : (
           <ul className="notifications">
             {all.map((n) => (

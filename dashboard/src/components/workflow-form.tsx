@@ -1,8 +1,9 @@
-import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FocusEvent, type FormEvent } from 'react';
 import { WORKFLOW_KINDS } from '../api/client';
 import { CheckboxField, FormErrors, SelectField, TextAreaField, TextField } from './fields';
 import { useFormErrors } from './use-form-errors';
 import { buildRequest, emptyValues, formFieldOf, type FormField, type WorkflowFormValues, type WorkflowRequest } from './workflow-payload';
+import { checkWorkflowValues } from './workflow-rules';
 
 interface Props {
   mode: 'create' | 'edit';
@@ -18,7 +19,14 @@ export function WorkflowForm({ mode, initial, onSubmit, onCancel }: Props) {
   const [busy, setBusy] = useState(false);
   const errors = useFormErrors(formFieldOf);
   const [local, setLocal] = useState<Partial<Record<FormField, string>>>({});
-  const err = (f: FormField) => local[f] ?? errors.fields[f];
+  // Checked as you type: a field once left (or after a submit), every field in one pass.
+  const [touched, setTouched] = useState<ReadonlySet<FormField>>(new Set());
+  const [submitted, setSubmitted] = useState(false);
+  // Fields changed since the api last answered: its message there is stale.
+  const [edited, setEdited] = useState<ReadonlySet<FormField>>(new Set());
+  const live = checkWorkflowValues(v);
+  const checked = (f: FormField) => submitted || touched.has(f);
+  const err = (f: FormField) => (checked(f) ? live[f] : undefined) ?? (edited.has(f) ? undefined : (local[f] ?? errors.fields[f]));
   const form = useRef<HTMLFormElement>(null);
   // After a refused submit the first field in error takes the focus, so keyboard and screen reader users land on it.
   useEffect(() => {
@@ -28,15 +36,26 @@ export function WorkflowForm({ mode, initial, onSubmit, onCancel }: Props) {
     id: `wf-${key}`,
     error: err(key),
     value: v[key] as string,
-    onChange: (value: string) => setV((old) => ({ ...old, [key]: value })),
+    onChange: (value: string) => {
+      setV((old) => ({ ...old, [key]: value }));
+      setEdited((old) => (old.has(key) ? old : new Set(old).add(key)));
+    },
+    // Leaving a field for the submit button: the submit checks every field, and a message appearing now would move the button from under the pointer.
+    onBlur: (e: FocusEvent<HTMLElement>) => {
+      if ((e.relatedTarget as HTMLElement | null)?.getAttribute('type') === 'submit') return;
+      setTouched((old) => (old.has(key) ? old : new Set(old).add(key)));
+    },
   });
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     errors.clear();
+    setSubmitted(true);
+    setEdited(new Set());
     const built = buildRequest(v);
-    if (!built.ok) {
-      setLocal(built.errors);
+    const problems = { ...checkWorkflowValues(v), ...(built.ok ? {} : built.errors) };
+    if (!built.ok || Object.keys(problems).length > 0) {
+      setLocal(problems);
       return;
     }
     setLocal({});

@@ -42,7 +42,7 @@ export function AnalyticsPage() {
     );
   }
   if (analytics.isPending) return <Spinner />;
-  if (analytics.isError) return <p className="error-text">{analytics.error.message}</p>;
+  if (analytics.isError && !analytics.data) return <p className="error-text">{analytics.error.message}</p>;
   const a = analytics.data;
   return (
     <div>

@@ -4,6 +4,8 @@ import { Link, useParams } from 'react-router';
 import { api, call, isTerminal } from '../api/client';
 import { LoadFailed, Spinner, StatusBadge } from '../components/badges';
 import { Facts } from '../components/facts';
+import { checkSummary, FAILURE_TEXT } from '../components/check';
+import { targetOf } from '../components/definition';
 import { apiLogSource } from '../components/log-source';
 import { LogViewer } from '../components/log-viewer';
 import { formatSpan, formatTime } from '../format';
@@ -24,7 +26,7 @@ export function JobPage() {
   useTitle(job.data ? `Job ${job.data.status.toLowerCase()}` : 'Job');
 
   if (job.isPending) return <Spinner />;
-  if (job.isError) return <LoadFailed title="Job" error={job.error} back={{ to: `/workflows/${workflowId}`, label: 'Back to the workflow' }} />;
+  if (job.isError && !job.data) return <LoadFailed title="Job" error={job.error} back={{ to: `/workflows/${workflowId}`, label: 'Back to the workflow' }} />;
   const j = job.data;
   const terminal = isTerminal(j.status);
   const w = workflow.data;
@@ -44,6 +46,9 @@ export function JobPage() {
           ['Started', formatTime(j.started_at)],
           ['Completed', formatTime(j.completed_at)],
           ['Duration', formatSpan(j.started_at, j.completed_at)],
+          w?.kind === 'HEARTBEAT' && ['Request', <code className="break">{targetOf(w)}</code>, true],
+          j.check !== undefined && ['Response', checkSummary(j.check)],
+          j.check?.failure !== undefined && ['Failed because', FAILURE_TEXT[j.check.failure]],
           j.status_reason_code !== undefined && [
             'Reason',
             <>

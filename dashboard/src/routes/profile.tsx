@@ -29,7 +29,7 @@ export function ProfilePage() {
     },
   });
   if (user.isPending) return <Spinner />;
-  if (user.isError) return <p className="error-text">{user.error.message}</p>;
+  if (user.isError && !user.data) return <p className="error-text">{user.error.message}</p>;
   const u = user.data;
   const current = chosen ?? u.notification_preference;
   return (

@@ -64,7 +64,7 @@ export function EditWorkflowPage() {
     call(api.PUT('/workflows/{workflow_id}', { params: { path: { workflow_id: workflowId }, header: { 'Idempotency-Key': key } }, body })),
   );
   if (workflow.isPending) return <Spinner />;
-  if (workflow.isError) return <p className="error-text">{workflow.error.message}</p>;
+  if (workflow.isError && !workflow.data) return <p className="error-text">{workflow.error.message}</p>;
   const w = workflow.data;
   return (
     <div>

@@ -1,7 +1,7 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { api, call, contractRequest, isTerminal, JOB_STATUSES, JOB_TRIGGERS, type JobStatus, type JobTrigger, type Workflow } from '../api/client';
+import { api, call, contractRequest, isTerminal, JOB_STATUSES, JOB_TRIGGERS, type Job, type JobStatus, type JobTrigger, type Workflow } from '../api/client';
 import type { WorkflowAnalytics } from '../api/contract';
 import { features } from '../api/features.gen';
 import { useIdempotencyKey } from '../api/idempotency';
@@ -10,12 +10,37 @@ import { EmptyState, LoadFailed, Spinner, StatusBadge } from '../components/badg
 import { ConfirmButton } from '../components/confirm';
 import { DataTable } from '../components/data-table';
 import { Facts } from '../components/facts';
+import { checkSummary } from '../components/check';
+import { DefinitionSummary, targetOf } from '../components/definition';
+import { HealthBadge, RelativeTime, RunStrip, Uptime } from '../components/health';
+import { ResponseTimeChart } from '../components/response-chart';
 import { SelectField } from '../components/fields';
 import { LoadMore } from '../components/load-more';
 import { toasts } from '../components/toasts';
 import { formatCount, formatInterval, formatSeconds, formatSpan, formatTime } from '../format';
 import { useWorkflow } from './workflow-queries';
 import { useTitle } from '../components/use-title';
+
+function HealthSection({ w }: { w: Workflow }) {
+  const h = w.health;
+  if (!h) return null;
+  return (
+    <section aria-labelledby="health-title" className="health">
+      <h2 id="health-title">Health</h2>
+      <Facts
+        label="Health"
+        items={[
+          ['State', <HealthBadge health={h} />],
+          ['Last run', <RelativeTime iso={h.last_run ? (h.last_run.completed_at ?? h.last_run.scheduled_at) : undefined} />],
+          ['Next run', h.running ? 'running now' : <RelativeTime iso={h.next_run_at} fallback={w.terminated_at ? 'none (terminated)' : '—'} />],
+          [`Uptime ${h.uptime.window_hours} h`, <Uptime uptime={h.uptime} />],
+          ['Recent runs', <RunStrip runs={h.recent_runs} />, true],
+        ]}
+      />
+      {w.kind === 'HEARTBEAT' ? <ResponseTimeChart runs={h.recent_runs} /> : null}
+    </section>
+  );
+}
 
 function prettyPayload(payload: string): string {
   try {
@@ -108,7 +133,7 @@ function Actions({ w }: { w: Workflow }) {
   );
 }
 
-function WorkflowStats({ workflowId }: { workflowId: string }) {
+function WorkflowStats({ workflowId, kind }: { workflowId: string; kind: Workflow['kind'] }) {
   const stats = useQuery({
     queryKey: ['analytics', workflowId],
     queryFn: () => contractRequest<WorkflowAnalytics>('GET', `/analytics/${encodeURIComponent(workflowId)}`),
@@ -121,8 +146,9 @@ function WorkflowStats({ workflowId }: { workflowId: string }) {
       label="Workflow analytics"
       items={[
         ['Jobs run', formatCount(stats.data.total_jobs)],
-        ['Log lines', formatCount(stats.data.total_joblogs)],
-        ['Total run time', formatSeconds(stats.data.total_job_execution_duration)],
+        // HTTP checks keep no logs, and their run time is in the response-time chart.
+        kind === 'CONTAINER' && ['Log lines', formatCount(stats.data.total_joblogs)],
+        kind === 'CONTAINER' && ['Total run time', formatSeconds(stats.data.total_job_execution_duration)],
       ]}
     />
   );
@@ -165,6 +191,7 @@ function Jobs({ w }: { w: Workflow }) {
             { header: 'Status', cell: (j) => <StatusBadge status={j.status} /> },
             { header: 'Trigger', cell: (j) => j.trigger.toLowerCase() },
             { header: 'Duration', cell: (j) => formatSpan(j.started_at, j.completed_at) },
+            ...(w.kind === 'HEARTBEAT' ? [{ header: 'Response', cell: (j: Job) => (j.check ? checkSummary(j.check) : '') }] : []),
             { header: 'Reason', cell: (j) => j.status_reason_message ?? '' },
           ]}
         />
@@ -179,7 +206,7 @@ export function WorkflowPage() {
   const workflow = useWorkflow(workflowId);
   useTitle(workflow.data?.name ?? 'Workflow');
   if (workflow.isPending) return <Spinner />;
-  if (workflow.isError) return <LoadFailed title="Workflow" error={workflow.error} back={{ to: '/workflows', label: 'Back to workflows' }} />;
+  if (workflow.isError && !workflow.data) return <LoadFailed title="Workflow" error={workflow.error} back={{ to: '/workflows', label: 'Back to workflows' }} />;
   const w = workflow.data;
   return (
     <div>
@@ -187,8 +214,14 @@ export function WorkflowPage() {
         <Link to="/workflows">Workflows</Link> /
       </p>
       <div className="page-head">
-        <h1>{w.name}</h1>
+        <div>
+          <h1>{w.name}</h1>
+          <p className="target">
+            <code className="break">{targetOf(w)}</code>
+          </p>
+        </div>
         <div className="row">
+          {w.health ? <HealthBadge health={w.health} /> : null}
           <StatusBadge status={w.terminated_at ? 'TERMINATED' : 'ACTIVE'} label={w.terminated_at ? 'terminated' : 'active'} />
           <span className="build-status">
             Build: <StatusBadge status={w.build_status} />
@@ -207,11 +240,14 @@ export function WorkflowPage() {
           w.terminated_at !== undefined && ['Terminated', formatTime(w.terminated_at)],
         ]}
       />
+      <HealthSection w={w} />
+      <h2>Definition</h2>
+      <DefinitionSummary w={w} />
       <details className="payload">
-        <summary>Definition (payload)</summary>
+        <summary>Definition as JSON (payload)</summary>
         <pre>{prettyPayload(w.payload)}</pre>
       </details>
-      {features.analytics ? <WorkflowStats workflowId={w.id} /> : null}
+      {features.analytics ? <WorkflowStats workflowId={w.id} kind={w.kind} /> : null}
       <Jobs w={w} />
     </div>
   );

@@ -4,12 +4,32 @@ import { Link, useSearchParams } from 'react-router';
 import { api, BUILD_STATUSES, call, isBuilding, WORKFLOW_KINDS, type BuildStatus, type WorkflowKind } from '../api/client';
 import { EmptyState, Spinner, StatusBadge } from '../components/badges';
 import { DataTable } from '../components/data-table';
-import { CheckboxField, SelectField, TextField } from '../components/fields';
+import { SelectField, TextField } from '../components/fields';
+import { attentionRank, HealthBadge, RelativeTime, RunStrip, Uptime } from '../components/health';
 import { LoadMore } from '../components/load-more';
-import { formatInterval, formatTime } from '../format';
+import { formatInterval } from '../format';
 import { useTitle } from '../components/use-title';
 
-const FILTERS = ['query', 'kind', 'build_status', 'terminated', 'interval_min', 'interval_max'] as const;
+const FILTERS = ['query', 'kind', 'build_status', 'show', 'interval_min', 'interval_max'] as const;
+/** Which workflows: active ones and those terminated automatically (until acted on), all, or terminated ones. */
+const SHOWS: readonly [string, string][] = [
+  ['', 'Active'],
+  ['all', 'All'],
+  ['terminated', 'Terminated only'],
+];
+const SORTS: readonly [string, string][] = [
+  ['', 'Needs attention first'],
+  ['newest', 'Newest first'],
+];
+/** One request brings the health of up to this many workflows. */
+const PAGE_SIZE = 100;
+function withParam(old: URLSearchParams, name: string, value: string): URLSearchParams {
+  const next = new URLSearchParams(old);
+  if (value) next.set(name, value);
+  else next.delete(name);
+  return next;
+}
+
 const positive = (s: string | null) => (s && /^\d+$/.test(s) && Number(s) > 0 ? Number(s) : undefined);
 
 export function WorkflowsPage() {
@@ -37,22 +57,31 @@ export function WorkflowsPage() {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [search]);
 
+  const show = params.get('show') ?? '';
+  const sort = params.get('sort') ?? '';
   const query = {
     query: params.get('query') || undefined,
     kind: (params.get('kind') || undefined) as WorkflowKind | undefined,
     build_status: (params.get('build_status') || undefined) as BuildStatus | undefined,
-    terminated: params.get('terminated') === 'true',
+    ...(show === 'terminated' ? { terminated: true } : { include_terminated: true }),
     interval_min: positive(params.get('interval_min')),
     interval_max: positive(params.get('interval_max')),
+    include: 'health' as const,
+    limit: PAGE_SIZE,
   };
   const list = useInfiniteQuery({
     queryKey: ['workflows', 'list', query],
     queryFn: ({ pageParam }) => call(api.GET('/workflows', { params: { query: { ...query, ...(pageParam ? { cursor: pageParam } : {}) } } })),
     initialPageParam: '',
     getNextPageParam: (last) => last.cursor || undefined,
-    refetchInterval: (q) => (q.state.data?.pages.some((p) => p.workflows.some((w) => isBuilding(w.build_status))) ? 2_000 : false),
+    // Health moves with every run and with time: follow it, quickly while something builds.
+    refetchInterval: (q) => (q.state.data?.pages.some((p) => p.workflows.some((w) => isBuilding(w.build_status))) ? 2_000 : 30_000),
   });
-  const workflows = list.data?.pages.flatMap((p) => p.workflows) ?? [];
+  const loaded = list.data?.pages.flatMap((p) => p.workflows) ?? [];
+  // The default view leaves out what its owner terminated; what the failure limit terminated stays until acted on.
+  const shown = show === '' ? loaded.filter((w) => !w.terminated_at || w.health?.auto_terminated) : loaded;
+  const workflows = sort === 'newest' ? shown : [...shown].sort((a, b) => attentionRank(a) - attentionRank(b));
+  const autoTerminated = shown.filter((w) => w.health?.auto_terminated);
   const filtered = FILTERS.some((f) => params.get(f));
 
   return (
@@ -85,13 +114,37 @@ export function WorkflowsPage() {
           />
           <TextField id="f-min" label="Interval from (min)" type="number" min={0} inputMode="numeric" value={params.get('interval_min') ?? ''} onChange={(v) => setFilter('interval_min', v)} />
           <TextField id="f-max" label="Interval to (min)" type="number" min={0} inputMode="numeric" value={params.get('interval_max') ?? ''} onChange={(v) => setFilter('interval_max', v)} />
-          <CheckboxField id="f-terminated" label="Terminated only" checked={query.terminated} onChange={(v) => setFilter('terminated', v ? 'true' : '')} />
+          <SelectField id="f-show" label="Show" value={show} onChange={(v) => setFilter('show', v)} options={SHOWS} />
+          <SelectField id="f-sort" label="Order" value={sort} onChange={(v) => setParams((old) => withParam(old, 'sort', v), { replace: true })} options={SORTS} />
         </div>
       </form>
 
+      {autoTerminated.length > 0 ? (
+        <section className="callout callout-bad" aria-labelledby="auto-terminated-title">
+          <h2 id="auto-terminated-title">Terminated automatically</h2>
+          <p>
+            {autoTerminated.length === 1
+              ? 'This workflow failed too many times in a row and stopped running. Open it to update it (which starts it again) or delete it.'
+              : 'These workflows failed too many times in a row and stopped running. Open one to update it (which starts it again) or delete it.'}
+          </p>
+          <ul>
+            {autoTerminated.map((w) => (
+              <li key={w.id}>
+                <Link to={`/workflows/${w.id}`}>{w.name}</Link> — {w.consecutive_job_failures_count} failures in a row
+                {w.health?.last_run ? (
+                  <>
+                    , last failed <RelativeTime iso={w.health.last_run.completed_at ?? w.health.last_run.scheduled_at} />
+                  </>
+                ) : null}
+              </li>
+            ))}
+          </ul>
+        </section>
+      ) : null}
+
       {list.isPending ? (
         <Spinner />
-      ) : list.isError ? (
+      ) : list.isError && !list.data ? (
         <p className="error-text">{list.error.message}</p>
       ) : workflows.length === 0 ? (
         filtered ? (
@@ -105,27 +158,43 @@ export function WorkflowsPage() {
           </EmptyState>
         )
       ) : (
+        <div className="workflow-list">
         <DataTable
           label="Workflows"
           rows={workflows}
           rowKey={(w) => w.id}
+          rowClass={(w) => (w.health ? `row-${w.health.state}` : '')}
           columns={[
+            {
+              header: 'State',
+              cell: (w) => (
+                <span className="state-cell">
+                  {w.health ? <HealthBadge health={w.health} /> : <StatusBadge status={w.build_status} />}
+                  {w.health?.auto_terminated ? <StatusBadge status="FAILED" label="terminated automatically" /> : null}
+                </span>
+              ),
+            },
             {
               header: 'Name',
               cell: (w) => (
-                <>
+                <span className="name-cell">
                   <Link to={`/workflows/${w.id}`}>{w.name}</Link>
-                  {w.terminated_at ? <StatusBadge status="TERMINATED" label="terminated" /> : null}
-                </>
+                  <span className="muted small">
+                    {w.kind === 'HEARTBEAT' ? 'HTTP check' : 'Container'} · every {formatInterval(w.interval)}
+                  </span>
+                </span>
               ),
             },
-            { header: 'Kind', cell: (w) => w.kind },
-            { header: 'Build', cell: (w) => <StatusBadge status={w.build_status} /> },
-            { header: 'Every', cell: (w) => formatInterval(w.interval) },
-            { header: 'Failures', cell: (w) => `${w.consecutive_job_failures_count} / ${w.max_consecutive_job_failures_allowed}` },
-            { header: 'Created', cell: (w) => formatTime(w.created_at) },
+            { header: 'Recent runs', cell: (w) => (w.health ? <RunStrip runs={w.health.recent_runs} /> : null) },
+            {
+              header: 'Last run',
+              cell: (w) => <RelativeTime iso={w.health?.running ? undefined : (w.health?.last_run?.completed_at ?? w.health?.last_run?.scheduled_at)} fallback={w.health?.running ? 'running now' : '—'} />,
+            },
+            { header: 'Next run', cell: (w) => <RelativeTime iso={w.health?.next_run_at} /> },
+            { header: 'Uptime 24 h', cell: (w) => (w.health ? <Uptime uptime={w.health.uptime} /> : null) },
           ]}
         />
+        </div>
       )}
       <LoadMore hasMore={list.hasNextPage} loading={list.isFetchingNextPage} onLoad={() => void list.fetchNextPage()} />
     </div>

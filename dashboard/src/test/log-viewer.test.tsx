@@ -36,6 +36,26 @@ const view = (source: LogSource, props: { live?: boolean; terminal?: boolean; on
   );
 
 describe('LogViewer', () => {
+  it('expands a JSON line on demand and shows times since the first line when asked', async () => {
+    const { source } = fakeSource(() => logPage([logEntry(2, '{"level":"info","msg":"ready","n":[1,2]}'), logEntry(0, 'plain start')]));
+    const user = userEvent.setup();
+    view(source);
+    const log = await screen.findByLabelText('Log');
+    const toggle = within(log).getByRole('button', { name: 'Expand JSON' });
+    expect(toggle.getAttribute('aria-expanded')).toBe('false');
+    await user.click(toggle);
+    const pretty = log.querySelector('pre.log-json')!;
+    expect(pretty.textContent).toBe(JSON.stringify({ level: 'info', msg: 'ready', n: [1, 2] }, null, 2));
+    await user.click(within(log).getByRole('button', { name: 'Collapse JSON' }));
+    expect(log.querySelector('pre.log-json')).toBeNull();
+    expect(within(log).queryAllByRole('button')).toHaveLength(1);
+
+    const times = () => [...log.querySelectorAll('time.log-time')].map((t) => t.textContent);
+    expect(times().every((t) => /^\d\d:\d\d:\d\d\.\d{3}$/.test(t ?? ''))).toBe(true);
+    await user.selectOptions(screen.getByLabelText('Times'), 'relative');
+    expect(times()).toEqual(['+0.000s', '+2.000s']);
+  });
+
   it('pages through a finished log oldest first, loading older pages above', async () => {
     const { source } = fakeSource((_f, cursor) =>
       cursor === '' ? logPage([logEntry(3, 'four'), logEntry(2, 'three')], 'c1') : logPage([logEntry(1, 'two'), logEntry(0, 'one')]),

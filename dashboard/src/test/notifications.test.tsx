@@ -5,10 +5,10 @@ import type { Notification } from '../api/contract';
 import { NotificationsButton, NotificationsDrawer } from '../components/notifications';
 import { renderWithProviders } from './render';
 
-function notification(id: string, payload: object, read = false): Notification {
+function notification(id: string, payload: object, read = false, kind: Notification['kind'] = 'WEB_SUCCESS'): Notification {
   return {
     id,
-    kind: 'WEB_SUCCESS',
+    kind,
     payload: JSON.stringify(payload),
     ...(read ? { read_at: '2026-11-01T10:05:00.000Z' } : {}),
     created_at: '2026-11-01T10:00:00.000Z',
@@ -16,9 +16,10 @@ function notification(id: string, payload: object, read = false): Notification {
   };
 }
 
-/** The contract's GET and PUT /notifications, over a list the test owns. */
+/** GET (with the unread and kind filters) and PUT /notifications, over a list the test owns. */
 function fakeApi(list: Notification[]) {
   const puts: unknown[] = [];
+  const gets: string[] = [];
   const fetch = vi.fn(async (url: string, init?: RequestInit) => {
     if (init?.method === 'PUT') {
       const { ids } = JSON.parse(String(init.body)) as { ids: string[] };
@@ -26,11 +27,16 @@ function fakeApi(list: Notification[]) {
       for (const n of list) if (ids.includes(n.id)) n.read_at ??= '2026-11-01T11:00:00.000Z';
       return new Response(null, { status: 204 });
     }
-    expect(url).toBe('/api/notifications');
-    return Response.json({ notifications: list, cursor: '' });
+    const u = new URL(url, 'http://dashboard.test');
+    expect(u.pathname).toBe('/api/notifications');
+    gets.push(u.search);
+    const kinds = u.searchParams.get('kind')?.split(',');
+    const unread = u.searchParams.get('unread') === 'true';
+    const shown = list.filter((n) => (!kinds || kinds.includes(n.kind)) && (!unread || !n.read_at));
+    return Response.json({ notifications: shown, cursor: '' });
   });
   vi.stubGlobal('fetch', fetch);
-  return { fetch, puts };
+  return { fetch, puts, gets };
 }
 
 describe('notifications', () => {
@@ -42,6 +48,35 @@ describe('notifications', () => {
     renderWithProviders(<NotificationsButton onOpen={() => {}} />);
     expect(await screen.findByRole('button', { name: 'Notifications, 2 unread' })).toBeTruthy();
     expect(screen.getByTestId('unread-count').textContent).toBe('2');
+  });
+
+  it('counts unread alerts apart, in red, ahead of routine ones', async () => {
+    fakeApi([
+      notification('a', { title: 'Job completed' }),
+      notification('b', { title: 'Job failed' }, false, 'WEB_ERROR'),
+      notification('c', { title: 'Workflow terminated automatically' }, false, 'WEB_ALERT'),
+      notification('d', { title: 'Job failed' }, true, 'WEB_ERROR'),
+    ]);
+    renderWithProviders(<NotificationsButton onOpen={() => {}} />);
+    expect(await screen.findByRole('button', { name: 'Notifications, 2 alerts, 3 unread' })).toBeTruthy();
+    expect(screen.getByTestId('unread-count').textContent).toBe('2');
+    expect(screen.getByTestId('unread-count').className).not.toContain('routine');
+  });
+
+  it('opens on alerts, asking the api for them only, with everything else one click away', async () => {
+    const { gets } = fakeApi([
+      notification('a', { title: 'Job completed' }),
+      notification('b', { title: 'Workflow terminated automatically' }, false, 'WEB_ALERT'),
+    ]);
+    const user = userEvent.setup();
+    renderWithProviders(<NotificationsDrawer onClose={() => {}} />);
+    const drawer = await screen.findByRole('dialog', { name: 'Notifications' });
+    await within(drawer).findByText('Workflow terminated automatically');
+    expect(within(drawer).queryByText('Job completed')).toBeNull();
+    expect(gets).toContain('?kind=WEB_ALERT,WEB_ERROR');
+    await user.click(within(drawer).getByRole('button', { name: 'Everything else' }));
+    await within(drawer).findByText('Job completed');
+    expect(within(drawer).queryByText('Workflow terminated automatically')).toBeNull();
   });
 
   it('lists notifications with their text and link, and marks one or all read', async () => {
@@ -57,6 +92,7 @@ describe('notifications', () => {
     const user = userEvent.setup();
     renderWithProviders(<NotificationsDrawer onClose={() => {}} />);
     const drawer = await screen.findByRole('dialog', { name: 'Notifications' });
+    await user.click(within(drawer).getByRole('button', { name: 'All' }));
     await within(drawer).findByText('Job completed');
     expect(within(drawer).getByText('nightly finished in 20s.')).toBeTruthy();
     // only same-origin app paths become links
@@ -74,7 +110,7 @@ describe('notifications', () => {
     fakeApi([]);
     const onClose = vi.fn();
     renderWithProviders(<NotificationsDrawer onClose={onClose} />);
-    await screen.findByText('No notifications yet');
+    await screen.findByText('No alerts');
     await userEvent.keyboard('{Escape}');
     expect(onClose).toHaveBeenCalled();
   });

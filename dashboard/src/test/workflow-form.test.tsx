@@ -36,7 +36,7 @@ describe('WorkflowForm', () => {
       headers: { Authorization: 'Bearer abc', 'X-Trace': '1' },
       timeout: '15s',
     });
-  });
+  }, 20_000);
 
   it('switches to the CONTAINER fields and sends the command one argument per line, env and limits', async () => {
     const { onSubmit, user } = setup();
@@ -54,7 +54,7 @@ describe('WorkflowForm', () => {
     const request = onSubmit.mock.calls[0]![0];
     expect(request).toMatchObject({ kind: 'CONTAINER', log_retention: false });
     expect(payloadOf(request)).toEqual({ image: 'alpine:3.20', cmd: ['sh', '-c', 'echo "a b"'], env: { GREETING: 'hello=world' }, memory_mb: 64, cpus: 0.5 });
-  });
+  }, 20_000);
 
   it("shows the api's field errors next to their fields, and the rest above the buttons", async () => {
     const { onSubmit, user } = setup();
@@ -72,7 +72,8 @@ describe('WorkflowForm', () => {
       }),
     );
     await user.type(screen.getByLabelText('Name'), 'x');
-    await user.type(screen.getByLabelText('Endpoint URL'), 'ftp://nope');
+    // the form finds nothing wrong; the api does
+    await user.type(screen.getByLabelText('Endpoint URL'), 'https://nope.example/');
     await user.click(screen.getByRole('button', { name: 'Create workflow' }));
 
     const endpoint = screen.getByLabelText('Endpoint URL');
@@ -96,8 +97,39 @@ describe('WorkflowForm', () => {
     await user.click(screen.getByRole('button', { name: 'Create workflow' }));
     expect(onSubmit).not.toHaveBeenCalled();
     expect(screen.getByText('each line must be "Name: value"')).toBeTruthy();
-    expect(screen.getByText('is required')).toBeTruthy();
+    const interval = screen.getByLabelText('Interval (minutes)');
+    expect(document.getElementById(`${interval.id}-error`)!.textContent).toBe('is required');
   });
+
+  it('shows every problem at once, in plain words, the image and duration formats included, and follows typing', async () => {
+    const { onSubmit, user } = setup();
+    await user.selectOptions(screen.getByLabelText('Kind'), 'CONTAINER');
+    await user.clear(screen.getByLabelText('Interval (minutes)'));
+    await user.type(screen.getByLabelText('Interval (minutes)'), '0');
+    await user.clear(screen.getByLabelText('Failures before terminating'));
+    await user.type(screen.getByLabelText('Failures before terminating'), '1000');
+    await user.type(screen.getByLabelText('Image'), 'Not An Image!');
+    await user.type(screen.getByLabelText('Timeout'), '2h');
+    await user.click(screen.getByRole('button', { name: 'Create workflow' }));
+    expect(onSubmit).not.toHaveBeenCalled();
+    const errorOf = (label: string) => {
+      const input = screen.getByLabelText(label);
+      expect(input.getAttribute('aria-invalid')).toBe('true');
+      return document.getElementById(`${input.id}-error`)?.textContent;
+    };
+    expect(errorOf('Name')).toBe('must not be empty');
+    expect(errorOf('Interval (minutes)')).toBe('must be at least 1');
+    expect(errorOf('Failures before terminating')).toBe('must be at most 100');
+    expect(errorOf('Image')).toBe('must be a valid image reference such as "alpine:3.20"');
+    expect(errorOf('Timeout')).toBe('must be at most 3600s');
+    // as you type: fixing a field clears its message at once
+    await user.clear(screen.getByLabelText('Timeout'));
+    await user.type(screen.getByLabelText('Timeout'), '10 minutes');
+    expect(errorOf('Timeout')).toBe('must be a positive duration such as "10s" or "1m30s"');
+    await user.clear(screen.getByLabelText('Timeout'));
+    await user.type(screen.getByLabelText('Timeout'), '10m');
+    expect(screen.getByLabelText('Timeout').getAttribute('aria-invalid')).not.toBe('true');
+  }, 20_000);
 
   it('edits a stored CONTAINER workflow: fields filled from its payload, kind fixed', async () => {
     const stored = workflow({

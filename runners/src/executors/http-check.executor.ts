@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { Cancellation, lazyChild, onAbort, reasons, systemClock } from '@orloj/common';
-import type { AbortLike, Clock, HeartbeatPayload, JobReason, LazyLogger, Logger } from '@orloj/common';
+import type { AbortLike, CheckFailure, Clock, HeartbeatPayload, JobReason, LazyLogger, Logger } from '@orloj/common';
 import { AddressGuard, AddressNotAllowedError, guardedLookup, systemResolver } from './address-guard.js';
 import type { Resolver } from './address-guard.js';
 
@@ -28,8 +28,10 @@ export { parseTargetList } from './address-guard.js';
 
 export type HttpCheckResult =
   | { status: 'COMPLETED'; statusCode: number; durationMs: number }
-  | { status: 'FAILED'; reason: JobReason; statusCode?: number; durationMs: number }
+  | { status: 'FAILED'; reason: JobReason; failure: CheckFailure; statusCode?: number; durationMs: number }
   | { status: 'CANCELED' };
+
+type Classified = { reason: JobReason; failure: CheckFailure };
 
 export interface HttpCheckExecutorOptions {
   logger: Logger;
@@ -58,6 +60,8 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 5 * 60_000;
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA', 'ENODATA']);
 // Node's own TLS errors and OpenSSL's certificate verification codes.
 const TLS_CODES = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'INVALID_CA', 'INVALID_PURPOSE']);
+// The connection could not be made or broke while the exchange ran.
+const CONNECTION_CODES = new Set(['ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_CLOSED']);
 const TLS_CODE_PREFIXES = ['ERR_TLS_', 'ERR_SSL_', 'ERR_OSSL_', 'CERT_', 'UNABLE_TO_'];
 
 type Outcome = 'timeout' | 'canceled';
@@ -99,18 +103,18 @@ export class HttpCheckExecutor {
 
     const started = this.clock.now();
     const elapsed = (): number => Math.max(0, this.clock.now() - started);
-    const failed = (reason: JobReason, statusCode?: number): HttpCheckResult =>
+    const failed = ({ reason, failure }: Classified, statusCode?: number): HttpCheckResult =>
       statusCode === undefined
-        ? { status: 'FAILED', reason, durationMs: elapsed() }
-        : { status: 'FAILED', reason, statusCode, durationMs: elapsed() };
+        ? { status: 'FAILED', reason, failure, durationMs: elapsed() }
+        : { status: 'FAILED', reason, failure, statusCode, durationMs: elapsed() };
 
     let url: URL;
     try {
       url = new URL(payload.endpoint);
     } catch {
-      return failed(reasons.requestFailed());
+      return failed({ reason: reasons.requestFailed(), failure: 'request' });
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return failed(reasons.requestFailed());
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return failed({ reason: reasons.requestFailed(), failure: 'request' });
     const log = lazyChild(this.logger, { target: url.origin });
 
     // A Cancellation, not an AbortController: undici takes either, and this one is cheap (cancellation.ts).
@@ -128,7 +132,7 @@ export class HttpCheckExecutor {
       outcome === 'canceled'
         ? { status: 'CANCELED' }
         : outcome === 'timeout'
-          ? failed(reasons.timeLimitExceeded(payload.timeout))
+          ? failed({ reason: reasons.timeLimitExceeded(payload.timeout), failure: 'timeout' })
           : undefined;
 
     try {
@@ -152,7 +156,7 @@ export class HttpCheckExecutor {
         await discard(body);
         return stopped()?.status === 'CANCELED'
           ? { status: 'CANCELED' }
-          : failed(reasons.unexpectedStatusCode(payload.expected_status_code, statusCode), statusCode);
+          : failed({ reason: reasons.unexpectedStatusCode(payload.expected_status_code, statusCode), failure: 'status' }, statusCode);
       }
 
       let head: Buffer;
@@ -167,7 +171,7 @@ export class HttpCheckExecutor {
       if (early) return early;
 
       if (payload.body_contains !== undefined && !head.includes(Buffer.from(payload.body_contains, 'utf8'))) {
-        return failed(reasons.bodyMismatch(), statusCode);
+        return failed({ reason: reasons.bodyMismatch(), failure: 'body' }, statusCode);
       }
       return { status: 'COMPLETED', statusCode, durationMs: elapsed() };
     } finally {
@@ -181,19 +185,20 @@ export class HttpCheckExecutor {
     await this.agent.close();
   }
 
-  private classify(err: unknown, url: URL, log: LazyLogger): JobReason {
+  private classify(err: unknown, url: URL, log: LazyLogger): Classified {
     const codes = errorCodes(err);
     if (err instanceof AddressNotAllowedError || codes.includes('ERR_ORLOJ_ADDRESS_NOT_ALLOWED')) {
       const refused = findAddressError(err);
       log.info({ address: refused?.address }, 'heartbeat target refused by the address guard');
-      return reasons.addressNotAllowed();
+      return { reason: reasons.addressNotAllowed(), failure: 'address' };
     }
     log.debug({ err }, 'heartbeat request failed');
-    if (codes.includes('ECONNREFUSED')) return reasons.connectionRefused();
-    if (codes.some((c) => DNS_CODES.has(c))) return reasons.dnsFailure();
+    if (codes.includes('ECONNREFUSED')) return { reason: reasons.connectionRefused(), failure: 'connect' };
+    if (codes.some((c) => DNS_CODES.has(c))) return { reason: reasons.dnsFailure(), failure: 'dns' };
     // EPROTO is a failed TLS handshake when talking https (e.g. a plain-HTTP port).
-    if (codes.some(isTlsCode) || (url.protocol === 'https:' && codes.includes('EPROTO'))) return reasons.tlsFailure();
-    return reasons.requestFailed();
+    if (codes.some(isTlsCode) || (url.protocol === 'https:' && codes.includes('EPROTO'))) return { reason: reasons.tlsFailure(), failure: 'tls' };
+    if (codes.some((c) => CONNECTION_CODES.has(c))) return { reason: reasons.requestFailed(), failure: 'connect' };
+    return { reason: reasons.requestFailed(), failure: 'request' };
   }
 }
 

@@ -4,6 +4,8 @@ import { slot, type ReadRunner } from '../compiled-read.js';
 import type { Database, JobsTable } from '../schema.js';
 import type { Job } from '../../domain/job-record.js';
 import type { JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js';
+import type { CheckFailure, CheckResult } from '../../domain/check.js';
+import { RECENT_RUNS, type OpenRun, type RunCounts, type RunSummary } from '../../domain/health.js';
 import { ALLOWED_FROM } from '../../domain/job-state.js';
 import type { KeysetPosition } from '../../cursor.js';
 
@@ -29,7 +31,20 @@ export function toJob(r: Selectable<JobsTable>): Job {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     logTruncated: r.log_truncated === 1,
+    check: toCheck(r),
   };
+}
+
+type CheckColumns = Pick<Selectable<JobsTable>, 'check_status_code' | 'check_response_ms' | 'check_failure'>;
+
+function toCheck(r: CheckColumns): CheckResult | null {
+  return r.check_response_ms === null
+    ? null
+    : { statusCode: r.check_status_code, responseTimeMs: r.check_response_ms, failure: r.check_failure as CheckFailure | null };
+}
+
+function checkColumns(c: CheckResult | null): CheckColumns {
+  return { check_status_code: c?.statusCode ?? null, check_response_ms: c?.responseTimeMs ?? null, check_failure: c?.failure ?? null };
 }
 
 /** Columns a transition may set besides the status. */
@@ -44,6 +59,8 @@ export interface TransitionFields {
   reason?: { code: ReasonCode; message: string } | null;
   /** The attempt's log reached the per-job cap. */
   logTruncated?: boolean;
+  /** What a HEARTBEAT job's request did. */
+  check?: CheckResult | null;
 }
 
 export interface TransitionGuard {
@@ -90,6 +107,7 @@ function toRow(job: Job): Insertable<JobsTable> {
     status_reason_message: job.statusReasonMessage,
     created_at: job.createdAt,
     updated_at: job.updatedAt,
+    ...checkColumns(job.check ?? null),
   };
 }
 
@@ -121,6 +139,7 @@ function transitionValues(to: JobStatus, now: number, fields: TransitionFields):
     ...(fields.leaseExpiresAt !== undefined ? { lease_expires_at: fields.leaseExpiresAt } : {}),
     ...(fields.containerId !== undefined ? { container_id: fields.containerId } : {}),
     ...(fields.startedAt !== undefined ? { started_at: fields.startedAt } : {}),
+    ...(fields.check !== undefined ? checkColumns(fields.check) : {}),
     ...(fields.completedAt !== undefined ? { completed_at: fields.completedAt } : {}),
     ...(fields.logTruncated !== undefined ? { log_truncated: fields.logTruncated ? 1 : 0 } : {}),
     ...(fields.reason !== undefined ? { status_reason_code: fields.reason?.code ?? null, status_reason_message: fields.reason?.message ?? null } : {}),
@@ -480,5 +499,95 @@ export class JobsRepo {
 
   async markStopRequested(id: string, now: number): Promise<void> {
     await this.db.updateTable('jobs').set({ stop_requested_at: now }).where('id', '=', id).execute();
+  }
+
+  /**
+   * The latest finished runs of each workflow, newest first by slot, at most
+   * `perWorkflow` each: one query for a page of workflows (the dashboard's
+   * strip of recent runs), served by jobs_workflow_list_idx.
+   */
+  async recentRuns(workflowIds: readonly string[], perWorkflow = RECENT_RUNS): Promise<Map<string, RunSummary[]>> {
+    const out = new Map<string, RunSummary[]>();
+    if (workflowIds.length === 0) return out;
+    const rows = await this.db
+      .selectFrom((db) =>
+        db
+          .selectFrom('jobs')
+          .select((eb) => [
+            'id',
+            'workflow_id',
+            'status',
+            'scheduled_at',
+            'completed_at',
+            'check_status_code',
+            'check_response_ms',
+            'check_failure',
+            eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('workflow_id').orderBy('scheduled_at', 'desc').orderBy('id', 'desc')).as('rn'),
+          ])
+          .where('workflow_id', 'in', workflowIds)
+          .where('status', 'in', ['COMPLETED', 'FAILED', 'CANCELED'])
+          .as('r'),
+      )
+      .selectAll()
+      .where('rn', '<=', perWorkflow)
+      .orderBy('workflow_id')
+      .orderBy('rn')
+      .execute();
+    for (const r of rows) {
+      const run: RunSummary = {
+        jobId: r.id,
+        status: r.status as RunSummary['status'],
+        scheduledAt: Number(r.scheduled_at),
+        completedAt: r.completed_at === null ? null : Number(r.completed_at),
+        check: toCheck(r),
+      };
+      const list = out.get(r.workflow_id);
+      if (list) list.push(run);
+      else out.set(r.workflow_id, [run]);
+    }
+    return out;
+  }
+
+  /** Per workflow, its runs scheduled since `since` that finished, by outcome (uptime). */
+  async outcomeCounts(workflowIds: readonly string[], since: number): Promise<Map<string, RunCounts>> {
+    const out = new Map<string, RunCounts>();
+    if (workflowIds.length === 0) return out;
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select((eb) => ['workflow_id', 'status', eb.fn.countAll<number | string>().as('n')])
+      .where('workflow_id', 'in', workflowIds)
+      .where('scheduled_at', '>=', since)
+      .where('status', 'in', ['COMPLETED', 'FAILED', 'CANCELED'])
+      .groupBy(['workflow_id', 'status'])
+      .execute();
+    for (const r of rows) {
+      const counts = out.get(r.workflow_id) ?? { completed: 0, failed: 0, canceled: 0 };
+      const n = Number(r.n);
+      if (r.status === 'COMPLETED') counts.completed = n;
+      else if (r.status === 'FAILED') counts.failed = n;
+      else counts.canceled = n;
+      out.set(r.workflow_id, counts);
+    }
+    return out;
+  }
+
+  /** Per workflow, its jobs not yet finished. */
+  async openRuns(workflowIds: readonly string[]): Promise<Map<string, OpenRun[]>> {
+    const out = new Map<string, OpenRun[]>();
+    if (workflowIds.length === 0) return out;
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select(['id', 'workflow_id', 'status', 'scheduled_at'])
+      .where('workflow_id', 'in', workflowIds)
+      .where('status', 'in', ['PENDING', 'QUEUED', 'RUNNING'])
+      .orderBy('scheduled_at')
+      .execute();
+    for (const r of rows) {
+      const run: OpenRun = { jobId: r.id, status: r.status as OpenRun['status'], scheduledAt: Number(r.scheduled_at) };
+      const list = out.get(r.workflow_id);
+      if (list) list.push(run);
+      else out.set(r.workflow_id, [run]);
+    }
+    return out;
   }
 }

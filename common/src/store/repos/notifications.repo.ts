@@ -47,9 +47,17 @@ export class NotificationsRepo {
   }
 
   /** Newest first by (created_at, id). */
-  async list(f: { userId: string; unreadOnly: boolean; after?: KeysetPosition | undefined; limit: number }): Promise<Notification[]> {
+  async list(f: {
+    userId: string;
+    unreadOnly: boolean;
+    /** Only these kinds (all when absent). */
+    kinds?: readonly NotificationKind[] | undefined;
+    after?: KeysetPosition | undefined;
+    limit: number;
+  }): Promise<Notification[]> {
     let q = this.db.selectFrom('notifications').selectAll().where('user_id', '=', f.userId);
     if (f.unreadOnly) q = q.where('read_at', 'is', null);
+    if (f.kinds) q = q.where('kind', 'in', f.kinds);
     if (f.after) {
       const { k, id } = f.after;
       q = q.where((eb) => eb.or([eb('created_at', '<', k), eb.and([eb('created_at', '=', k), eb('id', '<', id)])]));

@@ -12,7 +12,8 @@ export interface WorkflowListFilter {
   query?: string;
   kind?: WorkflowKind;
   buildStatus?: BuildStatus;
-  terminated: boolean;
+  /** Active ones (false), terminated ones (true), or both ('all'). */
+  terminated: boolean | 'all';
   intervalMin?: number;
   intervalMax?: number;
   after?: KeysetPosition;
@@ -160,11 +161,8 @@ export class WorkflowsRepo {
     const filters = { query: !!f.query, kind: !!f.kind, buildStatus: !!f.buildStatus, intervalMin: !!f.intervalMin, intervalMax: !!f.intervalMax, after: !!f.after };
     const key = `workflows.list:${f.terminated}:${Object.entries(filters).map(([name, on]) => (on ? name : '')).join(',')}`;
     const read = this.runner.reads.get(key, (db) => {
-      let q = db
-        .selectFrom('workflows')
-        .select(SUMMARY_COLUMNS)
-        .where('user_id', '=', slot<string>('userId'))
-        .where('terminated_at', f.terminated ? 'is not' : 'is', null);
+      let q = db.selectFrom('workflows').select(SUMMARY_COLUMNS).where('user_id', '=', slot<string>('userId'));
+      if (f.terminated !== 'all') q = q.where('terminated_at', f.terminated ? 'is not' : 'is', null);
       if (filters.query) q = q.where(({ ref }) => this.dialect.contains(ref('name_folded'), slot<string>('query')));
       if (filters.kind) q = q.where('kind', '=', slot<WorkflowKind>('kind'));
       if (filters.buildStatus) q = q.where('build_status', '=', slot<BuildStatus>('buildStatus'));
@@ -436,6 +434,13 @@ export class WorkflowsRepo {
     if (ids.length === 0) return [];
     const rows = await this.db.selectFrom('workflows').selectAll().where('id', 'in', ids).execute();
     return rows.map(toWorkflow);
+  }
+
+  /** Each workflow's next automatic slot (the scheduler's bookkeeping, which the list leaves out). */
+  async nextDue(ids: readonly string[]): Promise<Map<string, number | null>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db.selectFrom('workflows').select(['id', 'next_due_at']).where('id', 'in', ids).execute();
+    return new Map(rows.map((r) => [r.id, r.next_due_at === null ? null : Number(r.next_due_at)]));
   }
 }
 

@@ -1,0 +1,93 @@
+import { useEffect, useState } from 'react';
+import type { Workflow } from '../api/client';
+import { formatAbsolute, formatRelative } from '../relative-time';
+
+export type Health = NonNullable<Workflow['health']>;
+export type HealthState = Health['state'];
+type Run = Health['recent_runs'][number];
+
+/** What each state means (dashboard/README.md, "Workflow states"). */
+export const STATE_TEXT: Record<HealthState, { label: string; tone: string; hint: string }> = {
+  down: { label: 'Down', tone: 'bad', hint: 'The latest run failed, or the build failed.' },
+  late: { label: 'Late', tone: 'wait', hint: 'A run is more than a minute overdue and has not started.' },
+  building: { label: 'Building', tone: 'busy', hint: 'The workflow is being prepared; no run can start yet.' },
+  up: { label: 'Up', tone: 'ok', hint: 'The latest run completed.' },
+  pending: { label: 'Pending', tone: 'muted', hint: 'Ready, waiting for its first run.' },
+  paused: { label: 'Paused', tone: 'muted', hint: 'Terminated: no run will start until it is updated.' },
+};
+
+/** Failing and late first, paused last; the sort of the list's default "needs attention" order. */
+export const ATTENTION: Record<HealthState, number> = { down: 0, late: 1, building: 2, pending: 3, up: 4, paused: 5 };
+
+export function attentionRank(w: Workflow): number {
+  if (w.health?.auto_terminated) return ATTENTION.down;
+  return w.health ? ATTENTION[w.health.state] : ATTENTION.pending;
+}
+
+export function HealthBadge({ health }: { health: Health }) {
+  const s = STATE_TEXT[health.state];
+  return (
+    <span className={`state state-${s.tone}`} title={s.hint}>
+      <span className="state-dot" aria-hidden="true" />
+      {s.label}
+    </span>
+  );
+}
+
+/** A time relative to now ("3 min ago"), the absolute time with its zone on hover; re-rendered every 30 s. */
+export function RelativeTime({ iso, fallback = '—' }: { iso: string | undefined; fallback?: string }) {
+  const now = useNow(30_000);
+  if (!iso) return <>{fallback}</>;
+  const absolute = formatAbsolute(iso);
+  return (
+    <time dateTime={iso} title={absolute} className="nowrap">
+      {formatRelative(iso, now)}
+    </time>
+  );
+}
+
+function useNow(everyMs: number): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(t);
+  }, [everyMs]);
+  return now;
+}
+
+const RUN_TONE: Record<Run['status'], string> = { COMPLETED: 'ok', FAILED: 'bad', CANCELED: 'muted' };
+
+function runLabel(r: Run): string {
+  const when = formatAbsolute(r.completed_at ?? r.scheduled_at);
+  const check = r.check
+    ? `, ${r.check.status_code !== undefined ? `HTTP ${r.check.status_code}, ` : ''}${r.check.response_time_ms} ms${r.check.failure ? `, ${r.check.failure}` : ''}`
+    : '';
+  return `${r.status.toLowerCase()} ${when}${check}`;
+}
+
+/** The latest runs, oldest on the left; each says what happened on hover, the whole strip in words to screen readers. */
+export function RunStrip({ runs }: { runs: readonly Run[] }) {
+  if (runs.length === 0) return <span className="muted">No runs yet</span>;
+  const failed = runs.filter((r) => r.status === 'FAILED').length;
+  const latest = runs[0];
+  const summary = `Last ${runs.length} run${runs.length === 1 ? '' : 's'}: ${failed} failed${latest ? `; latest ${latest.status.toLowerCase()}` : ''}`;
+  return (
+    <span className="strip" role="img" aria-label={summary} title={summary}>
+      {[...runs].reverse().map((r) => (
+        <span key={r.job_id} className={`strip-run strip-${RUN_TONE[r.status]}`} title={runLabel(r)} />
+      ))}
+    </span>
+  );
+}
+
+/** "99.5 %" over the window, with the counts on hover; "—" before any run counted. */
+export function Uptime({ uptime }: { uptime: Health['uptime'] }) {
+  if (uptime.ratio === undefined) return <span className="muted">—</span>;
+  const pct = uptime.ratio * 100;
+  const text = `${pct === 100 || pct === 0 ? pct.toFixed(0) : pct.toFixed(1)} %`;
+  return (
+    <span className="nowrap" title={`${uptime.completed} completed, ${uptime.failed} failed in the last ${uptime.window_hours} h`}>
+      {text}
+    </span>
+  );
+}

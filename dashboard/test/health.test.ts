@@ -1,0 +1,386 @@
+/**
+ * The workflow list at a glance, in a real browser against a real `orloj
+ * start` with real scheduling: HEARTBEAT workflows run against a local target
+ * (one healthy, one failing, one failing until the failure limit terminates
+ * it), then the list must show the failing one down and first, call out the
+ * auto-terminated one, and keep terminated ones reachable. Screenshots land in
+ * artifacts/screenshots/ (dashboard/README.md).
+ */
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { requireServices } from '../../common/test/support/services.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
+
+const WAIT = Number(process.env.E2E_WAIT) || 90_000;
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+let axeSource: string | undefined;
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[]; failureSummary?: string }[];
+}
+
+/** axe-core's WCAG 2.1 A and AA rules over the page as it is now; the violations, described. */
+async function axeViolations(page: Page): Promise<string[]> {
+  // Evaluated over the DevTools protocol, which the page's strict CSP does not govern (a script tag would be refused).
+  await page.evaluate(axeSource ??= fs.readFileSync(AXE, 'utf8'));
+  const violations = await page.evaluate<AxeViolation[]>(
+    `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target, failureSummary: n.failureSummary })) })))`,
+  );
+  return violations.map((v) => `${v.id} (${v.impact}): ${v.help}\n${v.nodes.map((n) => `  ${n.target.join(' ')}: ${n.failureSummary ?? ''}`).join('\n')}`);
+}
+
+function missing(): string | undefined {
+  if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
+  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
+  return undefined;
+}
+
+/** /ok answers 200 after a few milliseconds, /fail answers 500. */
+async function target(): Promise<{ server: http.Server; base: string }> {
+  const server = http.createServer((req, res) => {
+    if (req.url?.startsWith('/fail')) {
+      res.statusCode = 500;
+      res.end('broken');
+      return;
+    }
+    setTimeout(() => res.end('ok'), 15);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+describe('dashboard: workflows at a glance, in a real browser', function () {
+  this.timeout(6 * WAIT);
+  let orloj: RunningOrloj | undefined;
+  let dataDir: string | undefined;
+  let browser: Browser | undefined;
+  let context: BrowserContext;
+  let page: Page;
+  let base: string;
+  let http0: { server: http.Server; base: string } | undefined;
+  const problems: string[] = [];
+  const ids: Record<string, string> = {};
+  let orlojEnv: Record<string, string> = {};
+  /** While the server is down on purpose, the browser's failed requests are expected. */
+  let serverDown = false;
+
+  const shot = async (name: string) => {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  };
+
+  async function api(method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> {
+    const res = await page.request.fetch(`${base}/api${route}`, {
+      method,
+      headers: { 'idempotency-key': crypto.randomUUID(), 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { data: JSON.stringify(body) }),
+    });
+    assert.ok(res.ok(), `${method} ${route}: ${res.status()} ${await res.text()}`);
+    return res.status() === 204 ? undefined : res.json();
+  }
+
+  /** Polls (no fixed sleep) until `done` holds of what `read` returns. */
+  async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+    const deadline = Date.now() + WAIT;
+    for (;;) {
+      const v = await read();
+      if (done(v)) return v;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  async function createCheck(name: string, endpoint: string, maxFailures: number): Promise<string> {
+    const { id } = (await api('POST', '/workflows', {
+      name,
+      kind: 'HEARTBEAT',
+      payload: JSON.stringify({ endpoint, timeout: '5s' }),
+      interval: 600,
+      max_consecutive_job_failures_allowed: maxFailures,
+    })) as { id: string };
+    await until(`${name} built`, () => api('GET', `/workflows/${id}`), (w) => w.build_status === 'COMPLETED');
+    return id;
+  }
+
+  /** Runs the workflow now, and waits for the run to finish. */
+  async function runNow(workflowId: string): Promise<any> {
+    const { id } = (await api('POST', `/workflows/${workflowId}/jobs/schedule`)) as { id: string };
+    return until('the run to finish', () => api('GET', `/workflows/${workflowId}/jobs/${id}`), (j) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(j.status));
+  }
+
+  before(async function () {
+    const why = missing();
+    if (why) {
+      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
+      this.skip();
+    }
+    http0 = await target();
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-health-'));
+    // A fixed free port: the last step stops this server and starts it again where the page expects it.
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((r) => probe.close(r));
+    orlojEnv = {
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      DASHBOARD_DIR: DASHBOARD_DIST,
+      RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
+      RATE_LIMIT_ENABLED: 'false',
+    };
+    orloj = await startOrloj(orlojEnv);
+    base = `http://127.0.0.1:${orloj.port}`;
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    context = await browser.newContext({ baseURL: base, viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+    context.setDefaultTimeout(WAIT);
+    context.on('request', (req) => {
+      const url = new URL(req.url());
+      if (url.origin !== base && url.protocol !== 'data:') problems.push(`request to another host: ${req.url()}`);
+    });
+    page = await context.newPage();
+    page.on('console', (msg) => {
+      if (serverDown && /ERR_CONNECTION_REFUSED|Failed to load resource|EventSource/.test(msg.text())) return;
+      if (msg.type() === 'error' && !(/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate'))) {
+        problems.push(`console error: ${msg.text()} (${msg.location().url})`);
+      }
+    });
+    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+
+    await api('POST', '/auth/register', { email: `glance-${Date.now()}@example.com`, password: 'correct horse battery' });
+    ids.doomed = await createCheck('doomed check', `${http0.base}/fail?doomed`, 3);
+    ids.failing = await createCheck('failing check', `${http0.base}/fail`, 10);
+    ids.healthy = await createCheck('healthy check', `${http0.base}/ok`, 3);
+    for (let i = 0; i < 3; i++) await runNow(ids.doomed);
+    await runNow(ids.failing);
+    for (let i = 0; i < 2; i++) await runNow(ids.healthy);
+    await until('doomed terminated automatically', () => api('GET', `/workflows/${ids.doomed}?include=health`), (w) => w.health?.auto_terminated === true);
+  });
+
+  afterEach(function () {
+    if (problems.length) assert.fail(problems.splice(0).join('\n'));
+  });
+
+  after(async () => {
+    await browser?.close();
+    await stopOrloj(orloj);
+    http0?.server.close();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('shows a failing check down and first, and calls out the auto-terminated one', async () => {
+    await page.goto('/workflows');
+    const table = page.getByRole('table', { name: 'Workflows' });
+    const rows = table.locator('tbody tr');
+    await table.getByRole('link', { name: 'healthy check' }).waitFor();
+    assert.deepEqual(
+      (await rows.locator('td:nth-child(2) a').allTextContents()).slice(0, 2).sort(),
+      ['doomed check', 'failing check'],
+      'the two down workflows come first',
+    );
+    const failing = rows.filter({ has: page.getByRole('link', { name: 'failing check' }) });
+    await failing.locator('.state', { hasText: 'Down' }).waitFor();
+    const doomed = rows.filter({ has: page.getByRole('link', { name: 'doomed check' }) });
+    await doomed.getByText('terminated automatically').waitFor();
+    const callout = page.getByRole('region', { name: 'Terminated automatically' });
+    await callout.getByRole('link', { name: 'doomed check' }).waitFor();
+    assert.equal(await callout.getByRole('link', { name: 'failing check' }).count(), 0);
+
+    const healthy = rows.filter({ has: page.getByRole('link', { name: 'healthy check' }) });
+    await healthy.locator('.state', { hasText: 'Up' }).waitFor();
+    await healthy.getByRole('img', { name: 'Last 2 runs: 0 failed; latest completed' }).waitFor();
+    await healthy.getByText('100 %').waitFor();
+    const lastRun = healthy.locator('td[data-label="Last run"] time');
+    assert.match((await lastRun.textContent()) ?? '', /ago|now/);
+    assert.match((await lastRun.getAttribute('title')) ?? '', /\d{4}.*\d:\d\d/, 'the absolute time on hover');
+    assert.match((await healthy.locator('td[data-label="Next run"] time').textContent()) ?? '', /^in /);
+    await shot('20-workflows-at-a-glance');
+  });
+
+  it('puts the alerts on the bell and at the top of the drawer, routine notifications one click away', async () => {
+    await page.goto('/workflows');
+    // 4 failures (3 of them the doomed one's) and the automatic termination; 2 completions and 3 builds are routine.
+    const bell = page.getByRole('button', { name: /^Notifications, 5 alerts, \d+ unread$/ });
+    await bell.waitFor();
+    assert.equal(await page.getByTestId('unread-count').textContent(), '5');
+    await bell.click();
+    const drawer = page.getByRole('dialog', { name: 'Notifications' });
+    const items = drawer.locator('li.notification');
+    await items.first().waitFor();
+    assert.equal(await items.count(), 5);
+    assert.deepEqual(
+      (await items.locator('strong').allTextContents()).sort(),
+      ['Job failed', 'Job failed', 'Job failed', 'Job failed', 'Workflow terminated automatically'],
+    );
+    await shot('24-notifications-alerts');
+    await drawer.getByRole('button', { name: 'Everything else' }).click();
+    await drawer.locator('li.notification strong', { hasText: 'Job completed' }).first().waitFor();
+    assert.equal(await drawer.locator('li.notification strong', { hasText: 'Job failed' }).count(), 0);
+    await page.keyboard.press('Escape');
+  });
+
+  it('keeps terminated workflows reachable: All, and Terminated only', async () => {
+    await page.goto('/workflows');
+    const table = page.getByRole('table', { name: 'Workflows' });
+    await table.getByRole('link', { name: 'healthy check' }).waitFor();
+    await page.getByLabel('Show').selectOption('terminated');
+    await table.getByRole('link', { name: 'doomed check' }).waitFor();
+    await table.getByRole('link', { name: 'healthy check' }).waitFor({ state: 'detached' });
+    await page.getByLabel('Show').selectOption('all');
+    await table.getByRole('link', { name: 'healthy check' }).waitFor();
+    assert.equal(await table.locator('tbody tr').count(), 3);
+    await page.getByLabel('Order').selectOption('newest');
+    assert.deepEqual(await table.locator('tbody tr td:nth-child(2) a').allTextContents(), ['healthy check', 'failing check', 'doomed check']);
+  });
+
+  it("shows a HEARTBEAT workflow's request, response-time chart and uptime, and each job's response", async () => {
+    await page.goto(`/workflows/${ids.healthy}`);
+    await page.getByRole('heading', { level: 1, name: 'healthy check' }).waitFor();
+    await page.locator('.page-head .target', { hasText: `GET ${http0!.base}/ok` }).waitFor();
+    await page.locator('.page-head .state', { hasText: 'Up' }).waitFor();
+    const chart = page.getByRole('img', { name: /^Response time of the last 2 checks: median \d+ ms/ });
+    await chart.waitFor();
+    assert.equal(await page.locator('.response-chart circle.chart-point').count(), 2, 'one point per check');
+    const label = (await chart.getAttribute('aria-label')) ?? '';
+    const slowest = Number(/slowest (\d+) ms/.exec(label)?.[1]);
+    assert.ok(slowest >= 15, `the target answers after 15 ms; the chart says ${label}`);
+    const health = page.getByRole('group', { name: 'Health' }).or(page.locator('dl[aria-label="Health"]'));
+    await health.getByText('100 %').waitFor();
+    const definition = page.locator('dl[aria-label="Definition"]');
+    await definition.getByText(`${http0!.base}/ok`).waitFor();
+    await definition.getByText('Expected status').waitFor();
+    await shot('22-heartbeat-workflow');
+
+    await page.goto(`/workflows/${ids.failing}`);
+    await page.getByRole('table', { name: 'Jobs' }).getByText(/HTTP 500 in \d+ ms/).waitFor();
+    await page.locator('.response-chart rect.chart-point-bad').first().waitFor();
+    await page.getByRole('table', { name: 'Jobs' }).getByRole('link').first().click();
+    await page.getByRole('heading', { level: 1, name: 'Job' }).waitFor();
+    await page.locator('dl').getByText(/^HTTP 500 in \d+ ms$/).waitFor();
+    await page.locator('dl').getByText(`GET ${http0!.base}/fail`).waitFor();
+    await shot('23-heartbeat-job-failed');
+  });
+
+  it('shows every error of a form with several bad fields at once, without sending it', async () => {
+    await page.goto('/workflows/new');
+    await page.getByRole('heading', { level: 1, name: 'New workflow' }).waitFor();
+    await page.getByLabel('Interval (minutes)').fill('0');
+    await page.getByLabel('Failures before terminating').fill('1000');
+    await page.getByLabel('Endpoint URL').fill('not a url');
+    await page.getByLabel('Expected status code').fill('999');
+    await page.getByLabel('Timeout').fill('10 minutes');
+    let posted = 0;
+    const count = (req: { method(): string; url(): string }) => {
+      if (req.method() === 'POST' && req.url().endsWith('/api/workflows')) posted++;
+    };
+    page.on('request', count);
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    const expected: [string, string][] = [
+      ['name', 'must not be empty'],
+      ['interval', 'must be at least 1'],
+      ['maxFailures', 'must be at most 100'],
+      ['endpoint', 'must be an absolute http or https URL'],
+      ['expectedStatus', 'must be at most 599'],
+      ['timeout', 'must be a positive duration such as "10s" or "1m30s"'],
+    ];
+    for (const [field, message] of expected) await page.locator(`#wf-${field}-error`, { hasText: message }).waitFor();
+    assert.equal(await page.locator('.field-error').count(), expected.length);
+    assert.equal(await page.evaluate<string>('document.activeElement.id'), 'wf-name', 'the first field in error has the focus');
+    page.off('request', count);
+    assert.equal(posted, 0);
+    await shot('25-workflow-new-every-error');
+  });
+
+  it('has no axe-core violations (WCAG 2.1 AA) on any page, in light and dark', async () => {
+    const failingJob = ((await api('GET', `/workflows/${ids.failing}/jobs`)) as { jobs: { id: string }[] }).jobs[0]!.id;
+    const pages: [name: string, path: string, ready: (p: Page) => Promise<void>][] = [
+      ['workflows', '/workflows', (p) => p.getByRole('table', { name: 'Workflows' }).getByRole('link', { name: 'healthy check' }).waitFor()],
+      ['workflows-all', '/workflows?show=all', (p) => p.getByRole('table', { name: 'Workflows' }).getByRole('link', { name: 'doomed check' }).waitFor()],
+      ['workflow', `/workflows/${ids.healthy}`, (p) => p.locator('.response-chart svg').waitFor()],
+      ['workflow-terminated', `/workflows/${ids.doomed}`, (p) => p.getByRole('table', { name: 'Jobs' }).waitFor()],
+      ['job', `/workflows/${ids.failing}/jobs/${failingJob}`, (p) => p.locator('dl').getByText(/^HTTP 500/).waitFor()],
+      ['new-workflow', '/workflows/new', (p) => p.getByRole('heading', { level: 1, name: 'New workflow' }).waitFor()],
+      ['edit-workflow', `/workflows/${ids.healthy}/edit`, (p) => p.getByLabel('Endpoint URL').waitFor()],
+      ['profile', '/profile', (p) => p.getByRole('heading', { level: 1, name: 'Profile' }).waitFor()],
+      ['analytics', '/analytics', (p) => p.getByRole('heading', { level: 1, name: 'Analytics' }).waitFor()],
+    ];
+    const found: string[] = [];
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const [name, route, ready] of pages) {
+        await page.goto(route);
+        await ready(page);
+        for (const v of await axeViolations(page)) found.push(`${name} (${scheme}): ${v}`);
+        await shot(`30-desktop-${scheme}-${name}`);
+      }
+      await page.goto('/workflows');
+      await page.getByRole('button', { name: /^Notifications/ }).click();
+      await page.getByRole('dialog', { name: 'Notifications' }).locator('li.notification').first().waitFor();
+      for (const v of await axeViolations(page)) found.push(`notifications (${scheme}): ${v}`);
+      await shot(`30-desktop-${scheme}-notifications`);
+      await page.keyboard.press('Escape');
+
+      // Signed out: a context of its own.
+      const anonymous = await browser!.newContext({ baseURL: base, colorScheme: scheme });
+      const signIn = await anonymous.newPage();
+      await signIn.goto('/');
+      await signIn.getByRole('heading', { level: 1, name: 'Sign in to orloj' }).waitFor();
+      for (const v of await axeViolations(signIn)) found.push(`sign-in (${scheme}): ${v}`);
+      await signIn.getByRole('link', { name: 'Create an account' }).click();
+      await signIn.getByRole('button', { name: 'Sign up' }).waitFor();
+      for (const v of await axeViolations(signIn)) found.push(`sign-up (${scheme}): ${v}`);
+      await anonymous.close();
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+    assert.deepEqual(found, []);
+  });
+
+  it('shows compact rows on a phone, in light and dark', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.goto('/workflows');
+      await page.getByRole('table', { name: 'Workflows' }).getByRole('link', { name: 'healthy check' }).waitFor();
+      const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      assert.ok(overflow <= 0, `the list (${scheme}) scrolls sideways by ${overflow}px`);
+      await shot(`21-workflows-at-a-glance-phone-${scheme}`);
+      await page.goto(`/workflows/${ids.healthy}`);
+      await page.locator('.response-chart svg').waitFor();
+      const pageOverflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      assert.ok(pageOverflow <= 0, `the workflow page (${scheme}) scrolls sideways by ${pageOverflow}px`);
+      await shot(`31-phone-${scheme}-workflow`);
+    }
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.emulateMedia({ colorScheme: 'light' });
+  });
+
+  it('keeps an open job page through a server restart, saying it is disconnected until it is back', async () => {
+    const job = ((await api('GET', `/workflows/${ids.healthy}/jobs`)) as { jobs: { id: string }[] }).jobs[0]!.id;
+    await page.goto(`/workflows/${ids.healthy}/jobs/${job}`);
+    const response = page.locator('dl').getByText(/^HTTP 200 in \d+ ms$/);
+    await response.waitFor();
+    serverDown = true;
+    await stopOrloj(orloj);
+    const banner = page.getByRole('status').filter({ hasText: 'Disconnected — retrying' });
+    await banner.waitFor();
+    assert.equal(await response.count(), 1, 'what was on screen stays');
+    assert.equal(await page.getByText('The server cannot be reached').count(), 0);
+    await shot('26-job-disconnected');
+    orloj = await startOrloj(orlojEnv);
+    await banner.waitFor({ state: 'detached' });
+    serverDown = false;
+    await response.waitFor();
+    await page.getByRole('link', { name: 'healthy check' }).click();
+    await page.getByRole('heading', { level: 1, name: 'healthy check' }).waitFor();
+  });
+});
