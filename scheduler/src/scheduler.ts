@@ -93,6 +93,21 @@ export interface SchedulerDeps {
   /** This replica's name in the leader lease. */
   replicaId?: string;
   config?: Partial<SchedulerConfig>;
+  /** Called when the leader skipped due slots (see SchedulerStats.slotsSkipped): a metrics layer may count them. */
+  onSlotsSkipped?: (event: { workflowId: string; skipped: number }) => void;
+}
+
+/**
+ * What this replica did that an operator watches, counted since it started;
+ * plain numbers a metrics layer reads (Scheduler.stats).
+ */
+export interface SchedulerStats {
+  /** Due slots that got no job of their own (runners behind, or the service down): only the latest missed slot runs. */
+  slotsSkipped: number;
+  /** Jobs handed out again because their message was known lost (in-process bus restarted). */
+  jobsRecoveredAfterRestart: number;
+  /** job.run messages that came back from the dead-letter queue (a runner refused them), and were handed out again. */
+  jobsRefused: number;
 }
 
 /**
@@ -122,6 +137,13 @@ export class Scheduler {
   /** Job events received and waiting for the next batch (applyBatched). */
   private waiting: WaitingEvent[] = [];
   private flushing = false;
+  private refused: Subscription | undefined;
+  /** Clock time this replica started: on the in-process bus, no message from before it exists any more. */
+  private startedAt = 0;
+  private restartRecovered = false;
+  /** Refusals per job, to space out handing out a job that keeps coming back (bounded: cleared when it grows). */
+  private readonly refusals = new Map<string, number>();
+  readonly stats: SchedulerStats = { slotsSkipped: 0, jobsRecoveredAfterRestart: 0, jobsRefused: 0 };
 
   constructor(private readonly deps: SchedulerDeps) {
     this.config = { ...DEFAULT_SCHEDULER_CONFIG, ...deps.config };
@@ -130,7 +152,9 @@ export class Scheduler {
       store: deps.store,
       clock: deps.clock,
       logger: deps.logger,
-      holder: deps.replicaId ?? `scheduler-${newId()}`,
+      // Per process, whatever the configured id: two replicas given one SCHEDULER_ID
+      // take turns with rising fencing tokens instead of both leading with one token.
+      holder: `${deps.replicaId ?? 'scheduler'}/${newId()}`,
       ttlMs: this.config.leaderLeaseTtlMs,
     });
   }
@@ -141,6 +165,9 @@ export class Scheduler {
 
   /** Starts applying events and (unless `leaderLoop` is false, as in tests that call tick()) the leader loop. */
   async start(options: { leaderLoop?: boolean } = {}): Promise<void> {
+    this.startedAt = this.deps.clock.now();
+    // Every replica: a job message a runner refused (failed signature check) is handed out again at once.
+    this.refused = await this.deps.bus.consumeDeadLetters(QUEUES.jobs, (message) => this.onRefusedJob(message), { prefetch: 16 });
     this.events = await this.deps.bus.consume(QUEUES.jobEvents, (envelope) => this.applyBatched(envelope), {
       prefetch: this.config.eventPrefetch,
     });
@@ -156,6 +183,7 @@ export class Scheduler {
       await this.loop;
       await this.wakes?.cancel();
       await this.events?.cancel();
+      await this.refused?.cancel();
       await this.lease.release();
     })();
     return this.stopping;
@@ -208,6 +236,7 @@ export class Scheduler {
   /** One pass of the leader's work. Safe to run concurrently with another leader. */
   async tick(): Promise<void> {
     const now = this.deps.clock.now();
+    if (!this.restartRecovered) await this.recoverRestart(now);
     await this.startBuilds(now);
     await this.duePass(now);
     await this.recover(now);
@@ -278,6 +307,7 @@ export class Scheduler {
     const { store } = this.deps;
     const due = await store.workflows.due(now, limit);
     if (due.length === 0) return 0;
+    const skips: { id: string; skipped: number; slot: number }[] = [];
     const handOut = await store.transaction(async (tx) => {
       // Locked first, so a job that ends meanwhile is either seen ended here, or
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
@@ -285,6 +315,7 @@ export class Scheduler {
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
       const jobs: [Job, Workflow][] = [];
       const next: { id: string; nextDueAt: number }[] = [];
+      skips.length = 0;
       for (const w of due) {
         if (w.buildCompletedAt === null) continue;
         const intervalMs = w.intervalMinutes * 60_000;
@@ -296,17 +327,44 @@ export class Scheduler {
           continue;
         }
         const slot = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
+        // The slots from next_due_at up to this one get no job of their own.
+        // (next_due_at is off the slot grid after a job that ended late made the workflow due at once: it stands for the slot before it.)
+        const skipped = w.nextDueAt === null ? 0 : Math.max(0, Math.ceil((slot - w.nextDueAt) / intervalMs - 1e-9));
+        if (skipped > 0) skips.push({ id: w.id, skipped, slot });
         jobs.push([queuedAtCreation(newJob(w, 'AUTOMATIC', slot, now), now), w]);
         next.push({ id: w.id, nextDueAt: slot + intervalMs });
       }
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
       const inserted = new Set(await tx.jobs.insertMany(jobs.map(([job]) => job)));
       await tx.workflows.setNextDueMany(next);
-      return jobs.filter(([job]) => inserted.has(job.id));
+      const created = jobs.filter(([job]) => inserted.has(job.id));
+      // Only where this pass created the slot's job: a second leader's pass over the same slot records nothing.
+      const createdFor = new Set(created.map(([job]) => job.workflowId));
+      const recorded = skips.filter((k) => createdFor.has(k.id));
+      skips.length = 0;
+      skips.push(...recorded);
+      await tx.workflows.recordSkippedSlots(recorded.map((k) => ({ id: k.id, skipped: k.skipped, at: now })));
+      return created;
     });
+    this.reportSkipped(skips);
     // After the commit: a leader that dies before this leaves the jobs QUEUED and unconfirmed, and the sweep sends them.
     await this.sendJobs(handOut);
     return due.length;
+  }
+
+  /** Skipped slots: a warn line per pass, the stats counter, and the hook. */
+  private reportSkipped(skips: readonly { id: string; skipped: number; slot: number }[]): void {
+    if (skips.length === 0) return;
+    let total = 0;
+    for (const k of skips) {
+      total += k.skipped;
+      this.deps.onSlotsSkipped?.({ workflowId: k.id, skipped: k.skipped });
+    }
+    this.stats.slotsSkipped += total;
+    this.log.warn(
+      { slotsSkipped: total, workflows: skips.length, sample: skips.slice(0, 5).map((k) => ({ workflowId: k.id, skipped: k.skipped })) },
+      'skipped due slots: only the most recent missed slot of each workflow runs (runners behind, or orloj was down)',
+    );
   }
 
   // ---- dispatch -------------------------------------------------------------
@@ -385,6 +443,72 @@ export class Scheduler {
   }
 
   // ---- recovery -------------------------------------------------------------
+
+  /**
+   * Once, when this replica first leads: on the in-process bus a restart lost
+   * every message and every runner of the process before, so a job handed out
+   * before this replica started cannot be started by anyone. A QUEUED one is
+   * handed out again now, as its next attempt (the attempt guard refuses any
+   * copy of the old message, should one exist after all); a RUNNING one lost
+   * its runner, which is a SYSTEM failure of that attempt (retried). On a
+   * broker the messages outlive the restart and nothing is done here
+   * (docs/adr/0006-recovery-after-restarts.md).
+   */
+  private async recoverRestart(now: number): Promise<void> {
+    if (!this.deps.bus.inProcess) {
+      this.restartRecovered = true;
+      return;
+    }
+    const { store } = this.deps;
+    let recovered = 0;
+    for (;;) {
+      const open = await store.jobs.openSince(this.startedAt, this.config.batchSize);
+      if (open.length === 0) break;
+      const queued = open.filter((j) => j.status === 'QUEUED');
+      const workflows = new Map((await store.workflows.findByIds(queued.map((j) => j.workflowId))).map((w) => [w.id, w]));
+      const moved = await this.queueAll(queued.filter((j) => workflows.has(j.workflowId)), now);
+      await this.sendJobs(moved.map((j) => [j, workflows.get(j.workflowId)!] as const));
+      for (const job of open.filter((j) => j.status === 'RUNNING')) await this.retryOrFail(job, now, reasons.leaseLost(job.attempts));
+      recovered += open.length;
+      // Whatever did not move (a job of a deleted workflow) is left to the sweep; do not loop on it.
+      if (open.length < this.config.batchSize || moved.length === 0) break;
+    }
+    this.restartRecovered = true;
+    this.stats.jobsRecoveredAfterRestart += recovered;
+    if (recovered > 0) this.log.warn({ jobs: recovered }, 'handed out again the jobs queued or running before the restart (their in-process messages were lost)');
+  }
+
+  /**
+   * A job.run message on `jobs.dead`: a runner refused it (it failed that
+   * runner's signature check) or it failed on every delivery. The message is
+   * untrusted; the store decides: a job still QUEUED on that attempt waits for
+   * no one and is handed out again as its next attempt, after a pause that
+   * grows while the same job keeps coming back (a misconfigured runner that
+   * refuses everything must not spin the leader), so a healthy runner takes it
+   * within seconds.
+   */
+  private async onRefusedJob(message: unknown): Promise<void> {
+    const body = (message as { body?: { job_id?: unknown; attempt?: unknown } } | null)?.body;
+    const claimed = (message as { producer?: unknown } | null)?.producer;
+    if (typeof body?.job_id !== 'string' || typeof body.attempt !== 'number') {
+      this.log.error({ claimedRole: claimed }, 'dropped a message from the jobs dead-letter queue that names no job attempt');
+      return;
+    }
+    const { store, clock } = this.deps;
+    const job = await store.jobs.findById(body.job_id);
+    if (!job || job.status !== 'QUEUED' || job.attempts !== body.attempt) return; // moved on meanwhile
+    const n = (this.refusals.get(job.id) ?? 0) + 1;
+    if (this.refusals.size > 10_000) this.refusals.clear();
+    this.refusals.set(job.id, n);
+    await clock.sleep(Math.min(250 * 2 ** (n - 1), 10_000), this.abort.signal);
+    const workflow = await store.workflows.findById(job.workflowId);
+    if (!workflow || this.abort.signal.aborted) return;
+    const moved = await this.queueAll([job], clock.now());
+    if (moved.length === 0) return;
+    this.stats.jobsRefused += 1;
+    this.log.warn({ jobId: job.id, attempt: moved[0]!.attempts, refusals: n, claimedRole: claimed }, 'a runner refused a job message; handing the job out again');
+    await this.sendJobs(moved.map((j) => [j, workflow] as const));
+  }
 
   private async recover(now: number): Promise<void> {
     const { store } = this.deps;

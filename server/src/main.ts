@@ -4,10 +4,12 @@ import {
   createLogger,
   ensureKeyDir,
   keyEnvName,
+  keyFingerprint,
   loadConfig,
   loadKeysFromEnv,
   openDatabase,
   PRODUCER_ROLES,
+  requireRoleKeys,
   resolveSecrets,
   roleBus,
   Store,
@@ -49,13 +51,20 @@ export function clockFrom(config: ResolvedConfig): Clock {
 /**
  * Signing keys: from ORLOJ_<ROLE>_PRIVATE_KEY / _PUBLIC_KEY (or _FILE) when any
  * is set — the distributed topology, where each process holds only its own
- * private key — otherwise generated once into DATA_DIR/keys (embedded default).
+ * private key — otherwise from DATA_DIR/keys. Keys are generated there only
+ * where that cannot split an installation: on the in-process bus, or when this
+ * one process runs every role. A process of a distributed installation never
+ * makes keys of its own (nobody else would know them, and it would reject, or
+ * be rejected for, every message); it refuses to start instead, naming the
+ * variable it lacks (requireRoleKeys).
  */
-async function loadKeys(config: ResolvedConfig, env: Env): Promise<RoleKeys> {
+async function loadKeys(config: ResolvedConfig, env: Env, roles: ReadonlySet<Role>): Promise<RoleKeys> {
   const configured = PRODUCER_ROLES.some((role) =>
     (['private', 'public'] as const).some((kind) => env[keyEnvName(role, kind)] || env[`${keyEnvName(role, kind)}_FILE`]),
   );
-  return configured ? loadKeysFromEnv(env) : ensureKeyDir(config.dataDir);
+  if (configured) return loadKeysFromEnv(env);
+  const generate = config.busUrl.startsWith('memory:') || PRODUCER_ROLES.every((r) => roles.has(r));
+  return ensureKeyDir(config.dataDir, { generate });
 }
 
 /**
@@ -101,6 +110,9 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
   };
 
   try {
+    // First: a process that could not sign or verify its messages must not touch the store or the bus.
+    const keys = await loadKeys(config, env, roles);
+    requireRoleKeys(keys, roles);
     let store: Store | undefined;
     if ([...roles].some((r) => r !== 'runners')) {
       database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
@@ -111,7 +123,6 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     if (config.busUrl.startsWith('memory:') && roles.size < 3 && !roles.has('api')) {
       logger.warn('BUS_URL=memory: connects only the roles inside this process; use amqp:// to run roles in separate processes');
     }
-    const keys = await loadKeys(config, env);
     bus = await createBus(config.busUrl, { logger, prefix: config.busPrefix });
 
     if (roles.has('scheduler') && store) {
@@ -163,6 +174,8 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         logger: log,
         clock,
         runnerId: config.runner.id,
+        // requireRoleKeys made sure a runner has the scheduler's public key.
+        ...(keys.publicKeys.scheduler ? { installationId: keyFingerprint(keys.publicKeys.scheduler) } : {}),
         http: new HttpCheckExecutor({ logger: log, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets], clock }),
         ...(containers ? { containers } : {}),
         concurrency: config.runner.concurrency,

@@ -135,7 +135,10 @@ export function workflowsRoutes(deps: ApiDeps): Router {
   router.get('/workflows/:workflow_id', session, async (ctx) => {
     const workflow = await store.workflows.findForUser(userIdOf(ctx), workflowId(ctx));
     if (!workflow) throw notFound('The workflow');
-    ctx.body = presentWorkflow(workflow, { generation: workflow.generation });
+    ctx.body = presentWorkflow(workflow, {
+      generation: workflow.generation,
+      skipped: { count: workflow.skippedSlots, lastAt: workflow.lastSlotSkippedAt },
+    });
   });
 
   router.put('/workflows/:workflow_id', session, async (ctx) => {

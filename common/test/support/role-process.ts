@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureKeyDir } from '@orloj/common';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'server/src/bin.ts');
@@ -28,11 +29,15 @@ export class RoleProcess {
   constructor(
     readonly role: string,
     private readonly env: RoleProcessEnv,
+    /** More environment variables for this process (they win). */
+    private readonly extraEnv: Record<string, string> = {},
   ) {}
 
   /** Starts the process and resolves once it logged that the role started. */
   async start(): Promise<void> {
     this.output = '';
+    // The operator's step: a distributed process never makes keys of its own, it reads them (here from DATA_DIR/keys).
+    await ensureKeyDir(this.env.dataDir);
     const c = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start', '--roles', this.role], {
       cwd: ROOT,
       env: {
@@ -44,6 +49,7 @@ export class RoleProcess {
         BUS_PREFIX: this.env.busPrefix,
         DATA_DIR: this.env.dataDir,
         LOG_LEVEL: 'info',
+        ...this.extraEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

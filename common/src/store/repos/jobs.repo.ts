@@ -394,6 +394,19 @@ export class JobsRepo {
     return rows.map(toJob);
   }
 
+  /** QUEUED and RUNNING jobs handed out before `before` (oldest first): after a restart of the in-process bus, their messages and runners are gone. */
+  async openSince(before: number, limit: number): Promise<Job[]> {
+    const rows = await this.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('status', 'in', ['QUEUED', 'RUNNING'])
+      .where('queued_at', '<', before)
+      .orderBy('queued_at')
+      .limit(limit)
+      .execute();
+    return rows.map(toJob);
+  }
+
   /** RUNNING jobs whose runner stopped renewing the lease. */
   async expiredLeases(now: number, limit: number): Promise<Job[]> {
     const rows = await this.db
