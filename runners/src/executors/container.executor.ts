@@ -540,7 +540,10 @@ export class ContainerExecutor {
       const info = await this.api('container inspect', () => container.inspect());
       return typeof info.State?.ExitCode === 'number' ? info.State.ExitCode : undefined;
     } catch (err) {
-      return statusCodeOf(err) === 404 ? 'gone' : undefined;
+      // Docker: "No such container: …"; Podman: "… no such container"
+      // (the runtime's own words, in the body: dockerode's message says so for any 404)
+      const said = (err as { json?: { message?: unknown } } | null)?.json?.message;
+      return statusCodeOf(err) === 404 && typeof said === 'string' && /no such container/i.test(said) ? 'gone' : undefined;
     }
   }
 
