@@ -66,11 +66,15 @@ export class RoleProcess {
   }
 
   /** Sends the signal (if the process still runs) and waits for the exit. */
-  async stop(signal: NodeJS.Signals): Promise<void> {
-    const c = this.child;
-    if (!c || c.exitCode !== null || c.signalCode !== null) return;
-    const exited = once(c, 'exit');
-    c.kill(signal);
-    await exited;
+  stop(signal: NodeJS.Signals): Promise<void> {
+    return stopChild(this.child, signal);
   }
+}
+
+/** Sends the signal to a child process (if it still runs) and waits for its exit. */
+export async function stopChild(c: ChildProcess | undefined, signal: NodeJS.Signals): Promise<void> {
+  if (!c || c.exitCode !== null || c.signalCode !== null) return;
+  const exited = once(c, 'exit');
+  c.kill(signal);
+  await exited;
 }

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stopChild } from '../../../common/test/support/role-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'server/src/bin.ts');
@@ -59,11 +60,7 @@ export class OrlojProcess {
   }
 
   /** Sends the signal (if the process still runs) and waits for the exit. */
-  async stop(signal: NodeJS.Signals): Promise<void> {
-    const c = this.child;
-    if (!c || c.exitCode !== null || c.signalCode !== null) return;
-    const exited = once(c, 'exit');
-    c.kill(signal);
-    await exited;
+  stop(signal: NodeJS.Signals): Promise<void> {
+    return stopChild(this.child, signal);
   }
 }
