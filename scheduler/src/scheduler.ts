@@ -500,7 +500,8 @@ export class Scheduler {
     const n = (this.refusals.get(job.id) ?? 0) + 1;
     if (this.refusals.size > 10_000) this.refusals.clear();
     this.refusals.set(job.id, n);
-    await clock.sleep(Math.min(250 * 2 ** (n - 1), 10_000), this.abort.signal);
+    // Real time, whatever the clock: the pause bounds the CPU a refusing runner costs, not the schedule.
+    await systemClock.sleep(Math.min(250 * 2 ** (n - 1), 10_000), this.abort.signal);
     const workflow = await store.workflows.findById(job.workflowId);
     if (!workflow || this.abort.signal.aborted) return;
     const moved = await this.queueAll([job], clock.now());
