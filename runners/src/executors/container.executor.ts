@@ -525,6 +525,8 @@ export class ContainerExecutor {
     }
     if (closedByWatchdog) log.warn('container log stream did not end after the container exited; closed it');
     if (demux.leftover > 0) log.warn({ bytes: demux.leftover }, 'container log stream ended inside a frame');
+    // The runtime's own errors in the stream: the runner's log, never the job's output.
+    if (demux.runtimeErrors.length > 0) log.error({ runtimeErrors: demux.runtimeErrors }, 'the container runtime reported errors in the log stream');
     try {
       for (const name of ['stdout', 'stderr'] as const) {
         for (const line of splitters[name].end()) await deliver(name, line.text, line.meta);
