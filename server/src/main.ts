@@ -143,6 +143,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         },
       });
       await scheduler.start();
+      log.info({ replicaId: config.scheduler.id }, 'scheduler started');
       started.push(scheduler);
     }
     // Before the runners: stopped after them, so it takes the lines they flush at shutdown.

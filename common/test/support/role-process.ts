@@ -31,6 +31,8 @@ export class RoleProcess {
     private readonly env: RoleProcessEnv,
     /** More environment variables for this process (they win). */
     private readonly extraEnv: Record<string, string> = {},
+    /** The log line that says the role runs. */
+    private readonly startedLine: RegExp = new RegExp(`${role} started`),
   ) {}
 
   /** Starts the process and resolves once it logged that the role started. */
@@ -57,7 +59,7 @@ export class RoleProcess {
     c.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
     c.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
     const deadline = Date.now() + 60_000;
-    const started = new RegExp(`${this.role} started`);
+    const started = this.startedLine;
     while (!started.test(this.output)) {
       if (c.exitCode !== null) throw new Error(`${this.role} exited early:\n${this.output}`);
       if (Date.now() > deadline) throw new Error(`${this.role} did not start:\n${this.output}`);
