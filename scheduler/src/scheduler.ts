@@ -29,7 +29,7 @@ import {
   type Subscription,
   type Workflow,
 } from '@orloj/common';
-import { LeaderLease } from './leader-lease.js';
+import { leaseHolder, LeaderLease } from './leader-lease.js';
 
 export interface SchedulerConfig {
   /** How often the leader scans (clock time). */
@@ -154,7 +154,7 @@ export class Scheduler {
       logger: deps.logger,
       // Per process, whatever the configured id: two replicas given one SCHEDULER_ID
       // take turns with rising fencing tokens instead of both leading with one token.
-      holder: `${deps.replicaId ?? 'scheduler'}/${newId()}`,
+      holder: leaseHolder(deps.replicaId ?? 'scheduler', newId()),
       ttlMs: this.config.leaderLeaseTtlMs,
     });
   }

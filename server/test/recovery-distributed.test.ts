@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ensureKeyDir, keyEnvName } from '@orloj/common';
 import { deleteBusObjects } from '../../common/test/support/amqp.js';
-import { workflowFixture } from '../../common/test/support/fixtures.js';
 import { RoleProcess } from '../../common/test/support/role-process.js';
 import { needService } from '../../common/test/support/services.js';
 import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
 import { insertUser } from '../../notifier/test/support.js';
+import { insertDueWorkflows, slowTarget } from './support/slow-target.js';
 
 const SPEED = 10;
 const WORKFLOWS = 16;
@@ -27,7 +25,7 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
   let db: TestDatabase;
   let amqpUrl: string;
   let dataDir: string;
-  let target: http.Server;
+  let target: Awaited<ReturnType<typeof slowTarget>>;
   const prefix = `orloj-recov-${crypto.randomBytes(4).toString('hex')}.`;
   const processes: RoleProcess[] = [];
   let origin: number;
@@ -48,32 +46,15 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     db = await createTestDatabase('postgres', this);
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-recov-'));
     await ensureKeyDir(dataDir);
-    target = http.createServer((_req, res) => setTimeout(() => res.end('ok'), 3_000).unref());
-    target.listen(0, '127.0.0.1');
-    await new Promise((r) => target.once('listening', r));
-    const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;
+    target = await slowTarget(3_000);
     origin = Date.now();
     const userId = await insertUser(db.store);
-    for (let i = 0; i < WORKFLOWS; i++) {
-      await db.store.workflows.insert(
-        workflowFixture(userId, {
-          name: `slow ${i}`,
-          payload: JSON.stringify({ endpoint: url }),
-          buildStatus: 'COMPLETED',
-          buildCompletedAt: origin - 1,
-          nextDueAt: origin,
-          maxConsecutiveJobFailuresAllowed: 100,
-          createdAt: origin,
-          updatedAt: origin,
-        }),
-      );
-    }
+    await insertDueWorkflows(db.store, userId, target.url, origin, WORKFLOWS);
   });
 
   after(async () => {
     for (const p of processes) await p.stop('SIGKILL');
     target?.close();
-    target?.closeAllConnections();
     await db?.drop();
     if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     if (amqpUrl) await deleteBusObjects(amqpUrl, prefix);

@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { newId, openDatabase, Store, type DatabaseHandle } from '@orloj/common';
-import { workflowFixture } from '../../common/test/support/fixtures.js';
 import { OrlojProcess } from './support/orloj-process.js';
+import { insertDueWorkflows, slowTarget } from './support/slow-target.js';
 
 const SPEED = 10;
 const WORKFLOWS = 30;
@@ -66,8 +64,7 @@ describe('recovery: a distributed process without its keys refuses to start', fu
 describe('recovery: the embedded server restarted with jobs QUEUED', function () {
   this.timeout(300_000);
   let dataDir: string;
-  let target: http.Server;
-  let targetUrl: string;
+  let target: Awaited<ReturnType<typeof slowTarget>>;
   let database: DatabaseHandle;
   let store: Store;
   let orloj: OrlojProcess;
@@ -75,30 +72,14 @@ describe('recovery: the embedded server restarted with jobs QUEUED', function ()
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-recovery-'));
     // Answers after 3 s: with 4 runner slots most due jobs wait QUEUED.
-    target = http.createServer((_req, res) => setTimeout(() => res.end('ok'), 3_000).unref());
-    target.listen(0, '127.0.0.1');
-    await new Promise((r) => target.once('listening', r));
-    targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;
+    target = await slowTarget(3_000);
     database = openDatabase(`sqlite:${path.join(dataDir, 'orloj.db')}`);
     await database.migrate();
     store = Store.fromHandle(database);
     const userId = newId();
     const now = Date.now();
     await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'NONE', createdAt: now, updatedAt: now });
-    for (let i = 0; i < WORKFLOWS; i++) {
-      await store.workflows.insert(
-        workflowFixture(userId, {
-          name: `slow ${i}`,
-          payload: JSON.stringify({ endpoint: targetUrl }),
-          buildStatus: 'COMPLETED',
-          buildCompletedAt: now - 1,
-          nextDueAt: now,
-          maxConsecutiveJobFailuresAllowed: 100,
-          createdAt: now,
-          updatedAt: now,
-        }),
-      );
-    }
+    await insertDueWorkflows(store, userId, target.url, now, WORKFLOWS);
     orloj = new OrlojProcess([], {
       DATA_DIR: dataDir,
       PORT: '0',
@@ -115,7 +96,6 @@ describe('recovery: the embedded server restarted with jobs QUEUED', function ()
     await orloj?.stop('SIGKILL');
     await database?.close();
     target?.close();
-    target?.closeAllConnections();
     if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
