@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureKeyDir, keyEnvName } from '@orloj/common';
 import { deleteBusObjects } from '../../common/test/support/amqp.js';
+import { workflowFixture } from '../../common/test/support/fixtures.js';
 import { RoleProcess } from '../../common/test/support/role-process.js';
 import { needService } from '../../common/test/support/services.js';
 import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
@@ -35,7 +36,7 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
       name,
       { databaseUrl: db.url, amqpUrl, busPrefix: prefix, dataDir },
       { ORLOJ_CLOCK: `accelerated:${origin}:${SPEED}`, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', JOB_QUEUE_TIMEOUT: '1h', DOCKER_HOST: 'unix:///nonexistent.sock', ...env },
-      name === 'runners' ? /runner started/ : /scheduler started/,
+      name === 'runners' ? /runner started/ : new RegExp(`${name} started`),
     );
     processes.push(p);
     return p;
@@ -129,5 +130,58 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     await allStart(waiting, 60_000, 'a good runner started');
     const scheduler = processes.find((p) => p.role === 'scheduler' && p.child?.exitCode === null)!;
     assert.match(scheduler.output, /a runner refused a job message; handing the job out again/);
+    await wrong.stop('SIGTERM');
+    await good.stop('SIGTERM');
+  });
+
+  it('two runners with default settings on one host and runtime: restarting one leaves the container of the other alone', async function () {
+    const dockerHost = needService(this, 'docker');
+    const ingest = role('log-ingest');
+    await ingest.start();
+    const runners = [role('runners', { DOCKER_HOST: dockerHost }), role('runners', { DOCKER_HOST: dockerHost })];
+    for (const r of runners) await r.start();
+    const clockNow = origin + (Date.now() - origin) * SPEED;
+    const userId = await insertUser(db.store);
+    const script = 'i=0; while [ $i -lt 10 ]; do i=$((i+1)); echo "line $i"; sleep 1; done';
+    const workflow = workflowFixture(userId, {
+      name: 'container',
+      kind: 'CONTAINER',
+      payload: JSON.stringify({ image: 'localhost/orloj-test/busybox:1', cmd: ['sh', '-c', script], timeout: '60s' }),
+      logRetention: true,
+      buildStatus: 'COMPLETED',
+      buildCompletedAt: clockNow - 1,
+      nextDueAt: clockNow,
+      maxConsecutiveJobFailuresAllowed: 100,
+      createdAt: clockNow,
+      updatedAt: clockNow,
+    });
+    await db.store.workflows.insert(workflow);
+    const job = async () => (await db.store.jobs.list({ workflowId: workflow.id, limit: 10 })).at(-1);
+    let first = await job();
+    for (const deadline = Date.now() + 60_000; !first?.runnerId || first.status !== 'RUNNING'; first = await job()) {
+      assert.ok(Date.now() < deadline, `the container job did not start: ${JSON.stringify(first)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // Restart the runner that is not running it, while the container runs.
+    const other = runners.find((r) => !r.output.includes(`"runnerId":"${first.runnerId}"`));
+    assert.ok(other && runners.some((r) => r !== other), 'one runner runs the job, the other does not');
+    await other.stop('SIGKILL');
+    await other.start();
+    let done = await db.store.jobs.findById(first.id);
+    for (const deadline = Date.now() + 90_000; done && !['COMPLETED', 'FAILED', 'CANCELED'].includes(done.status); done = await db.store.jobs.findById(first.id)) {
+      assert.ok(Date.now() < deadline, 'the container job did not end');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(done?.status, 'COMPLETED', JSON.stringify(done));
+    assert.equal(done?.attempts, first.attempts, 'the same attempt ran through');
+    for (const deadline = Date.now() + 30_000; (await db.store.logs.count(first.id, first.attempts)) < 10; ) {
+      assert.ok(Date.now() < deadline, 'the lines did not all arrive');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const lines = await db.store.logQueries.after({ jobId: first.id, attempt: first.attempts, after: -1, limit: 100 });
+    assert.deepEqual(
+      lines.map((l) => l.message),
+      Array.from({ length: 10 }, (_, i) => `line ${i + 1}`),
+    );
   });
 });
