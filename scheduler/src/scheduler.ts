@@ -448,8 +448,8 @@ export class Scheduler {
    * Once, when this replica first leads: on the in-process bus a restart lost
    * every message and every runner of the process before, so a job handed out
    * before this replica started cannot be started by anyone. A QUEUED one is
-   * handed out again now, as its next attempt (the attempt guard refuses any
-   * copy of the old message, should one exist after all); a RUNNING one lost
+   * handed out again now, on the same attempt (no copy of its message
+   * survived the process, so the attempt never ran); a RUNNING one lost
    * its runner, which is a SYSTEM failure of that attempt (retried). On a
    * broker the messages outlive the restart and nothing is done here
    * (docs/adr/0006-recovery-after-restarts.md).
@@ -466,7 +466,8 @@ export class Scheduler {
       if (open.length === 0) break;
       const queued = open.filter((j) => j.status === 'QUEUED');
       const workflows = new Map((await store.workflows.findByIds(queued.map((j) => j.workflowId))).map((w) => [w.id, w]));
-      const moved = await this.queueAll(queued.filter((j) => workflows.has(j.workflowId)), now);
+      // The same attempt: its message died with the old process, no copy of it can run.
+      const moved = await store.jobs.resendSameAttempt(queued.filter((j) => workflows.has(j.workflowId)), now);
       await this.sendJobs(moved.map((j) => [j, workflows.get(j.workflowId)!] as const));
       for (const job of open.filter((j) => j.status === 'RUNNING')) await this.retryOrFail(job, now, reasons.leaseLost(job.attempts));
       recovered += open.length;
@@ -481,8 +482,9 @@ export class Scheduler {
   /**
    * A job.run message on `jobs.dead`: a runner refused it (it failed that
    * runner's signature check) or it failed on every delivery. The message is
-   * untrusted; the store decides: a job still QUEUED on that attempt waits for
-   * no one and is handed out again as its next attempt, after a pause that
+   * untrusted; the store decides: a job still QUEUED and unstarted on that
+   * attempt waits for no one and is handed out again on the same attempt
+   * (attempts count runs; this one never ran), after a pause that
    * grows while the same job keeps coming back (a misconfigured runner that
    * refuses everything must not spin the leader), so a healthy runner takes it
    * within seconds.
@@ -504,7 +506,9 @@ export class Scheduler {
     await systemClock.sleep(Math.min(250 * 2 ** (n - 1), 10_000), this.abort.signal);
     const workflow = await store.workflows.findById(job.workflowId);
     if (!workflow || this.abort.signal.aborted) return;
-    const moved = await this.queueAll([job], clock.now());
+    // The same attempt: the refused message is here, in no runner's hands, so the
+    // attempt never ran; a new message for it keeps attempts counting real runs.
+    const moved = await store.jobs.resendSameAttempt([job], clock.now());
     if (moved.length === 0) return;
     this.stats.jobsRefused += 1;
     this.log.warn({ jobId: job.id, attempt: moved[0]!.attempts, refusals: n, claimedRole: claimed }, 'a runner refused a job message; handing the job out again');

@@ -121,11 +121,14 @@ describeEachEngine('scheduler', (db) => {
     await r.bus.publish(`${QUEUES.jobs}.dead`, { type: MESSAGE_TYPES.jobRun, producer: 'scheduler', body: first });
     await r.runners.until(() => r.runners.jobs.length === 2, 'the job handed out again');
     assert.equal(r.runners.jobs[1]!.job_id, first.job_id);
-    assert.equal(r.runners.jobs[1]!.attempt, 2);
+    // the same attempt: it never ran, and attempts count runs
+    assert.equal(r.runners.jobs[1]!.attempt, 1);
     assert.equal(scheduler.stats.jobsRefused, 1);
-    // A stale copy (attempt 1 again) changes nothing.
+    // Once a runner started it, a refused copy changes nothing.
+    await r.runners.started(r.runners.jobs[1]!, r.clock.now());
+    await eventually(() => store().jobs.findById(first.job_id), (j) => j?.status === 'RUNNING', 'RUNNING');
     await r.bus.publish(`${QUEUES.jobs}.dead`, { type: MESSAGE_TYPES.jobRun, producer: 'scheduler', body: first });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await new Promise((resolve) => setTimeout(resolve, 600));
     assert.equal(r.runners.jobs.length, 2);
     assert.equal((await jobsOf(store(), w.id)).length, 1);
   });
@@ -148,7 +151,8 @@ describeEachEngine('scheduler', (db) => {
     // (jobs other tests left open in this database are handed out again too)
     const ours = () => r.runners.jobs.slice(2).filter((j) => j.workflow_id === a.id || j.workflow_id === b.id);
     await r.runners.until(() => ours().length === 2, 'both jobs handed out again');
-    assert.deepEqual(ours().map((j) => [j.workflow_id, j.attempt]).sort(), [[a.id, 2], [b.id, 2]].sort());
+    // b's QUEUED job on the same attempt (its message died with the process), a's RUNNING one as a new attempt (its run was lost)
+    assert.deepEqual(ours().map((j) => [j.workflow_id, j.attempt]).sort(), [[a.id, 2], [b.id, 1]].sort());
     assert.ok(scheduler.stats.jobsRecoveredAfterRestart >= 2);
     // Once: the next tick leaves the new attempts alone.
     const sent = r.runners.jobs.length;
