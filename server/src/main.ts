@@ -52,18 +52,21 @@ export function clockFrom(config: ResolvedConfig): Clock {
  * Signing keys: from ORLOJ_<ROLE>_PRIVATE_KEY / _PUBLIC_KEY (or _FILE) when any
  * is set — the distributed topology, where each process holds only its own
  * private key — otherwise from DATA_DIR/keys. Keys are generated there only
- * where that cannot split an installation: on the in-process bus, or when this
- * one process runs every role. A process of a distributed installation never
+ * where that cannot split an installation: on the in-process bus, or in a
+ * process that is an installation by itself (api, scheduler and runners). A process of a distributed installation never
  * makes keys of its own (nobody else would know them, and it would reject, or
  * be rejected for, every message); it refuses to start instead, naming the
  * variable it lacks (requireRoleKeys).
  */
+/** A process with these roles is an installation by itself (it schedules, runs and serves); others may join it through DATA_DIR/keys. */
+const SELF_CONTAINED: readonly Role[] = ['api', 'scheduler', 'runners'];
+
 async function loadKeys(config: ResolvedConfig, env: Env, roles: ReadonlySet<Role>): Promise<RoleKeys> {
   const configured = PRODUCER_ROLES.some((role) =>
     (['private', 'public'] as const).some((kind) => env[keyEnvName(role, kind)] || env[`${keyEnvName(role, kind)}_FILE`]),
   );
   if (configured) return loadKeysFromEnv(env);
-  const generate = config.busUrl.startsWith('memory:') || PRODUCER_ROLES.every((r) => roles.has(r));
+  const generate = config.busUrl.startsWith('memory:') || SELF_CONTAINED.every((r) => roles.has(r));
   return ensureKeyDir(config.dataDir, { generate });
 }
 
