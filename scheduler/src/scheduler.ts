@@ -502,6 +502,12 @@ export class Scheduler {
     const n = (this.refusals.get(job.id) ?? 0) + 1;
     if (this.refusals.size > 10_000) this.refusals.clear();
     this.refusals.set(job.id, n);
+    if (n > MAX_REFUSALS) {
+      // No runner takes it (or it kills every runner that does): the queue timeout
+      // hands it out as a new attempt, and the attempt limit ends it, loudly.
+      this.log.error({ jobId: job.id, refusals: n, claimedRole: claimed }, 'a job keeps coming back from the jobs dead-letter queue; leaving it to JOB_QUEUE_TIMEOUT');
+      return;
+    }
     // Real time, whatever the clock: the pause bounds the CPU a refusing runner costs, not the schedule.
     await systemClock.sleep(Math.min(250 * 2 ** (n - 1), 10_000), this.abort.signal);
     const workflow = await store.workflows.findById(job.workflowId);
@@ -795,6 +801,9 @@ export class Scheduler {
     await this.deps.bus.publish(queue, type, body, { ttlMs });
   }
 }
+
+/** Refusals of one job handed out again from `jobs.dead` (about 3 minutes of pauses) before it is left to the queue timeout. */
+const MAX_REFUSALS = 20;
 
 interface WaitingEvent {
   envelope: Envelope;
