@@ -34,7 +34,7 @@ import {
   type Selectable,
   type WorkflowsTable,
 } from '@orloj/common';
-import { DEFAULT_SCHEDULER_CONFIG, LEADER_LEASE } from '@orloj/scheduler';
+import { DEFAULT_SCHEDULER_CONFIG, LEADER_LEASE, replicaOfHolder } from '@orloj/scheduler';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const BIN = path.join(ROOT, 'server/src/bin.ts');
@@ -406,7 +406,8 @@ export class HarnessRun {
   async readLeader(): Promise<LeaderSample> {
     const at = this.clock.now();
     const row = await this.store.db.selectFrom('leases').selectAll().where('name', '=', LEADER_LEASE).executeTakeFirst();
-    const holder = row && row.expires_at > at ? row.holder : undefined;
+    // The SCHEDULER_ID of the holder (the lease holder adds a per-process suffix).
+    const holder = row && row.expires_at > at ? replicaOfHolder(row.holder) : undefined;
     const live = holder !== undefined && this.members.some((m) => m.schedules && m.alive && m.id === holder);
     return { at, holder, token: row?.fencing_token, live };
   }

@@ -163,6 +163,13 @@ export const openApiDocument = {
           log_retention: { type: 'boolean' },
           generation: { type: 'integer', minimum: 0, description: 'Only in the single-workflow read; +1 on every PUT.' },
           health: { ...ref('WorkflowHealth'), description: 'Only with include=health.' },
+          skipped_slots: {
+            type: 'integer',
+            minimum: 0,
+            description:
+              'Only in the single-workflow read: due slots that never got a job of their own (the previous job still ran, the runners were behind, or orloj was down; only the most recent missed slot runs).',
+          },
+          last_slot_skipped_at: { ...dateTime, description: 'Only in the single-workflow read, once a slot was skipped: when the last one was.' },
         },
         additionalProperties: false,
       },
@@ -732,6 +739,12 @@ export const openApiDocument = {
             schema: { type: 'integer', minimum: 0, maximum: 2147483647 },
           },
           {
+            name: 'lastEventId',
+            in: 'query',
+            description: 'The same as Last-Event-ID, for EventSource polyfills that send it in the URL. Last-Event-ID wins when both are sent; this wins over since.',
+            schema: { type: 'integer', minimum: 0, maximum: 2147483647 },
+          },
+          {
             name: 'Last-Event-ID',
             in: 'header',
             description: 'The id of the last `log` event received (EventSource sends it when it reconnects).',
@@ -740,7 +753,11 @@ export const openApiDocument = {
         ],
         responses: {
           '200': { description: 'The event stream.', content: { 'text/event-stream': {} } },
-          '400': problem('Invalid path parameter, since or Last-Event-ID.'),
+          '204': {
+            description:
+              'A reconnect (Last-Event-ID or lastEventId) to a job that has ended, with no line after that id: nothing to send. EventSource stops reconnecting on 204. The `end` event carries the id of the last line (0 when there are none) for this.',
+          },
+          '400': problem('Invalid path parameter, since, lastEventId or Last-Event-ID.'),
           '401': common['401'],
           '429': {
             ...rateLimited,

@@ -43,7 +43,8 @@ function assertWhole(r: SseReader, jobId: string, workflowId: string, attempt: n
   assert.equal(r.events[0]?.id, undefined);
   const last = r.events[r.events.length - 1]!;
   assert.equal(last.event, 'end');
-  assert.equal(last.id, undefined);
+  // the last line's id (0 without lines): a reconnect after end sends it back and gets 204
+  assert.equal(last.id, String(Math.max(0, ...rows.map((l) => l.sequence_num))));
   assert.deepEqual(last.json, { id: jobId, workflow_id: workflowId, status });
   const middle = r.events.slice(1, -1);
   assert.deepEqual(
@@ -116,6 +117,35 @@ describeApi(
       await complete(h(), job.id);
       await r.closed();
       assertWhole(r, job.id, wid, job.attempts, lines(messages(0, 1060)));
+    });
+
+    it('takes lastEventId as the header, and answers a reconnect after end with 204 instead of a replay', async () => {
+      const c = await h().user();
+      const wid = await containerWorkflow(c);
+      const job = await insertJob(store(), wid, 'COMPLETED');
+      const rows = lines(messages(0, 25));
+      await insertLines(h(), job.id, job.attempts, rows);
+      const first = await tail(c, eventsPath(wid, job.id));
+      await first.closed();
+      const endId = first.events[first.events.length - 1]!.id!;
+      assert.equal(endId, '24');
+      for (const [query, headers] of [['', { 'last-event-id': endId }], [`?lastEventId=${endId}`, {}], [`?since=3&lastEventId=${endId}`, {}]] as const) {
+        const again = await tail(c, eventsPath(wid, job.id, query), headers);
+        assert.equal(again.status, 204, `${query} ${JSON.stringify(headers)}`);
+      }
+      // mid-log, the alias resumes like the header, and wins over since
+      const resumed = await tail(c, eventsPath(wid, job.id, '?since=2&lastEventId=19'));
+      await resumed.closed();
+      assertWhole(resumed, job.id, wid, job.attempts, rows.slice(20));
+      const bad = await tail(c, eventsPath(wid, job.id, '?lastEventId=x'));
+      assert.equal(bad.status, 400);
+      assert.match(bad.text, /lastEventId/);
+      // a job without lines: end says 0, and the reconnect with it is told to stop
+      const empty = await insertJob(store(), wid, 'FAILED');
+      const none = await tail(c, eventsPath(wid, empty.id));
+      await none.closed();
+      assert.equal(none.events[none.events.length - 1]?.id, '0');
+      assert.equal((await tail(c, eventsPath(wid, empty.id), { 'last-event-id': '0' })).status, 204);
     });
 
     it('resumes after Last-Event-ID, or since, with no gap and no duplicate; the header wins over since', async () => {

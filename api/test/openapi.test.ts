@@ -706,13 +706,19 @@ describeApi('openapi document matches real responses', (h) => {
       check('get', RAW, retention);
     });
 
-    it('GET …/events: 200 (a whole stream, a refused open), 400, 401', async () => {
+    it('GET …/events: 200 (a whole stream, a refused open), 204 (a reconnect after end), 400, 401', async () => {
       const { u, wid, done, off, offJob } = await world();
       const whole = await u.get(`/workflows/${wid}/jobs/${done.id}/events`);
       assert.equal(whole.status, 200);
       assert.match(whole.text, /^event: connected\n/);
       assert.match(whole.text, /event: end\n/);
       check('get', EVENTS, whole);
+      // EventSource reconnecting after end, with the end's id: told to stop
+      const endId = /event: end\nid: (\d+)\n/.exec(whole.text)?.[1];
+      assert.ok(endId, whole.text);
+      const reconnect = await u.get(`/workflows/${wid}/jobs/${done.id}/events?lastEventId=${endId}`);
+      assert.equal(reconnect.status, 204);
+      check('get', EVENTS, reconnect);
       const refused = await u.get(`/workflows/${off}/jobs/${offJob.id}/events`);
       assert.equal(refused.status, 200);
       assert.match(refused.text, /^event: error\ndata: \{.*"code":"log_retention_disabled"/);

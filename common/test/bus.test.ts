@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { once } from 'node:events';
 import net from 'node:net';
 import amqp from 'amqplib';
-import { AmqpBus, createBus, deadLetterQueue, type Bus, type CreateBusOptions, type Delivery } from '../src/bus/index.js';
+import { AmqpBus, createBus, DeadLetterError, deadLetterQueue, type Bus, type CreateBusOptions, type Delivery } from '../src/bus/index.js';
 import { OrlojError } from '../src/errors.js';
 import { silentLogger } from '../src/logging/logger.js';
 import { deferred, Inbox, waitFor, type Deferred } from './support/async.js';
@@ -114,6 +114,21 @@ function describeBus(adapter: Adapter): void {
         attempts.map((d) => d.deliveryCount),
         [1, 2, 3],
       );
+    });
+
+    it('moves a message whose handler throws DeadLetterError to <queue>.dead at once', async () => {
+      const bus = await open({ maxDeliveries: 5 });
+      const queue = unique('refused');
+      let attempts = 0;
+      const dead = new Inbox<unknown>();
+      await bus.consume(queue, () => {
+        attempts += 1;
+        throw new DeadLetterError('no delivery could handle it');
+      });
+      await bus.consume(deadLetterQueue(queue), (message) => dead.push(message));
+      await bus.publish(queue, { forged: true });
+      assert.deepEqual(await dead.next('the refused message'), { forged: true });
+      assert.equal(attempts, 1);
     });
 
     it('broadcasts every message, in order, to every subscriber', async () => {

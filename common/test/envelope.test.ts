@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import crypto, { type KeyObject } from 'node:crypto';
 import fs from 'node:fs';
+import { pino } from 'pino';
 import os from 'node:os';
 import path from 'node:path';
 import { MemoryBus, type Bus, type Delivery } from '../src/bus/index.js';
@@ -276,6 +277,32 @@ describe('roleBus', () => {
       assert.deepEqual(await received.next(), sent);
     } finally {
       await bus.close();
+    }
+  });
+
+  it('dead-letters what fails the signature check, logging the claimed role at error level and counting it', async () => {
+    const memory = new MemoryBus({ logger: silentLogger, prefix: 'test.' });
+    const remote: Bus = { publish: (...a) => memory.publish(...a), consume: (...a) => memory.consume(...a), broadcast: (...a) => memory.broadcast(...a), subscribe: (...a) => memory.subscribe(...a), close: () => memory.close() };
+    const logged: { level: number; msg: string; claimedRole?: string; reason?: string }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as (typeof logged)[number]) });
+    try {
+      const scheduler = roleBus({ bus: remote, role: 'scheduler', keys, clock, logger: silentLogger });
+      // A runner given another installation's scheduler key: it can verify nothing the scheduler sends.
+      const wrong = { privateKeys: keys.privateKeys, publicKeys: { ...publicKeys, scheduler: crypto.generateKeyPairSync('ed25519').publicKey } };
+      const runners = roleBus({ bus: remote, role: 'runners', keys: wrong, clock, logger });
+      let handled = 0;
+      await runners.consume(QUEUES.jobs, () => void (handled += 1));
+      const dead = new Inbox<unknown>();
+      await scheduler.consumeDeadLetters(QUEUES.jobs, (message) => dead.push(message));
+      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { job_id: 'j', attempt: 1 });
+      assert.deepEqual(await dead.next('the refused job.run'), sent);
+      assert.equal(handled, 0);
+      assert.equal(runners.rejected.bad_signature, 1);
+      const line = logged.find((l) => l.reason === 'bad_signature');
+      assert.equal(line?.level, 50, 'error level');
+      assert.equal(line?.claimedRole, 'scheduler');
+    } finally {
+      await memory.close();
     }
   });
 

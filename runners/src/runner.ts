@@ -37,7 +37,7 @@ import {
   type SignedBus,
   type Subscription,
 } from '@orloj/common';
-import { DEFAULT_MEMORY_MB, type ContainerExecutor, type ContainerRunSpec, type EnsureImageResult } from './executors/container.executor.js';
+import { DEFAULT_MEMORY_MB, JOB_ID_LABEL, type ContainerExecutor, type ContainerRunSpec, type EnsureImageResult } from './executors/container.executor.js';
 import type { HttpCheckExecutor } from './executors/http-check.executor.js';
 import type { ImagePolicy } from './executors/image-policy.js';
 import { ExpiringSet } from './expiring-set.js';
@@ -49,6 +49,9 @@ import { LogCap } from './log-cap.js';
 /** Every container a runner starts carries its runner id, so a restarted runner can sweep its own leftovers. */
 export const RUNNER_ID_LABEL = 'orloj.runner_id';
 export const WORKFLOW_ID_LABEL = 'orloj.workflow_id';
+/** The installation (keyFingerprint of its scheduler key): runners of another installation on the same runtime leave these alone. */
+export const INSTALLATION_LABEL = 'orloj.installation';
+export const ATTEMPT_LABEL = 'orloj.attempt';
 
 export const DEFAULT_CONCURRENCY = 4;
 export const DEFAULT_LEASE_TTL_MS = 30_000;
@@ -66,6 +69,12 @@ export interface RunnerOptions {
    * container labelled with it is removed as a leftover of a crash.
    */
   runnerId: string;
+  /**
+   * Names the installation this runner works for; its containers carry it,
+   * and a runner only ever removes containers of its own installation. The
+   * server passes the fingerprint of the scheduler's public key.
+   */
+  installationId?: string;
   http: HttpCheckExecutor;
   /** Absent when no container runtime is configured or reachable: CONTAINER jobs and builds then fail with SYSTEM_ERROR. */
   containers?: ContainerExecutor;
@@ -146,6 +155,7 @@ const ABORTED = Symbol('aborted');
 
 export class Runner {
   readonly runnerId: string;
+  readonly installationId: string | undefined;
   private readonly bus: SignedBus;
   private readonly log: Logger;
   private readonly clock: Clock;
@@ -182,6 +192,7 @@ export class Runner {
   constructor(options: RunnerOptions) {
     if (typeof options.runnerId !== 'string' || options.runnerId.trim() === '') throw new TypeError('runnerId must be a non-empty string');
     this.runnerId = options.runnerId;
+    this.installationId = options.installationId;
     // Every job waiting for a slot and every result being retried listens on these: as
     // many listeners as there are jobs in flight is the design, not a leak.
     setMaxListeners(0, this.accepting.signal, this.handingBack.signal, this.abandoning.signal);
@@ -238,13 +249,40 @@ export class Runner {
     };
   }
 
+  private installationLabel(): Record<string, string> {
+    return this.installationId === undefined ? {} : { [INSTALLATION_LABEL]: this.installationId };
+  }
+
+  /**
+   * Removes what a crashed runner (with a one-off default id nobody will
+   * reuse) left of this workflow's earlier work in this installation: runs
+   * never overlap, so a container of an older job of the workflow (job ids
+   * grow with time), or of an earlier attempt of this job, is a leftover.
+   * Never anything newer: a late, stale message cannot cost a live run.
+   */
+  private async removeSuperseded(job: JobRunMessage): Promise<void> {
+    if (!this.containers || this.installationId === undefined) return;
+    try {
+      const removed = await this.containers.removeOrphans({ ...this.installationLabel(), [WORKFLOW_ID_LABEL]: job.workflow_id }, (labels) => {
+        const jobId = labels[JOB_ID_LABEL];
+        if (jobId === undefined) return false;
+        if (jobId !== job.job_id) return jobId < job.job_id;
+        const attempt = Number(labels[ATTEMPT_LABEL]);
+        return Number.isInteger(attempt) && attempt < job.attempt;
+      });
+      if (removed.length > 0) this.log.warn({ jobId: job.job_id, containers: removed }, 'removed containers left behind by earlier runs of this workflow');
+    } catch (err) {
+      this.log.warn({ err, jobId: job.job_id }, 'could not look for leftover containers of this workflow');
+    }
+  }
+
   // ---- lifecycle ----------------------------------------------------------
 
   private async doStart(): Promise<void> {
     if (this.accepting.signal.aborted) throw new RunnerStoppingError();
     if (this.containers) {
       try {
-        const removed = await this.containers.removeOrphans({ [RUNNER_ID_LABEL]: this.runnerId });
+        const removed = await this.containers.removeOrphans({ [RUNNER_ID_LABEL]: this.runnerId, ...this.installationLabel() });
         if (removed.length > 0) this.log.warn({ containers: removed }, 'removed containers left behind by a previous run of this runner');
       } catch (err) {
         // Not fatal: the runtime may come back; its jobs fail with SYSTEM_ERROR meanwhile.
@@ -496,12 +534,13 @@ export class Runner {
       env: payload.env,
       timeoutMs: payload.timeout,
       network: payload.network,
-      labels: { [RUNNER_ID_LABEL]: this.runnerId, [WORKFLOW_ID_LABEL]: job.workflow_id },
+      labels: { ...this.installationLabel(), [RUNNER_ID_LABEL]: this.runnerId, [WORKFLOW_ID_LABEL]: job.workflow_id, [ATTEMPT_LABEL]: String(job.attempt) },
       ...(payload.cmd ? { cmd: payload.cmd } : {}),
       ...(payload.memory_mb === undefined ? {} : { memoryMb: payload.memory_mb }),
       ...(payload.cpus === undefined ? {} : { cpus: payload.cpus }),
       ...capped,
     };
+    await this.removeSuperseded(job);
     const writer = this.logSink.open({
       job_id: job.job_id,
       workflow_id: job.workflow_id,

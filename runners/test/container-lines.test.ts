@@ -109,13 +109,16 @@ describe('DockerFrameDemuxer', () => {
     }
   });
 
-  it('skips unknown stream types and reports a truncated frame', () => {
+  it("keeps the runtime's errors (type 3) out of the output, skips unknown types and reports a truncated frame", () => {
     const d = new DockerFrameDemuxer();
-    const frames = d.push(Buffer.concat([frame(3, 'system'), frame(2, 'x'), frame(1, 'partial').subarray(0, 10)]));
+    const frames = d.push(
+      Buffer.concat([frame(3, 'read unixpacket @->/run/podman/x: read: connection reset by peer\n'), frame(7, '?'), frame(2, 'x'), frame(1, 'partial').subarray(0, 10)]),
+    );
     assert.deepEqual(
       frames.map((f) => f.stream),
       ['stderr'],
     );
+    assert.deepEqual(d.runtimeErrors, ['read unixpacket @->/run/podman/x: read: connection reset by peer']);
     assert.equal(d.unknownFrames, 1);
     assert.equal(d.leftover, 10);
   });

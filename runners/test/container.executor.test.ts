@@ -257,6 +257,22 @@ describe('ContainerExecutor against a real runtime', function () {
     };
   }
 
+  it('reports a container removed from outside as a SYSTEM failure, never COMPLETED', async () => {
+    const s = spec(['sh', '-c', 'echo started; sleep 30']);
+    const running = run(s, {
+      onLine: async (l) => {
+        if (l.message !== 'started') return;
+        // Another runner's sweep, or an operator's `rm -f`, while it runs.
+        const [c] = await ourContainers([`orloj.job_id=${s.jobId}`]);
+        if (c) void docker.getContainer(c.Id).remove({ force: true });
+      },
+    });
+    const { result, out } = await running;
+    assert.equal(result.status, 'FAILED');
+    assert.ok(result.status === 'FAILED' && result.reason.code === 'SYSTEM_ERROR', JSON.stringify(result));
+    assert.deepEqual(out, ['started']);
+  });
+
   it('completes, streaming both streams line by line in order', async () => {
     const script = [
       'echo "first $GREETING"',

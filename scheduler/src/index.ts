@@ -1,2 +1,2 @@
-export { Scheduler, DEFAULT_SCHEDULER_CONFIG, type SchedulerConfig, type SchedulerDeps } from './scheduler.js';
-export { LeaderLease, LEADER_LEASE } from './leader-lease.js';
+export { Scheduler, DEFAULT_SCHEDULER_CONFIG, type SchedulerConfig, type SchedulerDeps, type SchedulerStats } from './scheduler.js';
+export { LeaderLease, LEADER_LEASE, leaseHolder, replicaOfHolder } from './leader-lease.js';

@@ -2,6 +2,17 @@ import type { Clock, Logger, Store } from '@orloj/common';
 
 export const LEADER_LEASE = 'scheduler-leader';
 
+/** The lease holder of a replica: its SCHEDULER_ID and a suffix new for every process (`<id>/<uuid>`). */
+export function leaseHolder(replicaId: string, instance: string): string {
+  return `${replicaId}/${instance}`;
+}
+
+/** The SCHEDULER_ID of a lease holder (what leaseHolder() was given). */
+export function replicaOfHolder(holder: string): string {
+  const slash = holder.lastIndexOf('/');
+  return slash < 0 ? holder : holder.slice(0, slash);
+}
+
 /**
  * Leader election through a lease row in the store: whoever holds the
  * unexpired lease leads; the holder renews it on every tick; a crashed

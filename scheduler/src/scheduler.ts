@@ -30,7 +30,7 @@ import {
   type Subscription,
   type Workflow,
 } from '@orloj/common';
-import { LeaderLease } from './leader-lease.js';
+import { leaseHolder, LeaderLease } from './leader-lease.js';
 
 export interface SchedulerConfig {
   /** How often the leader scans (clock time). */
@@ -101,6 +101,21 @@ export interface SchedulerDeps {
   /** This replica's name in the leader lease. */
   replicaId?: string;
   config?: Partial<SchedulerConfig>;
+  /** Called when the leader skipped due slots (see SchedulerStats.slotsSkipped): a metrics layer may count them. */
+  onSlotsSkipped?: (event: { workflowId: string; skipped: number }) => void;
+}
+
+/**
+ * What this replica did that an operator watches, counted since it started;
+ * plain numbers a metrics layer reads (Scheduler.stats).
+ */
+export interface SchedulerStats {
+  /** Due slots that got no job of their own (runners behind, or the service down): only the latest missed slot runs. */
+  slotsSkipped: number;
+  /** Jobs handed out again because their message was known lost (in-process bus restarted). */
+  jobsRecoveredAfterRestart: number;
+  /** job.run messages that came back from the dead-letter queue (a runner refused them), and were handed out again. */
+  jobsRefused: number;
 }
 
 /**
@@ -130,7 +145,13 @@ export class Scheduler {
   /** Job events received and waiting for the next batch (applyBatched). */
   private waiting: WaitingEvent[] = [];
   private flushing = false;
-  private skipped = 0;
+  private refused: Subscription | undefined;
+  /** Clock time this replica started: on the in-process bus, no message from before it exists any more. */
+  private startedAt = 0;
+  private restartRecovered = false;
+  /** Refusals per job, to space out handing out a job that keeps coming back (bounded: cleared when it grows). */
+  private readonly refusals = new Map<string, number>();
+  readonly stats: SchedulerStats = { slotsSkipped: 0, jobsRecoveredAfterRestart: 0, jobsRefused: 0 };
 
   constructor(private readonly deps: SchedulerDeps) {
     this.config = { ...DEFAULT_SCHEDULER_CONFIG, ...deps.config };
@@ -139,14 +160,16 @@ export class Scheduler {
       store: deps.store,
       clock: deps.clock,
       logger: deps.logger,
-      holder: deps.replicaId ?? `scheduler-${newId()}`,
+      // Per process, whatever the configured id: two replicas given one SCHEDULER_ID
+      // take turns with rising fencing tokens instead of both leading with one token.
+      holder: leaseHolder(deps.replicaId ?? 'scheduler', newId()),
       ttlMs: this.config.leaderLeaseTtlMs,
     });
   }
 
   /** Slots passed over without a job since start (a job was still open, or the leader was late by more than an interval). */
   get skippedSlots(): number {
-    return this.skipped;
+    return this.stats.slotsSkipped;
   }
 
   get isLeader(): boolean {
@@ -155,6 +178,9 @@ export class Scheduler {
 
   /** Starts applying events and (unless `leaderLoop` is false, as in tests that call tick()) the leader loop. */
   async start(options: { leaderLoop?: boolean } = {}): Promise<void> {
+    this.startedAt = this.deps.clock.now();
+    // Every replica: a job message a runner refused (failed signature check) is handed out again at once.
+    this.refused = await this.deps.bus.consumeDeadLetters(QUEUES.jobs, (message) => this.onRefusedJob(message), { prefetch: 16 });
     this.events = await this.deps.bus.consume(QUEUES.jobEvents, (envelope) => this.applyBatched(envelope), {
       prefetch: this.config.eventPrefetch,
     });
@@ -170,6 +196,7 @@ export class Scheduler {
       await this.loop;
       await this.wakes?.cancel();
       await this.events?.cancel();
+      await this.refused?.cancel();
       await this.lease.release();
     })();
     return this.stopping;
@@ -222,6 +249,7 @@ export class Scheduler {
   /** One pass of the leader's work. Safe to run concurrently with another leader. */
   async tick(): Promise<void> {
     const now = this.deps.clock.now();
+    if (!this.restartRecovered) await this.recoverRestart(now);
     await this.startBuilds(now);
     await this.duePass(now);
     await this.recover(now);
@@ -294,9 +322,9 @@ export class Scheduler {
     const { store } = this.deps;
     const due = await store.workflows.due(now, limit, { maxActivePerUser: this.config.maxActivePerUser });
     if (due.length === 0) return 0;
-    let skipped = 0;
+    const skips: { id: string; skipped: number; slot: number }[] = [];
     const handOut = await store.transaction(async (tx) => {
-      skipped = 0;
+      skips.length = 0; // a retried transaction counts again
       // Locked first, so a job that ends meanwhile is either seen ended here, or
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
@@ -304,6 +332,7 @@ export class Scheduler {
       const share = await this.userShare(tx, due.map((w) => w.userId));
       const jobs: [Job, Workflow][] = [];
       const next: { id: string; nextDueAt: number }[] = [];
+      skips.length = 0;
       for (const w of due) {
         if (w.buildCompletedAt === null) continue;
         // The user's share is taken: the workflow stays due and runs its most recent slot later.
@@ -317,19 +346,44 @@ export class Scheduler {
           continue;
         }
         const slot = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
-        if (w.nextDueAt !== null && w.nextDueAt < slot) skipped += Math.round((slot - w.nextDueAt) / intervalMs);
+        // The slots from next_due_at up to this one get no job of their own.
+        // (next_due_at is off the slot grid after a job that ended late made the workflow due at once: it stands for the slot before it.)
+        const skipped = w.nextDueAt === null ? 0 : Math.max(0, Math.ceil((slot - w.nextDueAt) / intervalMs - 1e-9));
+        if (skipped > 0) skips.push({ id: w.id, skipped, slot });
         jobs.push([queuedAtCreation(newJob(w, 'AUTOMATIC', slot, now), now), w]);
         next.push({ id: w.id, nextDueAt: slot + intervalMs });
       }
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
       const inserted = new Set(await tx.jobs.insertMany(jobs.map(([job]) => job)));
       await tx.workflows.setNextDueMany(next);
-      return jobs.filter(([job]) => inserted.has(job.id));
+      const created = jobs.filter(([job]) => inserted.has(job.id));
+      // Only where this pass created the slot's job: a second leader's pass over the same slot records nothing.
+      const createdFor = new Set(created.map(([job]) => job.workflowId));
+      const recorded = skips.filter((k) => createdFor.has(k.id));
+      skips.length = 0;
+      skips.push(...recorded);
+      await tx.workflows.recordSkippedSlots(recorded.map((k) => ({ id: k.id, skipped: k.skipped, at: now })));
+      return created;
     });
-    this.skipped += skipped;
+    this.reportSkipped(skips);
     // After the commit: a leader that dies before this leaves the jobs QUEUED and unconfirmed, and the sweep sends them.
     await this.sendJobs(handOut);
     return due.length;
+  }
+
+  /** Skipped slots: a warn line per pass, the stats counter, and the hook. */
+  private reportSkipped(skips: readonly { id: string; skipped: number; slot: number }[]): void {
+    if (skips.length === 0) return;
+    let total = 0;
+    for (const k of skips) {
+      total += k.skipped;
+      this.deps.onSlotsSkipped?.({ workflowId: k.id, skipped: k.skipped });
+    }
+    this.stats.slotsSkipped += total;
+    this.log.warn(
+      { slotsSkipped: total, workflows: skips.length, sample: skips.slice(0, 5).map((k) => ({ workflowId: k.id, skipped: k.skipped })) },
+      'skipped due slots: only the most recent missed slot of each workflow runs (runners behind, or orloj was down)',
+    );
   }
 
   // ---- dispatch -------------------------------------------------------------
@@ -426,6 +480,83 @@ export class Scheduler {
   }
 
   // ---- recovery -------------------------------------------------------------
+
+  /**
+   * Once, when this replica first leads: on the in-process bus a restart lost
+   * every message and every runner of the process before, so a job handed out
+   * before this replica started cannot be started by anyone. A QUEUED one is
+   * handed out again now, on the same attempt (no copy of its message
+   * survived the process, so the attempt never ran); a RUNNING one lost
+   * its runner, which is a SYSTEM failure of that attempt (retried). On a
+   * broker the messages outlive the restart and nothing is done here
+   * (docs/adr/0006-recovery-after-restarts.md).
+   */
+  private async recoverRestart(now: number): Promise<void> {
+    if (!this.deps.bus.inProcess) {
+      this.restartRecovered = true;
+      return;
+    }
+    const { store } = this.deps;
+    let recovered = 0;
+    for (;;) {
+      const open = await store.jobs.openSince(this.startedAt, this.config.batchSize);
+      if (open.length === 0) break;
+      const queued = open.filter((j) => j.status === 'QUEUED');
+      const workflows = new Map((await store.workflows.findByIds(queued.map((j) => j.workflowId))).map((w) => [w.id, w]));
+      // The same attempt: its message died with the old process, no copy of it can run.
+      const moved = await store.jobs.resendSameAttempt(queued.filter((j) => workflows.has(j.workflowId)), now);
+      await this.sendJobs(moved.map((j) => [j, workflows.get(j.workflowId)!] as const));
+      for (const job of open.filter((j) => j.status === 'RUNNING')) await this.retryOrFail(job, now, reasons.leaseLost(job.attempts));
+      recovered += open.length;
+      // Whatever did not move (a job of a deleted workflow) is left to the sweep; do not loop on it.
+      if (open.length < this.config.batchSize || moved.length === 0) break;
+    }
+    this.restartRecovered = true;
+    this.stats.jobsRecoveredAfterRestart += recovered;
+    if (recovered > 0) this.log.warn({ jobs: recovered }, 'handed out again the jobs queued or running before the restart (their in-process messages were lost)');
+  }
+
+  /**
+   * A job.run message on `jobs.dead`: a runner refused it (it failed that
+   * runner's signature check) or it failed on every delivery. The message is
+   * untrusted; the store decides: a job still QUEUED and unstarted on that
+   * attempt waits for no one and is handed out again on the same attempt
+   * (attempts count runs; this one never ran), after a pause that
+   * grows while the same job keeps coming back (a misconfigured runner that
+   * refuses everything must not spin the leader), so a healthy runner takes it
+   * within seconds.
+   */
+  private async onRefusedJob(message: unknown): Promise<void> {
+    const body = (message as { body?: { job_id?: unknown; attempt?: unknown } } | null)?.body;
+    const claimed = (message as { producer?: unknown } | null)?.producer;
+    if (typeof body?.job_id !== 'string' || typeof body.attempt !== 'number') {
+      this.log.error({ claimedRole: claimed }, 'dropped a message from the jobs dead-letter queue that names no job attempt');
+      return;
+    }
+    const { store, clock } = this.deps;
+    const job = await store.jobs.findById(body.job_id);
+    if (!job || job.status !== 'QUEUED' || job.attempts !== body.attempt) return; // moved on meanwhile
+    const n = (this.refusals.get(job.id) ?? 0) + 1;
+    if (this.refusals.size > 10_000) this.refusals.clear();
+    this.refusals.set(job.id, n);
+    if (n > MAX_REFUSALS) {
+      // No runner takes it (or it kills every runner that does): the queue timeout
+      // hands it out as a new attempt, and the attempt limit ends it, loudly.
+      this.log.error({ jobId: job.id, refusals: n, claimedRole: claimed }, 'a job keeps coming back from the jobs dead-letter queue; leaving it to JOB_QUEUE_TIMEOUT');
+      return;
+    }
+    // Real time, whatever the clock: the pause bounds the CPU a refusing runner costs, not the schedule.
+    await systemClock.sleep(Math.min(250 * 2 ** (n - 1), 10_000), this.abort.signal);
+    const workflow = await store.workflows.findById(job.workflowId);
+    if (!workflow || this.abort.signal.aborted) return;
+    // The same attempt: the refused message is here, in no runner's hands, so the
+    // attempt never ran; a new message for it keeps attempts counting real runs.
+    const moved = await store.jobs.resendSameAttempt([job], clock.now());
+    if (moved.length === 0) return;
+    this.stats.jobsRefused += 1;
+    this.log.warn({ jobId: job.id, attempt: moved[0]!.attempts, refusals: n, claimedRole: claimed }, 'a runner refused a job message; handing the job out again');
+    await this.sendJobs(moved.map((j) => [j, workflow] as const));
+  }
 
   private async recover(now: number): Promise<void> {
     const { store } = this.deps;
@@ -709,6 +840,9 @@ export class Scheduler {
     await this.deps.bus.publish(queue, type, body, { ttlMs });
   }
 }
+
+/** Refusals of one job handed out again from `jobs.dead` (about 3 minutes of pauses) before it is left to the queue timeout. */
+const MAX_REFUSALS = 20;
 
 interface WaitingEvent {
   envelope: Envelope;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { MESSAGE_TYPES, newId, newJob, roleBus, silentLogger, TOPICS, type Envelope, type Job, type JobRunMessage, type Store } from '@orloj/common';
+import { MESSAGE_TYPES, newId, newJob, QUEUES, roleBus, silentLogger, TOPICS, type Envelope, type Job, type JobRunMessage, type Store } from '@orloj/common';
 import { Scheduler } from '@orloj/scheduler';
 import { describeEachEngine } from '../../common/test/support/stores.js';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
@@ -119,6 +119,71 @@ describeEachEngine('scheduler', (db) => {
     assert.equal(jobs.length, 1);
     assert.equal(jobs[0]!.slotAt, anchor + 10 * MINUTE);
     assert.equal((await store().workflows.findById(w.id))?.nextDueAt, anchor + 11 * MINUTE);
+  });
+
+  it('records skipped slots: on the workflow, in the stats and through the hook', async () => {
+    const seen: { workflowId: string; skipped: number }[] = [];
+    const counting = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, onSlotsSkipped: (e) => seen.push(e) });
+    const w = await built();
+    r.clock.advance(10 * MINUTE + 20_000);
+    await counting.tick();
+    // slots 1 to 9 never run; slot 10 does
+    const after = await store().workflows.findById(w.id);
+    assert.equal(after?.skippedSlots, 9);
+    assert.equal(after?.lastSlotSkippedAt, r.clock.now());
+    assert.equal(counting.stats.slotsSkipped, 9);
+    assert.deepEqual(seen, [{ workflowId: w.id, skipped: 9 }]);
+    await counting.stop();
+  });
+
+  it('hands out again, at once, a job whose message a runner refused (dead-lettered)', async () => {
+    const w = await built();
+    r.clock.advance(MINUTE);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 1, 'a job.run');
+    const first = r.runners.jobs[0]!;
+    // What a runner that could not verify it leaves on jobs.dead (untrusted: the store decides).
+    await r.bus.publish(`${QUEUES.jobs}.dead`, { type: MESSAGE_TYPES.jobRun, producer: 'scheduler', body: first });
+    await r.runners.until(() => r.runners.jobs.length === 2, 'the job handed out again');
+    assert.equal(r.runners.jobs[1]!.job_id, first.job_id);
+    // the same attempt: it never ran, and attempts count runs
+    assert.equal(r.runners.jobs[1]!.attempt, 1);
+    assert.equal(scheduler.stats.jobsRefused, 1);
+    // Once a runner started it, a refused copy changes nothing.
+    await r.runners.started(r.runners.jobs[1]!, r.clock.now());
+    await eventually(() => store().jobs.findById(first.job_id), (j) => j?.status === 'RUNNING', 'RUNNING');
+    await r.bus.publish(`${QUEUES.jobs}.dead`, { type: MESSAGE_TYPES.jobRun, producer: 'scheduler', body: first });
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    assert.equal(r.runners.jobs.length, 2);
+    assert.equal((await jobsOf(store(), w.id)).length, 1);
+  });
+
+  it('on the in-process bus, hands out at once what was QUEUED or RUNNING before a restart', async () => {
+    const a = await built();
+    const b = await built();
+    r.clock.advance(MINUTE);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 2, 'two jobs');
+    const running = r.runners.jobs.find((j) => j.workflow_id === a.id)!;
+    await r.runners.started(running, r.clock.now());
+    await eventually(() => store().jobs.findById(running.job_id), (j) => j?.status === 'RUNNING', 'RUNNING');
+    await scheduler.stop();
+    // The process is gone, and with it the bus's messages and its runners.
+    r.clock.advance(1_000);
+    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger });
+    await scheduler.start({ leaderLoop: false });
+    await scheduler.tick();
+    // (jobs other tests left open in this database are handed out again too)
+    const ours = () => r.runners.jobs.slice(2).filter((j) => j.workflow_id === a.id || j.workflow_id === b.id);
+    await r.runners.until(() => ours().length === 2, 'both jobs handed out again');
+    // b's QUEUED job on the same attempt (its message died with the process), a's RUNNING one as a new attempt (its run was lost)
+    assert.deepEqual(ours().map((j) => [j.workflow_id, j.attempt]).sort(), [[a.id, 2], [b.id, 1]].sort());
+    assert.ok(scheduler.stats.jobsRecoveredAfterRestart >= 2);
+    // Once: the next tick leaves the new attempts alone.
+    const sent = r.runners.jobs.length;
+    await scheduler.tick();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(r.runners.jobs.length, sent);
   });
 
   it('never overlaps runs: a slot that comes while a job runs waits, and only the latest such slot runs', async () => {

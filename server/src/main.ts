@@ -10,10 +10,12 @@ import {
   RequestContext,
   ensureKeyDir,
   keyEnvName,
+  keyFingerprint,
   loadConfig,
   loadKeysFromEnv,
   openDatabase,
   PRODUCER_ROLES,
+  requireRoleKeys,
   resolveSecrets,
   roleBus,
   Store,
@@ -62,13 +64,23 @@ export function clockFrom(config: ResolvedConfig): Clock {
 /**
  * Signing keys: from ORLOJ_<ROLE>_PRIVATE_KEY / _PUBLIC_KEY (or _FILE) when any
  * is set — the distributed topology, where each process holds only its own
- * private key — otherwise generated once into DATA_DIR/keys (embedded default).
+ * private key — otherwise from DATA_DIR/keys. Keys are generated there only
+ * where that cannot split an installation: on the in-process bus, or in a
+ * process that is an installation by itself (api, scheduler and runners). A process of a distributed installation never
+ * makes keys of its own (nobody else would know them, and it would reject, or
+ * be rejected for, every message); it refuses to start instead, naming the
+ * variable it lacks (requireRoleKeys).
  */
-async function loadKeys(config: ResolvedConfig, env: Env): Promise<RoleKeys> {
+/** A process with these roles is an installation by itself (it schedules, runs and serves); others may join it through DATA_DIR/keys. */
+const SELF_CONTAINED: readonly Role[] = ['api', 'scheduler', 'runners'];
+
+async function loadKeys(config: ResolvedConfig, env: Env, roles: ReadonlySet<Role>): Promise<RoleKeys> {
   const configured = PRODUCER_ROLES.some((role) =>
     (['private', 'public'] as const).some((kind) => env[keyEnvName(role, kind)] || env[`${keyEnvName(role, kind)}_FILE`]),
   );
-  return configured ? loadKeysFromEnv(env) : ensureKeyDir(config.dataDir);
+  if (configured) return loadKeysFromEnv(env);
+  const generate = config.busUrl.startsWith('memory:') || SELF_CONTAINED.every((r) => roles.has(r));
+  return ensureKeyDir(config.dataDir, { generate });
 }
 
 /**
@@ -125,6 +137,9 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
   };
 
   try {
+    // First: a process that could not sign or verify its messages must not touch the store or the bus.
+    const keys = await loadKeys(config, env, roles);
+    requireRoleKeys(keys, roles);
     // The other roles answer probes and scrapes on OPS_PORT (the api on its own port), from
     // the start: live while the store and the broker are still being reached, not ready yet.
     if (!roles.has('api')) {
@@ -145,7 +160,6 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     if (config.busUrl.startsWith('memory:') && roles.size < 3 && !roles.has('api')) {
       logger.warn('BUS_URL=memory: connects only the roles inside this process; use amqp:// to run roles in separate processes');
     }
-    const keys = await loadKeys(config, env);
     // Named in the broker's connection list after the roles and the process.
     const connectionName = `orloj ${[...roles].join(',')} pid ${process.pid} on ${os.hostname()}`;
     bus = new InstrumentedBus(await createBus(config.busUrl, { logger, prefix: config.busPrefix, connectionName, tls: config.busTls }), metrics);
@@ -170,6 +184,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         },
       });
       await scheduler.start();
+      log.info({ replicaId: config.scheduler.id }, 'scheduler started');
       started.push(scheduler);
       roleMetrics.scheduler(metrics, scheduler, store, bus);
     }
@@ -212,6 +227,8 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         logger,
         clock,
         runnerId: config.runner.id,
+        // requireRoleKeys made sure a runner has the scheduler's public key.
+        ...(keys.publicKeys.scheduler ? { installationId: keyFingerprint(keys.publicKeys.scheduler) } : {}),
         http: new HttpCheckExecutor({ logger: log, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets], clock }),
         ...(containers ? { containers } : {}),
         imagePolicy: new ImagePolicy({ limits: config.containers, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets] }),

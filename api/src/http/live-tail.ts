@@ -420,7 +420,9 @@ export class LiveTail {
 
   private finish(event: 'end' | 'error', data: unknown): void {
     if (this.closed) return;
-    this.o.sse.event(event, data);
+    // `end` carries the last line's id (0 without lines): a client that reconnects
+    // anyway sends it back, and the route answers 204 (nothing left) instead of a replay.
+    this.o.sse.event(event, data, event === 'end' ? String(Math.max(this.last, 0)) : undefined);
     this.close();
   }
 

@@ -10,8 +10,11 @@ export function presentUser(u: User) {
   };
 }
 
-/** A workflow; the single read adds its `generation`. */
-export function presentWorkflow(w: WorkflowSummary, options: { generation?: number } = {}) {
+/** A workflow; the single read adds its `generation` and its skipped slots. */
+export function presentWorkflow(
+  w: WorkflowSummary,
+  options: { generation?: number; skipped?: { count: number; lastAt: number | null } } = {},
+) {
   return {
     id: w.id,
     name: w.name,
@@ -26,6 +29,8 @@ export function presentWorkflow(w: WorkflowSummary, options: { generation?: numb
     ...(w.terminatedAt !== null ? { terminated_at: toIso(w.terminatedAt) } : {}),
     log_retention: w.logRetention,
     ...(options.generation !== undefined ? { generation: options.generation } : {}),
+    ...(options.skipped !== undefined ? { skipped_slots: options.skipped.count } : {}),
+    ...(options.skipped?.lastAt != null ? { last_slot_skipped_at: toIso(options.skipped.lastAt) } : {}),
   };
 }
 

@@ -13,20 +13,26 @@ const MAX_SEQUENCE = 2_147_483_647;
 /**
  * Where a (re)connecting client left off: the Last-Event-ID header (sent by
  * EventSource on reconnection, so it wins over `since`, which stays in the
- * URL), else `since`, else -1 (every stored line).
+ * URL), else the `lastEventId` query parameter (what EventSource polyfills
+ * send instead of the header), else `since`, else -1 (every stored line).
+ * `resumed`: the client says it is reconnecting (header or lastEventId).
  */
-function resumeAfter(ctx: Context, q: QueryReader): number {
+function resumeAfter(ctx: Context, q: QueryReader): { after: number; resumed: boolean } {
   const since = q.int('since', 0, MAX_SEQUENCE);
+  const alias = q.int('lastEventId', 0, MAX_SEQUENCE);
   const header = ctx.get('Last-Event-ID').trim();
   if (header !== '') {
     if (!/^\d{1,10}$/.test(header) || Number(header) > MAX_SEQUENCE) {
       q.fail('Last-Event-ID', `must be a sequence_num: an integer from 0 to ${MAX_SEQUENCE}`);
-      return -1;
+      return { after: -1, resumed: false };
     }
-    return Number(header);
+    return { after: Number(header), resumed: true };
   }
-  return since ?? -1;
+  if (alias !== undefined) return { after: alias, resumed: true };
+  return { after: since ?? -1, resumed: false };
 }
+
+const TERMINAL: ReadonlySet<string> = new Set(['COMPLETED', 'FAILED', 'CANCELED']);
 
 export function eventsRoutes(deps: ApiDeps): Router {
   const { store, tails } = deps;
@@ -43,12 +49,22 @@ export function eventsRoutes(deps: ApiDeps): Router {
   router.get('/workflows/:workflow_id/jobs/:job_id/events', session, async (ctx) => {
     const { workflowId, jobId } = logPathParams(ctx);
     const q = new QueryReader(ctx.query);
-    const after = resumeAfter(ctx, q);
+    const { after, resumed } = resumeAfter(ctx, q);
     q.done();
     if (ctx.method === 'HEAD') {
       ctx.status = 200;
       ctx.type = 'text/event-stream';
       return;
+    }
+    if (resumed) {
+      // A reconnect after `end` (whose id is the last line's, or 0 without lines):
+      // nothing is left to send, and 204 is what tells EventSource to stop
+      // reconnecting, instead of replaying the end in a loop.
+      const access = await openJobLogs(store, ctx.state.session.userId as string, workflowId, jobId).catch(() => undefined);
+      if (access && TERMINAL.has(access.status) && (await store.logQueries.after({ jobId, attempt: access.attempts, after, limit: 1 })).length === 0) {
+        ctx.status = 204;
+        return;
+      }
     }
     const release = tails.acquire(ctx.state.clientAddress as string);
     if (!release) {

@@ -193,7 +193,13 @@ export function workflowsRoutes(deps: ApiDeps): Router {
     const workflow = await store.workflows.findForUser(userIdOf(ctx), workflowId(ctx));
     if (!workflow) throw notFound('The workflow');
     const health = include === 'health' ? (await readHealth(store, [workflow], clock.now())).get(workflow.id) : undefined;
-    ctx.body = withHealth(presentWorkflow(workflow, { generation: workflow.generation }), health);
+    ctx.body = withHealth(
+      presentWorkflow(workflow, {
+        generation: workflow.generation,
+        skipped: { count: workflow.skippedSlots, lastAt: workflow.lastSlotSkippedAt },
+      }),
+      health,
+    );
   });
 
   router.put('/workflows/:workflow_id', session, async (ctx) => {

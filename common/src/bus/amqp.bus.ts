@@ -8,6 +8,7 @@ import {
   busClosed,
   checkPrefetch,
   deadLetterQueue,
+  DeadLetterError,
   DEFAULT_PREFETCH,
   encodeMessage,
   entryExchange,
@@ -643,6 +644,11 @@ class AmqpSubscription implements Subscription {
     try {
       await (this.handler as MessageHandler)(message, delivery);
     } catch (err) {
+      if (err instanceof DeadLetterError && !isDeadLetterQueue(this.name)) {
+        // requeue=false: the quorum queue dead-letters it to `<queue>.dead` now
+        this.settle(() => ch.nack(msg, false, false));
+        return;
+      }
       logHandlerFailure(this.host.log, this.name, delivery, this.host.maxDeliveries, err);
       this.settle(() => ch.nack(msg, false, true));
       return;

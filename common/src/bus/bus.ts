@@ -196,6 +196,19 @@ export function busClosed(): OrlojError {
 }
 
 /** Same wording on both adapters, so operators read one set of log lines. */
+/**
+ * Thrown by a handler for a message that no delivery could ever handle (it
+ * failed its signature check): both adapters move it to `<queue>.dead` at
+ * once instead of redelivering it, and without the handler-failure log (the
+ * handler logged why). On a dead-letter queue it is an ordinary failure.
+ */
+export class DeadLetterError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DeadLetterError';
+  }
+}
+
 export function logHandlerFailure(log: Logger, queue: string, delivery: Delivery, maxDeliveries: number, err: unknown): void {
   const fields = { err, queue, deliveryCount: delivery.deliveryCount };
   if (isDeadLetterQueue(queue)) log.warn(fields, 'dead-letter handler failed; the message will be redelivered');

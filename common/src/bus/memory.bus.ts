@@ -2,6 +2,7 @@ import {
   busClosed,
   checkPrefetch,
   deadLetterQueue,
+  DeadLetterError,
   DEFAULT_PREFETCH,
   encodeMessage,
   isDeadLetterQueue,
@@ -134,6 +135,10 @@ class MemoryQueue {
 
   /** Like a quorum queue: a failed message goes back to the head, or to `.dead` after the limit. */
   failed(message: Stored, delivery: Delivery, err: unknown): void {
+    if (this.dead && err instanceof DeadLetterError) {
+      this.dead.push({ body: message.body, deliveries: 0 });
+      return;
+    }
     logHandlerFailure(this.options.log, this.name, delivery, this.options.maxDeliveries, err);
     if (this.dead && message.deliveries >= this.options.maxDeliveries) this.dead.push({ body: message.body, deliveries: 0 });
     else this.push(message, true);

@@ -221,6 +221,8 @@ function normalizeHostName(value: string, name: string, problems: string[]): str
 
 export function loadConfig(env: Env = process.env): Config {
   const r = new Reader(env);
+  // Default process identities: hostname and pid collide between containers, this does not.
+  const instanceSuffix = crypto.randomBytes(4).toString('hex');
   const port = r.int('PORT', 8080, 0, 65535);
   const dataDir = path.resolve(r.string('DATA_DIR', './data'));
   const serverHostUrl = normalizeOrigin(r.string('SERVER_HOST_URL', `http://localhost:${port}`), 'SERVER_HOST_URL', r.problems);
@@ -264,7 +266,8 @@ export function loadConfig(env: Env = process.env): Config {
     busTls: readTlsFiles('BUS_TLS', (name) => r.raw(name), r.problems),
     databaseTls: readTlsFiles('DATABASE_TLS', (name) => r.raw(name), r.problems),
     scheduler: {
-      id: r.string('SCHEDULER_ID', `scheduler-${os.hostname()}-${process.pid}`),
+      // Unique per process even in containers (pid 1, shared hostnames); the lease holder adds an instance suffix anyway.
+      id: r.string('SCHEDULER_ID', `scheduler-${os.hostname()}-${process.pid}-${instanceSuffix}`),
       tickMs: r.duration('SCHEDULER_TICK', '1s'),
       leaderLeaseTtlMs: r.duration('LEADER_LEASE_TTL', '15s'),
       jobLeaseTtlMs: r.duration('JOB_LEASE_TTL', '30s'),
@@ -273,7 +276,8 @@ export function loadConfig(env: Env = process.env): Config {
       maxQueued: r.int('SCHEDULER_MAX_QUEUED', 2_000, 1, 1_000_000),
     },
     runner: {
-      id: r.string('RUNNER_ID', `runner-${os.hostname()}`),
+      // Unique per process by default: a runner only ever removes containers carrying its own id (docs/runners.md).
+      id: r.string('RUNNER_ID', `runner-${os.hostname()}-${instanceSuffix}`),
       concurrency: r.int('RUNNER_CONCURRENCY', 4, 1, 1024),
       allowTargets: r.list('RUNNER_ALLOW_TARGETS'),
       denyTargets: r.list('RUNNER_DENY_TARGETS'),

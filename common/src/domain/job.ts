@@ -73,6 +73,7 @@ export const reasons = {
   requestFailed: (): JobReason => ({ code: 'EXECUTION_FAILED', message: 'The request to the endpoint failed.' }),
   containerStartFailed: (): JobReason => ({ code: 'EXECUTION_FAILED', message: 'The container could not be started.' }),
   runtimeUnavailable: (): JobReason => ({ code: 'SYSTEM_ERROR', message: 'The container runtime is not available.' }),
+  containerRemoved: (): JobReason => ({ code: 'SYSTEM_ERROR', message: 'The container was removed from outside orloj before it finished.' }),
   runnerShutdown: (): JobReason => ({
     code: 'SYSTEM_ERROR',
     message: 'The runner shut down before the job finished.',

@@ -31,6 +31,9 @@ export interface Workflow {
   buildCompletedAt: number | null;
   /** The next automatic run's due slot (build completion + k × interval); null until built. */
   nextDueAt: number | null;
+  /** Due slots not run at their time (docs/heartbeat.md), and when the last one was skipped. */
+  skippedSlots: number;
+  lastSlotSkippedAt: number | null;
   /** Changes whenever a build starts, so a stale build result is recognised. */
   buildToken: number;
 }
@@ -67,6 +70,8 @@ export function newWorkflow(w: NewWorkflow, now: number): Workflow {
     terminatedAt: null,
     buildCompletedAt: null,
     nextDueAt: null,
+    skippedSlots: 0,
+    lastSlotSkippedAt: null,
     buildToken: 0,
   };
 }

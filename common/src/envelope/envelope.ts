@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { newId, isUuid } from '../ids.js';
 import type { Logger } from '../logging/logger.js';
 import type { OrlojMetrics } from '../observability/metrics.js';
-import { misuse, type Bus, type ConsumeOptions, type Delivery, type MessageHandler, type Subscription } from '../bus/bus.js';
+import { DeadLetterError, deadLetterQueue, misuse, type Bus, type ConsumeOptions, type Delivery, type MessageHandler, type Subscription } from '../bus/bus.js';
 import { isProducerRole, type ProducerRole } from './keys.js';
 
 /**
@@ -308,10 +308,17 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 export type EnvelopeHandler = (envelope: Envelope, delivery: Delivery) => Promise<void> | void;
 
+/** Rejections that mean a sender without the right key (or a forgery), not a late or repeated message. */
+const SIGNATURE_FAILURES: ReadonlySet<RejectionReason> = new Set(['unsigned', 'bad_signature', 'wrong_producer']);
+
 /**
- * Wraps a handler so only verified envelopes reach it. A rejected message is
- * logged and acked (dropped): redelivering it would fail the same way until
- * the delivery limit. A handler failure still redelivers, and the id is
+ * Wraps a handler so only verified envelopes reach it. A message that fails
+ * its signature check (unsigned, bad signature, a role signing what it may
+ * not) is logged at error level with the role it claims to come from and
+ * dead-lettered (DeadLetterError): never acked into nothing, so whoever
+ * watches `<queue>.dead` (the scheduler, for jobs) learns of it at once. An
+ * expired or replayed message is logged and acked (dropped): redelivering it
+ * would fail the same way. A handler failure still redelivers, and the id is
  * recorded only after success, so the redelivery is not called a replay.
  */
 export function verifyingHandler(
@@ -323,7 +330,12 @@ export function verifyingHandler(
     const result = verifier.verify(message, { scope, remember: false });
     if (!result.ok) {
       onRefused?.(result.reason);
-      logger.warn({ reason: result.reason, detail: result.detail, claimed: result.claimed, scope }, 'dropped a bus message that failed verification');
+      const fields = { reason: result.reason, detail: result.detail, claimed: result.claimed, claimedRole: result.claimed.producer, scope };
+      if (SIGNATURE_FAILURES.has(result.reason)) {
+        logger.error(fields, 'rejected a bus message that failed its signature check (are the sender\'s and this process\'s keys the same pair?)');
+        throw new DeadLetterError(`bus message rejected: ${result.reason}`);
+      }
+      logger.warn(fields, 'dropped a bus message that failed verification');
       return;
     }
     await handler(result.envelope, delivery);
@@ -372,7 +384,33 @@ export class SignedBus {
     // Each subscription sees every broadcast once, so each gets its own replay scope.
     const scope = `topic:${topic}#${newId()}`;
     const verifying = verifyingHandler({ verifier: this.verifier, logger: this.log, scope, onRefused: this.refused(topic) }, (envelope) => handler(envelope));
-    return this.bus.subscribe(topic, (message) => verifying(message, { redelivered: false, deliveryCount: 1 }));
+    return this.bus.subscribe(topic, async (message) => {
+      try {
+        await verifying(message, { redelivered: false, deliveryCount: 1 });
+      } catch (err) {
+        // A broadcast has no dead-letter queue: the rejection is logged and counted, the message dropped.
+        if (!(err instanceof DeadLetterError)) throw err;
+      }
+    });
+  }
+
+  /** The bus never leaves this process (MemoryBus): its messages do not outlive it. */
+  get inProcess(): boolean {
+    return this.bus.inProcess === true;
+  }
+
+  /**
+   * Consumes `<queue>.dead` as it is: a message lands there because no
+   * consumer could verify or handle it, so it is handed over unverified
+   * (what it claims is a hint to check against the store, never a command).
+   */
+  consumeDeadLetters(queue: string, handler: (message: unknown) => Promise<void> | void, options?: ConsumeOptions): Promise<Subscription> {
+    return this.bus.consume(deadLetterQueue(queue), (message) => handler(message), options);
+  }
+
+  /** Messages this bus refused, by reason (a metrics layer reads it). */
+  get rejected(): Readonly<Record<RejectionReason, number>> {
+    return this.verifier.rejected;
   }
 
   private refused(queue: string): ((reason: RejectionReason) => void) | undefined {

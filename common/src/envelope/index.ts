@@ -17,10 +17,13 @@ export {
   ensureKeyDir,
   isProducerRole,
   keyEnvName,
+  keyFingerprint,
   loadKeysFromEnv,
   PRODUCER_ROLES,
   privateKeyFromPem,
   publicKeyFromPem,
+  requireRoleKeys,
+  ROLE_VERIFIES,
   type ProducerRole,
   type RoleKeys,
 } from './keys.js';

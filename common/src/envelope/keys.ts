@@ -105,8 +105,10 @@ function ed25519(key: KeyObject, source: string): KeyObject {
  * written to a temporary name and hard-linked into place, so two processes
  * starting at once agree on one key and a crash never leaves half a key.
  */
-export async function ensureKeyDir(dataDir: string): Promise<RoleKeys> {
+export async function ensureKeyDir(dataDir: string, options: { generate?: boolean } = {}): Promise<RoleKeys> {
+  const generate = options.generate ?? true;
   const dir = path.join(dataDir, 'keys');
+  if (!generate && !fs.existsSync(dir)) return { privateKeys: {}, publicKeys: {} };
   await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
   const privateKeys: Partial<Record<ProducerRole, KeyObject>> = {};
   const publicKeys: Partial<Record<ProducerRole, KeyObject>> = {};
@@ -114,6 +116,12 @@ export async function ensureKeyDir(dataDir: string): Promise<RoleKeys> {
     const keyFile = path.join(dir, `${role}.key`);
     const pubFile = path.join(dir, `${role}.pub`);
     let keyPem = await readIfExists(keyFile);
+    if (keyPem === undefined && !generate) {
+      // Only the public half may be there (a process that verifies this role).
+      const pub = await readIfExists(pubFile);
+      if (pub !== undefined) publicKeys[role] = publicKeyFromPem(pub, pubFile);
+      continue;
+    }
     if (keyPem === undefined) {
       const generated = crypto.generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
       keyPem = await createOnce(keyFile, generated, 0o600);
@@ -151,4 +159,45 @@ async function createOnce(file: string, content: string, mode: number): Promise<
   } finally {
     await fs.promises.rm(tmp, { force: true });
   }
+}
+
+/**
+ * The public keys each role needs besides its own: the producers of what it
+ * consumes (PRODUCER_POLICY). A process missing one would reject every such
+ * message, so it must not start.
+ */
+export const ROLE_VERIFIES: Readonly<Record<ProducerRole, readonly ProducerRole[]>> = {
+  // job and build events from runners, wake-ups from the api
+  scheduler: ['runners', 'api'],
+  // job.run and build.run from the scheduler, job.stop from the scheduler and the api
+  runners: ['scheduler', 'api'],
+  // log batches from runners
+  'log-ingest': ['runners'],
+  // domain events from its own outbox relay
+  notifier: ['notifier'],
+  // live log lines from log-ingest
+  api: ['log-ingest'],
+};
+
+/**
+ * Refuses keys that cannot work for these roles: each needs its own private
+ * key (to sign) and the public keys of the roles it hears from (to verify).
+ * The message names the variable to set.
+ */
+export function requireRoleKeys(keys: RoleKeys, roles: Iterable<ProducerRole>): void {
+  const problems: string[] = [];
+  const missingPublic = new Set<ProducerRole>();
+  for (const role of roles) {
+    if (!keys.privateKeys[role]) problems.push(`${keyEnvName(role, 'private')} (or ${keyEnvName(role, 'private')}_FILE) is not set: the ${role} role cannot sign its messages`);
+    for (const from of ROLE_VERIFIES[role]) if (!keys.publicKeys[from]) missingPublic.add(from);
+  }
+  for (const from of missingPublic) {
+    problems.push(`${keyEnvName(from, 'public')} (or ${keyEnvName(from, 'public')}_FILE) is not set: messages from the ${from} role could not be verified`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+}
+
+/** A short, stable name of a public key (first 16 hex digits of its SHA-256), for labels and logs. */
+export function keyFingerprint(key: KeyObject): string {
+  return crypto.createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
 }

@@ -90,6 +90,12 @@ async function runMissedSlot(tx: Store, w: Workflow, job: Job, now: number): Pro
   // workflow is busy, so it either sees this job ended or has set the workflow
   // aside before `w` was read (see Scheduler.createDueJobs).
   if (w.terminatedAt !== null || w.buildCompletedAt === null || w.nextDueAt === null || w.nextDueAt <= now) return;
-  const missed = mostRecentSlot(w.buildCompletedAt, w.intervalMinutes * 60_000, now);
-  if (missed <= now && missed > job.scheduledAt) await tx.workflows.setNextDue(w.id, now);
+  const intervalMs = w.intervalMinutes * 60_000;
+  const missed = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
+  if (missed <= now && missed > job.scheduledAt) {
+    await tx.workflows.setNextDue(w.id, now);
+    // The slots between the job's and the one that runs now never run.
+    const skipped = Math.round((missed - job.scheduledAt) / intervalMs) - 1;
+    if (skipped > 0 && job.trigger === 'AUTOMATIC') await tx.workflows.recordSkippedSlots([{ id: w.id, skipped, at: now }]);
+  }
 }

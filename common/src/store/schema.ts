@@ -43,6 +43,8 @@ export interface WorkflowsTable {
   next_due_at: number | null;
   build_token: Generated<number>;
   build_requested_at: number | null;
+  skipped_slots: Generated<number>;
+  last_slot_skipped_at: Generated<number | null>;
 }
 
 export interface JobsTable {

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureKeyDir } from '@orloj/common';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'server/src/bin.ts');
@@ -29,12 +30,17 @@ export class RoleProcess {
   constructor(
     readonly role: string,
     private readonly env: RoleProcessEnv,
+    /** More environment variables for this process (they win). */
     private readonly extraEnv: Record<string, string> = {},
+    /** The log line that says the role runs. */
+    private readonly startedLine: RegExp = new RegExp(`${role} started|orloj is running`),
   ) {}
 
   /** Starts the process and resolves once it logged that the role started. */
   async start(): Promise<void> {
     this.output = '';
+    // The operator's step: a distributed process never makes keys of its own, it reads them (here from DATA_DIR/keys).
+    await ensureKeyDir(this.env.dataDir);
     const c = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start', '--roles', this.role], {
       cwd: ROOT,
       env: {
@@ -55,8 +61,7 @@ export class RoleProcess {
     c.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
     // Generous: several tsx processes starting at once on a loaded machine.
     const deadline = Date.now() + 120_000;
-    // "orloj is running": every process says it once all its roles started.
-    const started = new RegExp(`${this.role} started|orloj is running`);
+    const started = this.startedLine;
     while (!started.test(this.output)) {
       if (c.exitCode !== null) throw new Error(`${this.role} exited early:\n${this.output}`);
       if (Date.now() > deadline) throw new Error(`${this.role} did not start:\n${this.output}`);
@@ -65,11 +70,15 @@ export class RoleProcess {
   }
 
   /** Sends the signal (if the process still runs) and waits for the exit. */
-  async stop(signal: NodeJS.Signals): Promise<void> {
-    const c = this.child;
-    if (!c || c.exitCode !== null || c.signalCode !== null) return;
-    const exited = once(c, 'exit');
-    c.kill(signal);
-    await exited;
+  stop(signal: NodeJS.Signals): Promise<void> {
+    return stopChild(this.child, signal);
   }
+}
+
+/** Sends the signal to a child process (if it still runs) and waits for its exit. */
+export async function stopChild(c: ChildProcess | undefined, signal: NodeJS.Signals): Promise<void> {
+  if (!c || c.exitCode !== null || c.signalCode !== null) return;
+  const exited = once(c, 'exit');
+  c.kill(signal);
+  await exited;
 }

@@ -432,6 +432,15 @@ export class ContainerExecutor {
         clog.error({ err: waitError }, 'lost the container while waiting for it to exit');
         return done({ status: 'FAILED', reason: reasons.runtimeUnavailable() }, { containerId, startedAt });
       }
+      // A container removed behind our back (another runner's sweep, an operator's
+      // `rm -f`) can report a clean exit on some runtimes: the exit code only counts
+      // if the container is still there to say so.
+      const state = await this.exitState(container);
+      if (state === 'gone') {
+        clog.error('the container was removed by someone else while it ran');
+        return done({ status: 'FAILED', reason: reasons.containerRemoved() }, { containerId, startedAt });
+      }
+      if (state !== undefined) exitCode = state;
       clog.info({ exitCode, lines: lineCount }, 'container exited');
       if (exitCode === 0) return done({ status: 'COMPLETED', exitCode: 0 }, { containerId, startedAt });
       return done({ status: 'FAILED', reason: reasons.nonZeroExit(exitCode), exitCode }, { containerId, startedAt });
@@ -528,12 +537,27 @@ export class ContainerExecutor {
     }
     if (closedByWatchdog) log.warn('container log stream did not end after the container exited; closed it');
     if (demux.leftover > 0) log.warn({ bytes: demux.leftover }, 'container log stream ended inside a frame');
+    // The runtime's own errors in the stream: the runner's log, never the job's output.
+    if (demux.runtimeErrors.length > 0) log.error({ runtimeErrors: demux.runtimeErrors }, 'the container runtime reported errors in the log stream');
     try {
       for (const name of ['stdout', 'stderr'] as const) {
         for (const line of splitters[name].end()) await deliver(name, line.text, line.meta);
       }
     } catch (err) {
       throw err instanceof SinkFailure ? err.cause : err;
+    }
+  }
+
+  /** The exit code the runtime recorded, 'gone' when the container no longer exists, undefined when it cannot tell. */
+  private async exitState(container: Docker.Container): Promise<number | 'gone' | undefined> {
+    try {
+      const info = await this.api('container inspect', () => container.inspect());
+      return typeof info.State?.ExitCode === 'number' ? info.State.ExitCode : undefined;
+    } catch (err) {
+      // Docker: "No such container: …"; Podman: "… no such container"
+      // (the runtime's own words, in the body: dockerode's message says so for any 404)
+      const said = (err as { json?: { message?: unknown } } | null)?.json?.message;
+      return statusCodeOf(err) === 404 && typeof said === 'string' && /no such container/i.test(said) ? 'gone' : undefined;
     }
   }
 
@@ -563,7 +587,11 @@ export class ContainerExecutor {
    * also carries all of `labelFilter` (e.g. `{ 'orloj.runner_id': id }`, so one
    * runner only sweeps its own). Returns the removed container ids.
    */
-  async removeOrphans(labelFilter: Record<string, string> = {}): Promise<string[]> {
+  async removeOrphans(
+    labelFilter: Record<string, string> = {},
+    /** A further test on each container's labels: only those it accepts are removed. */
+    accept: (labels: Record<string, string>) => boolean = () => true,
+  ): Promise<string[]> {
     const labels = [`${MANAGED_LABEL}=true`, ...Object.entries(labelFilter).map(([k, v]) => `${k}=${v}`)];
     const list = await this.api('container list', () =>
       this.docker.listContainers({ all: true, filters: { label: labels } }),
@@ -573,6 +601,7 @@ export class ContainerExecutor {
       // Filter again client-side: a runtime that ignored the filter must not cost us foreign containers.
       if (info.Labels?.[MANAGED_LABEL] !== 'true') continue;
       if (!Object.entries(labelFilter).every(([k, v]) => info.Labels?.[k] === v)) continue;
+      if (!accept(info.Labels ?? {})) continue;
       try {
         await this.api('container remove', () => this.docker.getContainer(info.Id).remove({ force: true, v: true }));
         removed.push(info.Id);

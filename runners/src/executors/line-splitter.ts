@@ -121,12 +121,15 @@ export interface DockerFrame {
 
 /**
  * Parses Docker's multiplexed attach/logs format incrementally. Frames of type
- * 0 (stdin) and 1 are stdout, 2 is stderr; anything else is reported through
- * `unknownFrames` and skipped.
+ * 0 (stdin) and 1 are stdout, 2 is stderr. Type 3 is the runtime's own error
+ * ("systemerr", e.g. a broken connection inside the daemon): never the job's
+ * output, it is kept in `runtimeErrors` (the last few, for the runner's log).
+ * Anything else is counted in `unknownFrames` and skipped.
  */
 export class DockerFrameDemuxer {
   private buf: Buffer = Buffer.alloc(0);
   unknownFrames = 0;
+  readonly runtimeErrors: string[] = [];
 
   push(chunk: Uint8Array): DockerFrame[] {
     const frames: DockerFrame[] = [];
@@ -140,7 +143,9 @@ export class DockerFrameDemuxer {
       off += 8 + size;
       if (type === 0 || type === 1) frames.push({ stream: 'stdout', payload });
       else if (type === 2) frames.push({ stream: 'stderr', payload });
-      else this.unknownFrames++;
+      else if (type === 3) {
+        if (this.runtimeErrors.length < 10) this.runtimeErrors.push(payload.toString('utf8', 0, Math.min(payload.length, 1000)).trim());
+      } else this.unknownFrames++;
     }
     this.buf = off === 0 ? this.buf : Buffer.from(this.buf.subarray(off));
     return frames;

@@ -7,6 +7,7 @@ import * as m0004 from './0004-job-logs.js';
 import * as m0005 from './0005-scheduler-indexes.js';
 import * as m0006 from './0006-notifications.js';
 import * as m0007 from './0007-workflow-list-versions.js';
+import * as m0008 from './0008-skipped-slots.js';
 import * as m0009 from './0009-job-log-truncated.js';
 import * as m0012 from './0012-job-checks.js';
 
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0005-scheduler-indexes': m0005,
   '0006-notifications': m0006,
   '0007-workflow-list-versions': m0007,
+  '0008-skipped-slots': m0008,
   '0009-job-log-truncated': m0009,
   '0012-job-checks': m0012,
 };

@@ -293,6 +293,26 @@ export class JobsRepo {
     return rows.map(toJob);
   }
 
+  /**
+   * Hands these QUEUED jobs out again on the same attempt, for when their
+   * message is known to be gone (refused by a runner and dead-lettered, or
+   * lost with the in-process bus): queued_at restarts and the bus must confirm
+   * the new message. Only where the job is still QUEUED on that attempt and
+   * not started; returns the jobs it moved.
+   */
+  async resendSameAttempt(jobs: readonly { id: string; attempts: number }[], now: number): Promise<Job[]> {
+    if (jobs.length === 0) return [];
+    const rows = await this.db
+      .updateTable('jobs')
+      .set({ updated_at: now, dispatched_at: null, queued_at: now })
+      .where('status', '=', 'QUEUED')
+      .where('started_at', 'is', null)
+      .where((eb) => onAttempts(eb, jobs))
+      .returningAll()
+      .execute();
+    return rows.map(toJob);
+  }
+
   /** Extends the lease of a running attempt; false when the job is no longer on it. */
   async renewLease(id: string, attempts: number, leaseExpiresAt: number, now: number): Promise<boolean> {
     const r = await this.db
@@ -431,6 +451,19 @@ export class JobsRepo {
           eb.and([eb('dispatched_at', 'is', null), eb('queued_at', '<', unsentBefore)]),
         ]),
       )
+      .orderBy('queued_at')
+      .limit(limit)
+      .execute();
+    return rows.map(toJob);
+  }
+
+  /** QUEUED and RUNNING jobs handed out before `before` (oldest first): after a restart of the in-process bus, their messages and runners are gone. */
+  async openSince(before: number, limit: number): Promise<Job[]> {
+    const rows = await this.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('status', 'in', ['QUEUED', 'RUNNING'])
+      .where('queued_at', '<', before)
       .orderBy('queued_at')
       .limit(limit)
       .execute();

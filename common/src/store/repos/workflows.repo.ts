@@ -61,6 +61,9 @@ export function toWorkflow(r: Selectable<WorkflowsTable>): Workflow {
     buildCompletedAt: r.build_completed_at,
     nextDueAt: r.next_due_at,
     buildToken: r.build_token,
+    // bigint on PostgreSQL: the driver may hand it over as a string
+    skippedSlots: Number(r.skipped_slots),
+    lastSlotSkippedAt: r.last_slot_skipped_at,
   };
 }
 
@@ -371,6 +374,17 @@ export class WorkflowsRepo {
       .set({ next_due_at: sql<number>`case ${sql.ref('id')} ${whens} end` })
       .where('id', 'in', next.map((n) => n.id))
       .execute();
+  }
+
+  /** Adds skipped due slots to each workflow's count (Scheduler, docs/heartbeat.md). */
+  async recordSkippedSlots(skips: readonly { id: string; skipped: number; at: number }[]): Promise<void> {
+    for (const k of skips) {
+      await this.db
+        .updateTable('workflows')
+        .set((eb) => ({ skipped_slots: eb('skipped_slots', '+', k.skipped), last_slot_skipped_at: k.at }))
+        .where('id', '=', k.id)
+        .execute();
+    }
   }
 
   /** +1 consecutive failure, atomically; returns the new count and the limit. */
