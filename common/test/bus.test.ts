@@ -347,6 +347,21 @@ function describeBus(adapter: Adapter): void {
           (err) => err instanceof OrlojError && err.code === 'service_unavailable' && /could not connect/.test(err.message),
         );
       });
+
+      it('refuses at once, without retrying, a login the broker denies', async () => {
+        const denied = new URL(url);
+        denied.username = 'orloj-nobody';
+        denied.password = crypto.randomBytes(8).toString('hex');
+        const t0 = Date.now();
+        await assert.rejects(
+          createBus(denied.toString(), { logger: silentLogger, prefix, connectTimeoutMs: 20_000 }),
+          (err) =>
+            err instanceof OrlojError &&
+            /refused this process: .*ACCESS-REFUSED.*Retrying cannot help/s.test(err.message) &&
+            !err.message.includes(denied.password),
+        );
+        assert.ok(Date.now() - t0 < 10_000, 'did not wait for connectTimeoutMs');
+      });
     });
   });
 }

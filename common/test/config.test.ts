@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig, resolveSecrets } from '@orloj/common';
 
 describe('config', () => {
@@ -67,5 +69,82 @@ describe('config', () => {
     assert.notEqual(first.sessionSecret, first.csrfSecret);
     assert.equal(fs.statSync(path.join(dir, 'secrets.json')).mode & 0o777, 0o600);
     fs.rmSync(dir, { recursive: true });
+  });
+});
+
+describe('config: mutual TLS files (BUS_TLS_*, DATABASE_TLS_*)', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let f: (name: string) => string;
+  const amqps = 'amqps://mq.example:5671';
+  const postgres = 'postgres://orloj-api@db.example/orloj';
+
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-cfg-tls-'));
+    // the certificates operators make, with the script they use
+    execFileSync(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../deploy/tls/generate.sh'), [dir], { stdio: 'ignore' });
+    f = (name) => path.join(dir, name);
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const problems = (env: Record<string, string>): string => {
+    try {
+      loadConfig(env);
+    } catch (err) {
+      assert.ok(err instanceof ConfigError);
+      return err.message;
+    }
+    assert.fail('expected a ConfigError');
+  };
+
+  it('takes the files of a client certificate for the bus and the store', () => {
+    const c = loadConfig({
+      BUS_URL: amqps,
+      BUS_TLS_CA_FILE: f('ca.crt'),
+      BUS_TLS_CERT_FILE: f('orloj-api.crt'),
+      BUS_TLS_KEY_FILE: f('orloj-api.key'),
+      DATABASE_URL: postgres,
+      DATABASE_TLS_CA_FILE: f('ca.crt'),
+      DATABASE_TLS_CERT_FILE: f('orloj-api.crt'),
+      DATABASE_TLS_KEY_FILE: f('orloj-api.key'),
+    });
+    assert.deepEqual(c.busTls, { caFile: f('ca.crt'), certFile: f('orloj-api.crt'), keyFile: f('orloj-api.key') });
+    assert.deepEqual(c.databaseTls, c.busTls);
+    assert.equal(loadConfig({}).busTls, undefined);
+    assert.equal(loadConfig({}).databaseTls, undefined);
+    // a CA alone verifies the server without presenting a certificate
+    assert.deepEqual(loadConfig({ BUS_URL: amqps, BUS_TLS_CA_FILE: f('ca.crt') }).busTls, { caFile: f('ca.crt') });
+  });
+
+  it('refuses a missing or unreadable file, naming the variable', () => {
+    assert.match(problems({ BUS_URL: amqps, BUS_TLS_CA_FILE: f('nope.crt') }), /BUS_TLS_CA_FILE names a file that cannot be read: .*nope\.crt \(ENOENT\)/);
+    assert.match(problems({ DATABASE_URL: postgres, DATABASE_TLS_CA_FILE: dir }), /DATABASE_TLS_CA_FILE names a file that cannot be read/);
+  });
+
+  it('refuses a file that holds no PEM certificate or key, naming the variable', () => {
+    assert.match(problems({ BUS_URL: amqps, BUS_TLS_CA_FILE: f('orloj-api.key') }), /BUS_TLS_CA_FILE must name a PEM file holding a certificate/);
+    assert.match(
+      problems({ BUS_URL: amqps, BUS_TLS_CERT_FILE: f('orloj-api.crt'), BUS_TLS_KEY_FILE: f('orloj-api.crt') }),
+      /BUS_TLS_KEY_FILE must name a PEM file holding a private key/,
+    );
+  });
+
+  it('refuses half a pair and a key of another certificate', () => {
+    assert.match(problems({ BUS_URL: amqps, BUS_TLS_CERT_FILE: f('orloj-api.crt') }), /BUS_TLS_CERT_FILE needs BUS_TLS_KEY_FILE/);
+    assert.match(problems({ DATABASE_URL: postgres, DATABASE_TLS_KEY_FILE: f('orloj-api.key') }), /DATABASE_TLS_KEY_FILE needs DATABASE_TLS_CERT_FILE/);
+    assert.match(
+      problems({ BUS_URL: amqps, BUS_TLS_CERT_FILE: f('orloj-api.crt'), BUS_TLS_KEY_FILE: f('orloj-runners.key') }),
+      /BUS_TLS_KEY_FILE does not belong to the certificate in BUS_TLS_CERT_FILE/,
+    );
+  });
+
+  it('refuses TLS files where there is no TLS to use them, or a second way to say it', () => {
+    assert.match(problems({ BUS_TLS_CA_FILE: f('ca.crt') }), /BUS_TLS_CA_FILE.*need an amqps:\/\/ BUS_URL/);
+    assert.match(problems({ BUS_URL: 'amqp://mq.example', BUS_TLS_CA_FILE: f('ca.crt') }), /need an amqps:\/\/ BUS_URL/);
+    assert.match(problems({ DATABASE_TLS_CA_FILE: f('ca.crt') }), /DATABASE_TLS_CA_FILE.*need a postgres:\/\/ DATABASE_URL/);
+    assert.match(
+      problems({ DATABASE_URL: `${postgres}?sslmode=verify-full&sslrootcert=${f('ca.crt')}`, DATABASE_TLS_CA_FILE: f('ca.crt') }),
+      /DATABASE_TLS_\* and the ssl parameters of DATABASE_URL/,
+    );
   });
 });

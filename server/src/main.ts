@@ -103,7 +103,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
   try {
     let store: Store | undefined;
     if ([...roles].some((r) => r !== 'runners')) {
-      database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
+      database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, tls: config.databaseTls });
       const applied = await database.migrate();
       if (applied.length) logger.info({ migrations: applied }, 'database migrated');
       store = Store.fromHandle(database);
@@ -112,7 +112,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       logger.warn('BUS_URL=memory: connects only the roles inside this process; use amqp:// to run roles in separate processes');
     }
     const keys = await loadKeys(config, env);
-    bus = await createBus(config.busUrl, { logger, prefix: config.busPrefix });
+    bus = await createBus(config.busUrl, { logger, prefix: config.busPrefix, tls: config.busTls });
 
     if (roles.has('scheduler') && store) {
       const log = logger.child({ role: 'scheduler' });
@@ -204,7 +204,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
 /** `orloj migrate`: applies pending migrations and exits. */
 export async function migrate(env: Env = process.env): Promise<string[]> {
   const config = loadConfig(env);
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config.databaseUrl, { tls: config.databaseTls });
   try {
     return await database.migrate();
   } finally {

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import amqp from 'amqplib';
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage, Message, Options } from 'amqplib';
 import type { Logger } from '../logging/logger.js';
+import { tlsMaterial, type TlsFiles } from '../config/tls.js';
 import { OrlojError } from '../errors.js';
 import {
   busClosed,
@@ -9,6 +10,7 @@ import {
   deadLetterQueue,
   DEFAULT_PREFETCH,
   encodeMessage,
+  entryExchange,
   isDeadLetterQueue,
   logHandlerFailure,
   qualifiedName,
@@ -31,7 +33,13 @@ export interface AmqpBusOptions extends BusOptions {
   connectTimeoutMs?: number;
   /** Reconnect backoff bounds (exponential, jittered). Default 100 ms to 5 s. */
   reconnectDelayMs?: { min: number; max: number };
-  /** Passed to amqplib's socket: TLS client certificates (`cert`, `key`, `ca`) for amqps://. */
+  /**
+   * amqps://: verify the broker against `caFile` and present `certFile`/`keyFile`.
+   * With a certificate and no password in the URL the process logs in as its
+   * certificate (SASL EXTERNAL: the broker takes the user name from it).
+   */
+  tls?: TlsFiles | undefined;
+  /** Passed to amqplib's socket, after `tls`: further node:tls options. */
   socketOptions?: Record<string, unknown>;
   /** Shown in the broker's connection list. */
   connectionName?: string;
@@ -76,10 +84,18 @@ export class AmqpBus extends EventEmitter implements Bus {
   private connecting: Promise<void> | undefined;
   private attempts = 0;
   private lastError: unknown;
+  private everConnected = false;
+  /** Set when the first connection is refused for a reason retrying cannot fix. */
+  private refusal: OrlojError | undefined;
   private isClosing = false;
   private closing: Promise<void> | undefined;
 
-  /** Connects, retrying until connectTimeoutMs; afterwards the bus reconnects on its own. */
+  /**
+   * Connects, retrying until connectTimeoutMs; afterwards the bus reconnects on
+   * its own. A first connection the broker refuses for good (a certificate it
+   * does not accept or this side does not trust, a login it denies) rejects at
+   * once instead of retrying.
+   */
   static async connect(url: string, options: AmqpBusOptions): Promise<AmqpBus> {
     const bus = new AmqpBus(url, options);
     bus.connecting = bus.connectOnce();
@@ -101,9 +117,12 @@ export class AmqpBus extends EventEmitter implements Bus {
     this.options = resolveBusOptions(options);
     this.timeoutMs = options.operationTimeoutMs ?? 30_000;
     this.backoff = options.reconnectDelayMs ?? { min: 100, max: 5_000 };
+    const tls = options.tls ? tlsMaterial(options.tls) : {};
     this.socketOptions = {
       // connection establishment only; amqplib lifts it once the connection is open
       timeout: 10_000,
+      ...tls,
+      ...(tls.cert && !hasPassword(url) ? { credentials: amqp.credentials.external() } : {}),
       ...options.socketOptions,
       clientProperties: { connection_name: options.connectionName ?? `orloj ${this.options.prefix}` },
     };
@@ -138,7 +157,7 @@ export class AmqpBus extends EventEmitter implements Bus {
         for (let attempt = 1; ; attempt++) {
           await this.declareQueue(ch, name);
           const seq = String(++this.publishSeq);
-          await confirmed((done) => ch.sendToQueue(name, body, { ...properties, headers: { [SEQ_HEADER]: seq } }, done));
+          await confirmed((done) => ch.publish(entryExchange(name), '', body, { ...properties, headers: { [SEQ_HEADER]: seq } }, done));
           // basic.return always precedes the confirm of the same message
           if (!this.returned.delete(seq)) return;
           this.asserted.delete(name);
@@ -214,6 +233,19 @@ export class AmqpBus extends EventEmitter implements Bus {
       conn = await amqp.connect(this.url, this.socketOptions);
     } catch (err) {
       this.lastError = err;
+      const refused = this.everConnected ? undefined : refusal(err);
+      if (refused) {
+        const broker = redact(this.url);
+        const reason = err instanceof Error ? err.message : String(err);
+        this.refusal = new OrlojError(
+          'service_unavailable',
+          `${refused === 'untrusted' ? `This process does not trust the message broker at ${broker}` : `The message broker at ${broker} refused this process`}: ${reason}. ` +
+            'Retrying cannot help: check BUS_URL, BUS_TLS_CA_FILE, BUS_TLS_CERT_FILE and BUS_TLS_KEY_FILE, and that the broker has a user for this certificate (deploy/README.md).',
+          { kind: 'operational', cause: err },
+        );
+        this.wake();
+        return;
+      }
       this.options.log.warn({ err, broker: redact(this.url), attempt: this.attempts + 1 }, 'cannot reach the message broker; retrying');
       this.scheduleReconnect();
       return;
@@ -232,6 +264,7 @@ export class AmqpBus extends EventEmitter implements Bus {
     conn.on('blocked', (reason: unknown) => this.options.log.warn({ reason }, 'the broker blocks publishing (resource alarm); publishes wait'));
     conn.on('unblocked', () => this.options.log.info('the broker accepts publishes again'));
     this.current = conn;
+    this.everConnected = true;
     this.asserted.clear();
     this.attempts = 0;
     this.lastError = undefined;
@@ -280,10 +313,11 @@ export class AmqpBus extends EventEmitter implements Bus {
   private untilConnected(deadline: number, timedOut: () => Error): Promise<void> {
     return new Promise((resolve, reject) => {
       const done = (): void => {
-        if (!this.isClosing && !this.current) return;
+        if (!this.isClosing && !this.current && !this.refusal) return;
         clearTimeout(timer);
         this.waiters.delete(done);
-        if (this.isClosing) reject(busClosed());
+        if (this.refusal) reject(this.refusal);
+        else if (this.isClosing) reject(busClosed());
         else resolve();
       };
       const timer = setTimeout(() => {
@@ -291,7 +325,7 @@ export class AmqpBus extends EventEmitter implements Bus {
         reject(timedOut());
       }, Math.max(0, deadline - Date.now()));
       this.waiters.add(done);
-      if (this.current || this.isClosing) done();
+      if (this.current || this.isClosing || this.refusal) done();
     });
   }
 
@@ -393,30 +427,39 @@ export class AmqpBus extends EventEmitter implements Bus {
     return sub;
   }
 
+  /**
+   * A work queue with its entry exchange, and (for a queue that is not itself
+   * a dead-letter queue) `<queue>.dead` with its own, which is the queue's
+   * dead-letter exchange. Messages never go through the default exchange, so
+   * broker permissions on the entry exchanges decide who may publish where.
+   */
   private async declareQueue(ch: Channel, name: string): Promise<void> {
     if (this.asserted.has(name)) return;
     if (isDeadLetterQueue(name)) {
-      await ch.assertQueue(name, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+      await this.declareQuorumQueue(ch, name, {});
     } else {
       const dead = deadLetterQueue(name);
-      await ch.assertQueue(dead, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
-      this.declared.queues.add(dead);
-      await ch.assertQueue(name, {
-        durable: true,
-        arguments: {
-          'x-queue-type': 'quorum',
-          // the broker dead-letters once a message was returned more than this many times
-          'x-delivery-limit': this.options.maxDeliveries - 1,
-          'x-dead-letter-exchange': '',
-          'x-dead-letter-routing-key': dead,
-          // at-least-once dead-lettering requires reject-publish overflow
-          'x-dead-letter-strategy': 'at-least-once',
-          'x-overflow': 'reject-publish',
-        },
+      await this.declareQuorumQueue(ch, dead, {});
+      await this.declareQuorumQueue(ch, name, {
+        // the broker dead-letters once a message was returned more than this many times
+        'x-delivery-limit': this.options.maxDeliveries - 1,
+        'x-dead-letter-exchange': entryExchange(dead),
+        // at-least-once dead-lettering requires reject-publish overflow
+        'x-dead-letter-strategy': 'at-least-once',
+        'x-overflow': 'reject-publish',
       });
     }
-    this.declared.queues.add(name);
     this.asserted.add(name);
+  }
+
+  private async declareQuorumQueue(ch: Channel, name: string, args: Record<string, unknown>): Promise<void> {
+    const entry = entryExchange(name);
+    // the exchange first: a queue whose dead-letter exchange is missing would drop dead letters
+    await ch.assertExchange(entry, 'fanout', { durable: true });
+    this.declared.exchanges.add(entry);
+    await ch.assertQueue(name, { durable: true, arguments: { 'x-queue-type': 'quorum', ...args } });
+    this.declared.queues.add(name);
+    await ch.bindQueue(name, entry, '');
   }
 
   private async declareExchange(ch: Channel, name: string): Promise<void> {
@@ -626,6 +669,39 @@ async function quietly(fn: () => Promise<unknown>): Promise<void> {
     await fn();
   } catch {
     // already closed
+  }
+}
+
+/**
+ * Connection failures that the same attempt would meet again: this side not
+ * trusting the broker's certificate ('untrusted'), or the broker rejecting
+ * ours (a TLS alert) or denying the login or the vhost ('refused').
+ */
+function refusal(err: unknown): 'untrusted' | 'refused' | undefined {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string' && TLS_VERIFY_ERRORS.has(code)) return 'untrusted';
+  if (typeof code === 'string' && /^ERR_SSL_.*ALERT/.test(code)) return 'refused';
+  const message = err instanceof Error ? err.message : '';
+  return /\b(403 \(ACCESS-REFUSED\)|530 \(NOT-ALLOWED\))/.test(message) ? 'refused' : undefined;
+}
+
+const TLS_VERIFY_ERRORS = new Set([
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
+
+function hasPassword(url: string): boolean {
+  try {
+    return new URL(url).password !== '';
+  } catch {
+    return false;
   }
 }
 

@@ -96,6 +96,17 @@ export function qualifiedName(prefix: string, name: string): string {
   return prefix + name;
 }
 
+/**
+ * The fanout exchange in front of a work queue (RabbitMQ): publishers write to
+ * it rather than to the default exchange, so the broker's write permission on
+ * it decides who may publish to that queue (docs/bus.md, "Permissions").
+ */
+export function entryExchange(queue: string): string {
+  return queue + ENTRY_SUFFIX;
+}
+
+export const ENTRY_SUFFIX = '.in';
+
 export function deadLetterQueue(queue: string): string {
   return queue + DEAD_LETTER_SUFFIX;
 }

@@ -3,6 +3,9 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import os from 'node:os';
 import { parseDuration } from '../domain/duration.js';
+import { readTlsFiles, type TlsFiles } from './tls.js';
+
+export type { TlsFiles } from './tls.js';
 
 /**
  * Configuration, read once from environment variables, validated, frozen.
@@ -41,6 +44,10 @@ export interface Config {
   readonly busUrl: string;
   /** Prepended to every queue and exchange name on the broker. */
   readonly busPrefix: string;
+  /** BUS_TLS_*: mutual TLS to the broker (amqps://); undefined: node's default trust, no client certificate. */
+  readonly busTls: TlsFiles | undefined;
+  /** DATABASE_TLS_*: mutual TLS to PostgreSQL; undefined: whatever DATABASE_URL's ssl parameters say. */
+  readonly databaseTls: TlsFiles | undefined;
   readonly scheduler: {
     /** This replica's name in the leader lease. */
     readonly id: string;
@@ -209,6 +216,8 @@ export function loadConfig(env: Env = process.env): Config {
     trustedProxies: r.list('TRUSTED_PROXIES'),
     busUrl: r.string('BUS_URL', 'memory:'),
     busPrefix: r.string('BUS_PREFIX', 'orloj.'),
+    busTls: readTlsFiles('BUS_TLS', (name) => r.raw(name), r.problems),
+    databaseTls: readTlsFiles('DATABASE_TLS', (name) => r.raw(name), r.problems),
     scheduler: {
       id: r.string('SCHEDULER_ID', `scheduler-${os.hostname()}-${process.pid}`),
       tickMs: r.duration('SCHEDULER_TICK', '1s'),
@@ -239,8 +248,24 @@ export function loadConfig(env: Env = process.env): Config {
   if (!url.startsWith('sqlite:') && !url.startsWith('postgres://') && !url.startsWith('postgresql://')) {
     r.problems.push('DATABASE_URL must start with sqlite: or postgres://');
   }
+  checkTlsUse(config, r.problems);
   if (r.problems.length) throw new ConfigError(r.problems);
   return Object.freeze(config);
+}
+
+/** TLS files only make sense with a server to present them to. */
+function checkTlsUse(config: Config, problems: string[]): void {
+  if (config.busTls && !config.busUrl.startsWith('amqps://')) {
+    problems.push('BUS_TLS_CA_FILE, BUS_TLS_CERT_FILE and BUS_TLS_KEY_FILE need an amqps:// BUS_URL');
+  }
+  if (config.databaseTls) {
+    if (config.databaseUrl.startsWith('sqlite:')) {
+      problems.push('DATABASE_TLS_CA_FILE, DATABASE_TLS_CERT_FILE and DATABASE_TLS_KEY_FILE need a postgres:// DATABASE_URL');
+    } else if (/[?&](ssl|sslmode|sslcert|sslkey|sslrootcert)=/.test(config.databaseUrl)) {
+      // the URL's parameters would silently win over the files (pg merges the URL last)
+      problems.push('DATABASE_TLS_* and the ssl parameters of DATABASE_URL (sslmode, sslrootcert, sslcert, sslkey) are two ways to say the same: use one');
+    }
+  }
 }
 
 function parseClock(r: Reader): Config['clock'] {

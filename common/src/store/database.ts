@@ -18,6 +18,7 @@ import type { Database } from './schema.js';
 import { foldCase, postgresHelpers, sqliteHelpers, SQLITE_CONTAINS_FOLDED_FUNCTION, SQLITE_FOLD_FUNCTION, type DialectHelpers } from './dialect.js';
 import { migrationProvider } from './migrations/index.js';
 import type { HeldConnection, RowReader } from './compiled-read.js';
+import { tlsMaterial, type TlsFiles } from '../config/tls.js';
 
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
@@ -36,6 +37,12 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** PostgreSQL schema to use (tests create a fresh one per run). */
   schema?: string;
+  /**
+   * PostgreSQL over TLS verifying the server against `caFile` (node's default
+   * trust without one) and presenting `certFile`/`keyFile` for `hostssl … cert`
+   * login. Instead of, never beside, the URL's sslmode/sslrootcert/sslcert/sslkey.
+   */
+  tls?: TlsFiles | undefined;
 }
 
 /**
@@ -265,6 +272,7 @@ function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
         oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
     },
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    ...(options.tls ? { ssl: { ...tlsMaterial(options.tls), rejectUnauthorized: true } } : {}),
   });
   // An idle client losing its server (restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});

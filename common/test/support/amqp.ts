@@ -1,5 +1,5 @@
 import amqp from 'amqplib';
-import { QUEUES, TOPICS } from '@orloj/common';
+import { entryExchange, QUEUES, TOPICS } from '@orloj/common';
 
 /**
  * Deletes every queue and exchange orloj declares under `prefix` — for tests
@@ -13,6 +13,9 @@ export async function deleteBusObjects(url: string, prefix: string): Promise<voi
         const ch = await connection.createChannel();
         await ch.deleteQueue(queue).catch(() => undefined);
         await ch.close().catch(() => undefined);
+        const exchangeChannel = await connection.createChannel();
+        await exchangeChannel.deleteExchange(entryExchange(queue)).catch(() => undefined);
+        await exchangeChannel.close().catch(() => undefined);
       }
     }
     for (const name of Object.values(TOPICS)) {
