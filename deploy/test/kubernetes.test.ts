@@ -169,7 +169,10 @@ describe('deploy/kubernetes: kustomize overlays', function () {
       assert.match(env.BUS_URL, /^amqps:\/\//, role);
       assert.ok(env.BUS_TLS_CERT_FILE && env.BUS_TLS_KEY_FILE && env.BUS_TLS_CA_FILE, role);
       if (role === 'runners') assert.equal(env.DATABASE_URL, undefined, 'runners never get the database');
-      else assert.match(env.DATABASE_URL, new RegExp(`^postgres://orloj-${role}@.*sslmode=verify-full`), role);
+      else {
+        assert.equal(env.DATABASE_URL, `postgres://orloj-${role}@postgres:5432/orloj`, role);
+        assert.ok(env.DATABASE_TLS_CERT_FILE && env.DATABASE_TLS_KEY_FILE && env.DATABASE_TLS_CA_FILE, role);
+      }
       const tls = d.spec.template.spec.volumes.find((v: Obj) => v.name === 'tls');
       const secret = named('distributed', 'Secret', `orloj-tls-${role}`);
       assert.equal(tls.secret.secretName, secret.metadata.name);
