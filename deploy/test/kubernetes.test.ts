@@ -179,6 +179,18 @@ describe('deploy/kubernetes: kustomize overlays', function () {
       assert.deepEqual(Object.keys(secret.data).sort(), ['ca.crt', 'tls.crt', 'tls.key']);
       const cert = Buffer.from(secret.data['tls.crt'], 'base64').toString();
       assert.match(cert, /BEGIN CERTIFICATE/);
+      // Bus signing: every public key, and this role's private key only.
+      const keys = d.spec.template.spec.volumes.find((v: Obj) => v.name === 'signing-keys');
+      const names = (keys.projected.sources as Obj[]).map((s) => s.secret.name as string);
+      assert.equal(names.length, 2);
+      assert.ok(names.includes(named('distributed', 'Secret', 'orloj-signing-public').metadata.name));
+      const own = named('distributed', 'Secret', `orloj-signing-${role}`);
+      assert.ok(names.includes(own.metadata.name));
+      assert.deepEqual(Object.keys(own.data), [`${role}.key`]);
+      for (const other of roles) {
+        assert.equal(env[`ORLOJ_${other.toUpperCase().replace('-', '_')}_PUBLIC_KEY_FILE`], `/etc/orloj/keys/${other}.pub`);
+        assert.equal(env[`ORLOJ_${other.toUpperCase().replace('-', '_')}_PRIVATE_KEY_FILE`], other === role ? `/etc/orloj/keys/${role}.key` : undefined);
+      }
     }
     const hpa = named('distributed', 'HorizontalPodAutoscaler', 'orloj-runners');
     assert.deepEqual(hpa.spec.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: 'orloj-runners' });
