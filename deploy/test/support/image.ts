@@ -1,0 +1,109 @@
+/**
+ * Builds the orloj image from the repository's Containerfile, offline: the bases come
+ * from deploy/image/make-base.sh (Debian packages and this machine's Node.js, cached
+ * outside the repository), the npm dependencies from the registry through podman's
+ * layer cache (rebuilt only when a manifest or the lockfile changes). Once per test
+ * process: the image and compose suites share it.
+ */
+import { execFile, spawn } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { requireServices } from '../../../common/test/support/services.js';
+
+export const run = promisify(execFile);
+export const repoDir = path.resolve(import.meta.dirname, '../../..');
+export const IMAGE = 'localhost/orloj/orloj:ci';
+
+const podmanDir = process.env.ORLOJ_PODMAN_DIR || '/var/tmp/orloj-podman';
+/** podman's CLI with the runtime settings scripts/container-runtime.sh writes (runc, ulimits). */
+export const podmanEnv = { ...process.env, CONTAINERS_CONF: path.join(podmanDir, 'containers.conf') };
+
+export async function podman(args: string[], timeout = 120_000): Promise<string> {
+  const { stdout } = await run('podman', args, { env: podmanEnv, timeout, maxBuffer: 64 << 20 });
+  return stdout.trim();
+}
+
+/** Runs a long command, keeping only the tail of its output for the error message. */
+function runLogged(cmd: string, args: string[], timeout: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: podmanEnv, cwd: repoDir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let tail = '';
+    const keep = (b: Buffer) => (tail = (tail + b.toString()).slice(-6000));
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    const timer = setTimeout(() => child.kill('SIGTERM'), timeout);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve();
+      else reject(new Error(`${cmd} ${args.join(' ')} exited ${code}:\n${tail}`));
+    });
+  });
+}
+
+let built: Promise<void> | undefined;
+
+/** Resolves when IMAGE is built from the current tree; the suite skips (or fails under REQUIRE_SERVICES=1) without podman. */
+export function buildImage(ctx: Mocha.Context): Promise<void> {
+  built ??= (async () => {
+    // Installs podman/runc when missing and writes the containers.conf podmanEnv names.
+    await run(path.join(repoDir, 'scripts/container-runtime.sh'), ['ensure'], { timeout: 600_000 });
+    const { stdout } = await run(path.join(repoDir, 'deploy/image/make-base.sh'), [], { env: podmanEnv, timeout: 900_000 });
+    const args = Object.fromEntries(
+      stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('=') as [string, string]),
+    );
+    // This machine's npm cache, overlaid (never written), spares the registry most downloads.
+    const cache = (await run('npm', ['config', 'get', 'cache'])).stdout.trim();
+    // At most this process's own limit: the kernel refuses to raise it in a container.
+    const nofile = Math.min(65536, Number((await run('sh', ['-c', 'ulimit -Hn'])).stdout.trim()) || 1024);
+    await runLogged(
+      'podman',
+      [
+        'build', '--format', 'docker', '-v', `${cache}:/root/.npm:O`, '--build-arg', 'NPM_CI_FLAGS=--prefer-offline',
+        // npm reading a warm cache opens more files than containers.conf's default 1024.
+        '--ulimit', `nofile=${nofile}:${nofile}`,
+        '--build-arg', `NODE_IMAGE=${args.NODE_IMAGE}`, '--build-arg', `BUILD_IMAGE=${args.BUILD_IMAGE}`,
+        '-t', IMAGE, '-f', 'Containerfile', '.',
+      ], // prettier-ignore
+      900_000,
+    );
+  })();
+  return built.catch((err: unknown) => {
+    if (!requireServices && /ENOENT|could not be started|required/.test(String(err))) ctx.skip();
+    throw err;
+  });
+}
+
+/** Polls until `ok` holds: state changes in other processes, announced by no event the test can await. */
+export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 60_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await read();
+      if (ok(v)) return v;
+      last = v;
+    } catch (err) {
+      last = err instanceof Error ? err.message : err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** A TCP port free on 127.0.0.1 right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = http.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
