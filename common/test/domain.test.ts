@@ -93,6 +93,8 @@ describe('newWorkflow', () => {
         buildCompletedAt: null,
         nextDueAt: null,
         buildToken: 0,
+        skippedSlots: 0,
+        lastSlotSkippedAt: null,
       },
     );
     assert.notEqual(newWorkflow(chosen, 1_000).id, w.id);
