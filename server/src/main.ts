@@ -16,6 +16,7 @@ import {
   type Clock,
   type DatabaseHandle,
   type Logger,
+  type MigrationStatus,
   type ResolvedConfig,
   type RoleKeys,
 } from '@orloj/common';
@@ -199,6 +200,16 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       return stopping;
     },
   };
+}
+
+/** `orloj migrate --check`: what `orloj migrate` would do, without doing it. */
+export async function migrationStatus(env: Env = process.env): Promise<MigrationStatus> {
+  const database = openDatabase(loadConfig(env).databaseUrl);
+  try {
+    return await database.migrationStatus();
+  } finally {
+    await database.close();
+  }
 }
 
 /** `orloj migrate`: applies pending migrations and exits. */

@@ -7,6 +7,7 @@ import * as m0004 from './0004-job-logs.js';
 import * as m0005 from './0005-scheduler-indexes.js';
 import * as m0006 from './0006-notifications.js';
 import * as m0007 from './0007-workflow-list-versions.js';
+import * as m0011 from './0011-retention.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -21,7 +22,11 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0005-scheduler-indexes': m0005,
   '0006-notifications': m0006,
   '0007-workflow-list-versions': m0007,
+  '0011-retention': m0011,
 };
+
+/** The names of the migrations this build knows, in application order. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
 
 /** The same migrations for both engines; dialect differences come in through the helpers. */
 export function migrationProvider(d: DialectHelpers): MigrationProvider {
