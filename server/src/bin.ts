@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, DatabaseTooNewError } from '@orloj/common';
 import { ALL_ROLES, AVAILABLE_ROLES, parseRoles } from './roles.js';
 import { migrate, migrationStatus, startOrloj, type RunningOrloj } from './main.js';
+import { backup } from './backup.js';
 
 const HELP = `orloj — self-hosted workflow scheduling
 
@@ -11,6 +12,8 @@ Usage:
   orloj migrate                  apply pending database migrations and exit
   orloj migrate --check          list pending migrations without applying them
                                  (exit 0: up to date, 3: migrations pending)
+  orloj backup <file>            write a consistent copy of the embedded SQLite
+                                 database to <file> (mode 0600), also while running
   orloj --help                   show this help
 
 Roles: ${ALL_ROLES.join(', ')} (available now: ${AVAILABLE_ROLES.join(', ')}), or all.
@@ -33,6 +36,15 @@ async function main(argv: string[]): Promise<number> {
     if (status.unknown.length) throw new DatabaseTooNewError(status.unknown);
     console.log(status.pending.length ? `pending: ${status.pending.join(', ')}` : 'database is up to date');
     return status.pending.length ? 3 : 0;
+  }
+  if (command === 'backup') {
+    if (!positionals[1] || positionals.length > 2) {
+      console.error(`orloj backup takes one argument: the file to write\n\n${HELP}`);
+      return 2;
+    }
+    const result = backup(positionals[1]);
+    console.log(`backup written: ${result.file} (${result.bytes} bytes, migration ${result.migration ?? 'none'})`);
+    return 0;
   }
   if (command === 'migrate') {
     const applied = await migrate();

@@ -14,3 +14,4 @@ export * from './lifecycle.js';
 export { NOTIFICATION_KINDS, type Notification, type NotificationKind } from './repos/notifications.repo.js';
 export { DELETED_WORKFLOW_NAME, type WorkflowTotals, type UserTotals, type KindTotals, type TopWorkflow } from './repos/analytics.repo.js';
 export { isConnectionError } from './connection-errors.js';
+export { backupSqlite, type SqliteBackupResult } from './sqlite-backup.js';
