@@ -23,7 +23,7 @@ import {
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { ApiServer, isDashboardDir } from '@orloj/api';
-import { Scheduler } from '@orloj/scheduler';
+import { RetentionSweeper, Scheduler } from '@orloj/scheduler';
 import { BusLogSink, ContainerExecutor, HttpCheckExecutor, Runner } from '@orloj/runners';
 import { LogIngester } from '@orloj/log-ingest';
 import { Notifier } from '@orloj/notifier';
@@ -134,6 +134,10 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       });
       await scheduler.start();
       started.push(scheduler);
+      // Pruning old rows is the leader's: one process at a time, in either topology.
+      const retention = new RetentionSweeper({ store, clock, logger: log, mayRun: () => scheduler.isLeader, config: config.retention });
+      await retention.start();
+      started.push(retention);
     }
     // Before the runners: stopped after them, so it takes the lines they flush at shutdown.
     if (roles.has('log-ingest') && store) {
