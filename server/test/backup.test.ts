@@ -4,9 +4,15 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
+import { execFile, spawnSync, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import { newId, openDatabase } from '@orloj/common';
+import { createTestDatabase } from '../../common/test/support/stores.js';
+import { needService, requireServices } from '../../common/test/support/services.js';
+import { workflowFixture } from '../../common/test/support/fixtures.js';
 import { TestClient } from '../../api/test/support/client.js';
 import { finish, orloj, waitForLine } from './support/cli.js';
 
@@ -153,6 +159,54 @@ describe('orloj backup and restore [SQLite]', function () {
       assert.ok((jobs.json.jobs as unknown[]).length >= 2);
     } finally {
       await stopServer(second);
+    }
+  });
+});
+
+describe('PostgreSQL backup and restore with pg_dump and pg_restore (docs/operations.md)', function () {
+  this.timeout(120_000);
+  const run = promisify(execFile);
+
+  it('restores a dump into a new database that orloj takes as it was, migrations and rows', async function () {
+    const base = needService(this, 'postgres');
+    if (['pg_dump', 'pg_restore'].some((tool) => spawnSync(tool, ['--version']).status !== 0)) {
+      if (requireServices) throw new Error('REQUIRE_SERVICES=1 but pg_dump / pg_restore are not installed (Debian: postgresql-client)');
+      this.skip();
+    }
+    const source = await createTestDatabase('postgres', this);
+    const name = `orloj_restore_${crypto.randomBytes(4).toString('hex')}`;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-pgdump-'));
+    const admin = new pg.Client({ connectionString: base });
+    await admin.connect();
+    try {
+      const userId = newId();
+      await source.store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
+      const workflow = workflowFixture(userId);
+      await source.store.workflows.insert(workflow);
+      const schema = /search_path=(\w+)/.exec(new URL(source.url).searchParams.get('options') ?? '')![1]!;
+
+      const dump = path.join(dir, 'orloj.dump');
+      await run('pg_dump', ['--format=custom', `--schema=${schema}`, `--file=${dump}`, base]);
+      await admin.query(`create database ${name}`);
+      const target = new URL(base);
+      target.pathname = `/${name}`;
+      await run('pg_restore', ['--no-owner', `--dbname=${target.toString()}`, dump]);
+
+      target.searchParams.set('options', `-c search_path=${schema}`);
+      const restored = openDatabase(target.toString());
+      try {
+        assert.deepEqual((await restored.migrationStatus()).pending, []);
+        assert.deepEqual(await restored.migrate(), []);
+        const rows = await restored.db.selectFrom('workflows').select(['id', 'user_id']).execute();
+        assert.deepEqual(rows, [{ id: workflow.id, user_id: userId }]);
+      } finally {
+        await restored.close();
+      }
+    } finally {
+      await admin.query(`drop database if exists ${name}`);
+      await admin.end();
+      await source.drop();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });
