@@ -41,10 +41,9 @@ export interface RetentionDeps {
   /** Whether this process may sweep now: the scheduler leader does, so one process at a time sweeps. */
   mayRun: () => boolean;
   config?: Partial<RetentionConfig>;
+  /** How often the replica checks whether a sweep is due (real time); the first sweep comes this long after start. */
+  checkEveryMs?: number;
 }
-
-/** How often a replica checks whether a sweep is due (real time); the first sweep comes this long after start. */
-const CHECK_EVERY_MS = 60_000;
 
 /**
  * Prunes old rows (docs/operations.md, "Retention"): log lines of jobs that
@@ -81,7 +80,7 @@ export class RetentionSweeper {
     const { signal } = this.abort;
     let last = -Infinity;
     while (!signal.aborted) {
-      await systemClock.sleep(CHECK_EVERY_MS, signal);
+      await systemClock.sleep(this.deps.checkEveryMs ?? 60_000, signal);
       if (signal.aborted || !this.deps.mayRun() || clock.now() - last < this.config.intervalMs) continue;
       last = clock.now();
       try {

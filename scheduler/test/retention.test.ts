@@ -116,6 +116,26 @@ describeEachEngine('retention sweep', (db) => {
     assert.deepEqual(await sweeper.sweep(), { jobs: 0, logLines: 0, notifications: 0, complete: true }, 'a second sweep finds nothing');
   });
 
+  it('sweeps on its own while its replica leads, and not otherwise', async () => {
+    const old = await endedJob(store, daily, 120);
+    const clock = new ManualClock(NOW);
+    let leads = false;
+    const sweeper = new RetentionSweeper({ store, clock, logger: silentLogger, mayRun: () => leads, config: CONFIG, checkEveryMs: 5 });
+    await sweeper.start();
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      assert.ok((await ids(daily)).has(old.id), 'a standby does not sweep');
+      leads = true;
+      const deadline = Date.now() + 10_000;
+      while ((await ids(daily)).has(old.id)) {
+        assert.ok(Date.now() < deadline, 'the leader swept');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      await sweeper.stop();
+    }
+  });
+
   it('keeps everything a setting turns off', async () => {
     const later = new ManualClock(NOW + 1000 * DAY);
     const sweeper = new RetentionSweeper({
