@@ -169,8 +169,11 @@ describe('PostgreSQL backup and restore with pg_dump and pg_restore (docs/operat
 
   it('restores a dump into a new database that orloj takes as it was, migrations and rows', async function () {
     const base = needService(this, 'postgres');
-    if (['pg_dump', 'pg_restore'].some((tool) => spawnSync(tool, ['--version']).status !== 0)) {
-      if (requireServices) throw new Error('REQUIRE_SERVICES=1 but pg_dump / pg_restore are not installed (Debian: postgresql-client)');
+    const missing = () => ['pg_dump', 'pg_restore'].some((tool) => spawnSync(tool, ['--version']).status !== 0);
+    // They come with Debian's postgresql (scripts/services.sh); a remote TEST_DATABASE_URL may leave them out.
+    if (missing() && requireServices) spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'postgresql-client'], { stdio: 'ignore' });
+    if (missing()) {
+      if (requireServices) throw new Error('REQUIRE_SERVICES=1 but pg_dump / pg_restore are not installed and apt-get could not install postgresql-client');
       this.skip();
     }
     const source = await createTestDatabase('postgres', this);

@@ -401,6 +401,8 @@ class ImmediateSqliteDialect implements Dialect {
  * users already exists"). Saying so makes the migrator run in one
  * transaction, which begins IMMEDIATE (above): the write lock is the
  * migration lock, and whoever waits for it finds the migrations applied.
+ * (Inside it `PRAGMA foreign_keys` changes nothing: a migration that rebuilds
+ * a table must check its foreign keys with `PRAGMA foreign_key_check`.)
  */
 class TransactionalDdlSqliteAdapter extends SqliteAdapter {
   override get supportsTransactionalDdl(): boolean {
