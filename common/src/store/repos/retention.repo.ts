@@ -42,8 +42,11 @@ export class RetentionRepo {
     let q = this.db.selectFrom('jobs as j').select('j.id').where('j.id', 'in', ids).where('j.status', 'in', TERMINAL_JOB_STATUSES);
     if (keep > 0) {
       q = q.where(
+        // The order by makes both engines walk the list's index from the newest and stop
+        // at `keep` (PostgreSQL otherwise gathered every newer job in a bitmap first).
         sql<number>`(select count(*) from (select 1 from jobs k where k.workflow_id = j.workflow_id
-          and (k.scheduled_at > j.scheduled_at or (k.scheduled_at = j.scheduled_at and k.id > j.id)) limit ${keep}) newer)`,
+          and (k.scheduled_at > j.scheduled_at or (k.scheduled_at = j.scheduled_at and k.id > j.id))
+          order by k.scheduled_at desc, k.id desc limit ${keep}) newer)`,
         '>=',
         keep,
       );
@@ -64,6 +67,11 @@ export class RetentionRepo {
             .selectFrom('job_logs')
             .select(['job_id', 'attempt', 'sequence_num'])
             .where('job_id', 'in', ids)
+            // In key order: the primary key's index, never a scan of the table that a
+            // bare LIMIT led PostgreSQL to (it expected to find the rows early).
+            .orderBy('job_id')
+            .orderBy('attempt')
+            .orderBy('sequence_num')
             .limit(limit)
             .$asTuple('job_id', 'attempt', 'sequence_num'),
         ),
