@@ -193,7 +193,7 @@ async function runEngine(ctx: SuiteContext, engine: Engine, jobs: number): Promi
 
 export const retention: BenchSuite = {
   name: 'retention',
-  title: 'Retention: a sweep over 1M jobs beside the scheduler’s writes',
+  title: 'Retention: one sweep over a large jobs table beside the scheduler’s writes',
   async run(ctx) {
     const jobs = envInt('BENCH_RETENTION_JOBS', 1_000_000, 10_000);
     const results: EngineResult[] = [];
