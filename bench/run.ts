@@ -19,11 +19,12 @@ import { containers } from './containers.bench.js';
 import { liveTail } from './live-tail.bench.js';
 import { logIngest } from './log-ingest.bench.js';
 import { logSearch } from './log-search.bench.js';
+import { retention } from './retention.bench.js';
 import { scheduling } from './scheduling.bench.js';
 import { workflowsList } from './workflows-list.bench.js';
 
 /** Every suite, in run order. Add new ones here. */
-const SUITES: BenchSuite[] = [workflowsList, scheduling, containers, logIngest, logSearch, liveTail];
+const SUITES: BenchSuite[] = [workflowsList, scheduling, containers, logIngest, logSearch, liveTail, retention];
 
 async function main(filters: string[]): Promise<number> {
   if (filters.includes('--list')) {

@@ -182,3 +182,23 @@ describe('config: OPS_PORT', () => {
     for (const bad of ['http', '-1', '70000']) assert.throws(() => loadConfig({ OPS_PORT: bad }), (err: unknown) => err instanceof ConfigError && /OPS_PORT must be an integer from 0 to 65535/.test(err.message));
   });
 });
+
+describe('config: retention', () => {
+  it('defaults to 90 days of jobs and notifications, 30 days of job logs, and the newest 20 jobs of each workflow', () => {
+    const { retention } = loadConfig({});
+    const days = (ms: number | undefined) => (ms === undefined ? undefined : ms / 86_400_000);
+    assert.deepEqual([days(retention.jobsMs), days(retention.jobLogsMs), days(retention.notificationsMs)], [90, 30, 90]);
+    assert.deepEqual([retention.keepJobs, retention.intervalMs, retention.batchSize], [20, 3_600_000, 500]);
+  });
+
+  it('keeps rows forever with off, and refuses ages under an hour, naming the variable', () => {
+    const c = loadConfig({ RETENTION_JOBS: 'off', RETENTION_JOB_LOGS: 'OFF', RETENTION_NOTIFICATIONS: '365d', RETENTION_KEEP_JOBS: '0' });
+    assert.equal(c.retention.jobsMs, undefined);
+    assert.equal(c.retention.jobLogsMs, undefined);
+    assert.equal(c.retention.notificationsMs, 365 * 86_400_000);
+    assert.equal(c.retention.keepJobs, 0);
+    assert.throws(() => loadConfig({ RETENTION_JOBS: '30m' }), /RETENTION_JOBS must be at least 1h, or off/);
+    assert.throws(() => loadConfig({ RETENTION_JOB_LOGS: 'forever' }), /RETENTION_JOB_LOGS must be a duration/);
+    assert.throws(() => loadConfig({ RETENTION_BATCH_SIZE: '0' }), /RETENTION_BATCH_SIZE/);
+  });
+});

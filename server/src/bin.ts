@@ -1,14 +1,19 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { ConfigError, createLogger } from '@orloj/common';
+import { ConfigError, createLogger, DatabaseTooNewError } from '@orloj/common';
 import { ALL_ROLES, AVAILABLE_ROLES, parseRoles } from './roles.js';
-import { migrate, startOrloj, type RunningOrloj } from './main.js';
+import { migrate, migrationStatus, startOrloj, type RunningOrloj } from './main.js';
+import { backup } from './backup.js';
 
 const HELP = `orloj — self-hosted workflow scheduling
 
 Usage:
   orloj start [--roles <list>]   start the service (default: all roles)
   orloj migrate                  apply pending database migrations and exit
+  orloj migrate --check          list pending migrations without applying them
+                                 (exit 0: up to date, 3: migrations pending)
+  orloj backup <file>            write a consistent copy of the embedded SQLite
+                                 database to <file> (mode 0600), also while running
   orloj --help                   show this help
 
 Roles: ${ALL_ROLES.join(', ')} (available now: ${AVAILABLE_ROLES.join(', ')}), or all.
@@ -25,12 +30,27 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { roles: { type: 'string', default: 'all' }, help: { type: 'boolean', short: 'h' } },
+    options: { roles: { type: 'string', default: 'all' }, help: { type: 'boolean', short: 'h' }, check: { type: 'boolean' } },
   });
   const command = positionals[0];
   if (values.help || command === 'help' || command === undefined) {
     process.stdout.write(HELP);
     return command === undefined && !values.help ? 1 : 0;
+  }
+  if (command === 'migrate' && values.check) {
+    const status = await migrationStatus();
+    if (status.unknown.length) throw new DatabaseTooNewError(status.unknown);
+    console.log(status.pending.length ? `pending: ${status.pending.join(', ')}` : 'database is up to date');
+    return status.pending.length ? 3 : 0;
+  }
+  if (command === 'backup') {
+    if (!positionals[1] || positionals.length > 2) {
+      console.error(`orloj backup takes one argument: the file to write\n\n${HELP}`);
+      return 2;
+    }
+    const result = backup(positionals[1]);
+    console.log(`backup written: ${result.file} (${result.bytes} bytes, migration ${result.migration ?? 'none'})`);
+    return 0;
   }
   if (command === 'migrate') {
     const applied = await migrate();

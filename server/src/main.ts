@@ -23,6 +23,7 @@ import {
   type Clock,
   type DatabaseHandle,
   type Logger,
+  type MigrationStatus,
   type ResolvedConfig,
   type RoleKeys,
 } from '@orloj/common';
@@ -30,7 +31,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiServer, isDashboardDir } from '@orloj/api';
-import { Scheduler } from '@orloj/scheduler';
+import { RetentionSweeper, Scheduler } from '@orloj/scheduler';
 import { BusLogSink, ContainerExecutor, HttpCheckExecutor, ImagePolicy, Runner } from '@orloj/runners';
 import { LogIngester } from '@orloj/log-ingest';
 import { Notifier } from '@orloj/notifier';
@@ -187,6 +188,10 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       log.info({ replicaId: config.scheduler.id }, 'scheduler started');
       started.push(scheduler);
       roleMetrics.scheduler(metrics, scheduler, store, bus);
+      // Pruning old rows is the leader's: one process at a time, in either topology.
+      const retention = new RetentionSweeper({ store, clock, logger: log, mayRun: () => scheduler.isLeader, config: config.retention });
+      await retention.start();
+      started.push(retention);
     }
     // Before the runners: stopped after them, so it takes the lines they flush at shutdown.
     if (roles.has('log-ingest') && store) {
@@ -275,6 +280,16 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       return stopping;
     },
   };
+}
+
+/** `orloj migrate --check`: what `orloj migrate` would do, without doing it. */
+export async function migrationStatus(env: Env = process.env): Promise<MigrationStatus> {
+  const database = openDatabase(loadConfig(env).databaseUrl);
+  try {
+    return await database.migrationStatus();
+  } finally {
+    await database.close();
+  }
 }
 
 /** `orloj migrate`: applies pending migrations and exits. */

@@ -1,43 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
 import { parseRoles } from '@orloj/server';
-
-const BIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '../src/bin.ts');
-
-/** Runs the real `orloj` command (from sources, through tsx) with the given env. */
-function orloj(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
-
-async function finish(child: ChildProcess): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const [code, signal] = (await once(child, 'exit')) as [number | null, string | null];
-  return { code, signal, stdout, stderr };
-}
-
-/** Resolves with the first stdout line matching `pattern`. */
-async function waitForLine(child: ChildProcess, pattern: RegExp): Promise<string> {
-  let buffer = '';
-  return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      buffer += d.toString();
-      const line = buffer.split('\n').find((l) => pattern.test(l));
-      if (line) resolve(line);
-    });
-    child.once('exit', (code) => reject(new Error(`exited with ${code} before printing ${pattern}: ${buffer}`)));
-  });
-}
+import { finish, orloj, waitForLine } from './support/cli.js';
 
 describe('orloj command', function () {
   this.timeout(60_000);

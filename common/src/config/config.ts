@@ -91,6 +91,20 @@ export interface Config {
   };
   /** Port of /livez, /readyz and /metrics in a process without the api role (on HOST; 0: any free port). */
   readonly opsPort: number;
+  /**
+   * What the scheduler leader prunes, and how (docs/operations.md, "Retention").
+   * Ages in milliseconds; undefined keeps the rows forever.
+   */
+  readonly retention: {
+    readonly jobsMs: number | undefined;
+    readonly jobLogsMs: number | undefined;
+    readonly notificationsMs: number | undefined;
+    /** The newest jobs of every workflow, kept whatever their age. */
+    readonly keepJobs: number;
+    readonly intervalMs: number;
+    /** Rows per delete statement. */
+    readonly batchSize: number;
+  };
   /** Test hook: `accelerated:<origin-ms>:<speed>` runs every role on a faster clock. */
   readonly clock: { readonly kind: 'system' } | { readonly kind: 'accelerated'; readonly origin: number; readonly speed: number };
 }
@@ -301,6 +315,14 @@ export function loadConfig(env: Env = process.env): Config {
       maxActiveJobsPerUser: r.int('MAX_ACTIVE_JOBS_PER_USER', 2, 1, 1_000_000),
     },
     opsPort: r.int('OPS_PORT', 9464, 0, 65535),
+    retention: {
+      jobsMs: retentionAge(r, 'RETENTION_JOBS', '90d'),
+      jobLogsMs: retentionAge(r, 'RETENTION_JOB_LOGS', '30d'),
+      notificationsMs: retentionAge(r, 'RETENTION_NOTIFICATIONS', '90d'),
+      keepJobs: r.int('RETENTION_KEEP_JOBS', 20, 0, 10_000),
+      intervalMs: r.duration('RETENTION_INTERVAL', '1h'),
+      batchSize: r.int('RETENTION_BATCH_SIZE', 500, 1, 100_000),
+    },
     clock: parseClock(r),
   };
   if (config.containers.maxTimeoutMs > 60 * 60_000) r.problems.push('CONTAINER_MAX_TIMEOUT must be at most 1h');
@@ -355,6 +377,17 @@ function registryList(r: Reader): string[] {
     }
   }
   return list;
+}
+
+/** How long rows are kept: a duration of at least an hour, or `off` (kept forever). */
+function retentionAge(r: Reader, name: string, fallback: string): number | undefined {
+  if (r.raw(name)?.toLowerCase() === 'off') return undefined;
+  const ms = r.duration(name, fallback);
+  if (ms < 3_600_000) {
+    r.problems.push(`${name} must be at least 1h, or off (got "${r.raw(name)}")`);
+    return undefined;
+  }
+  return ms;
 }
 
 function parseClock(r: Reader): Config['clock'] {

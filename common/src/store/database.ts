@@ -5,9 +5,11 @@ import pg from 'pg';
 import {
   CompiledQuery,
   sql,
+  DEFAULT_MIGRATION_TABLE,
   Kysely,
   Migrator,
   PostgresDialect,
+  SqliteAdapter,
   SqliteDialect,
   type DatabaseConnection,
   type Dialect,
@@ -16,7 +18,7 @@ import {
 import type { Database } from './schema.js';
 import { makePrivateDir, preparePrivateFile, sqliteFiles, tightenFile } from '../config/data-dir.js';
 import { foldCase, postgresHelpers, sqliteHelpers, SQLITE_CONTAINS_FOLDED_FUNCTION, SQLITE_FOLD_FUNCTION, type DialectHelpers } from './dialect.js';
-import { migrationProvider } from './migrations/index.js';
+import { MIGRATION_NAMES, migrationProvider } from './migrations/index.js';
 import type { HeldConnection, RowReader } from './compiled-read.js';
 import { tlsMaterial, type TlsFiles } from '../config/tls.js';
 
@@ -27,9 +29,37 @@ export interface DatabaseHandle {
   readonly reader: RowReader | undefined;
   /** The writer connection as a transaction holds it (SQLite; compiled-read.ts). */
   readonly writer?: HeldConnection;
-  /** Applies pending migrations; returns the names applied now. */
+  /**
+   * Applies pending migrations; returns the names applied now. Refuses
+   * (DatabaseTooNewError) a database that a newer orloj migrated further.
+   */
   migrate(): Promise<string[]>;
+  /** The migrations applied to the database, those this build would apply, and those it does not know. */
+  migrationStatus(): Promise<MigrationStatus>;
   close(): Promise<void>;
+}
+
+export interface MigrationStatus {
+  applied: string[];
+  pending: string[];
+  /** Applied by a newer orloj: this build must not run against the database. */
+  unknown: string[];
+}
+
+/**
+ * The database carries migrations this build does not know: a newer orloj
+ * migrated it. Running on would mean reading and writing a schema this code
+ * was not written for, so every role refuses to start.
+ */
+export class DatabaseTooNewError extends Error {
+  constructor(readonly unknown: readonly string[]) {
+    const latest = MIGRATION_NAMES[MIGRATION_NAMES.length - 1] ?? 'none';
+    super(
+      `this database was migrated by a newer orloj (migration ${unknown.join(', ')}); this orloj knows migrations up to ${latest}. ` +
+        'Run the newer orloj, or restore the backup taken before the upgrade (docs/operations.md, "Upgrades").',
+    );
+    this.name = 'DatabaseTooNewError';
+  }
 }
 
 export interface DatabaseOptions {
@@ -72,15 +102,43 @@ function handle(
     async migrate() {
       // In PostgreSQL the migration tables live in the current schema (tests and
       // installations may share a database); Kysely would otherwise find them in any schema.
-      const schema =
-        dialect.name === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s : undefined;
+      const schema = await currentSchema(db, dialect);
+      // Kysely would report a newer database's migrations as "corrupted migrations".
+      const { unknown } = await migrationStatus(db, dialect, schema);
+      if (unknown.length) throw new DatabaseTooNewError(unknown);
       const migrator = new Migrator({ db, provider: migrationProvider(dialect), ...(schema ? { migrationTableSchema: schema } : {}) });
       const { error, results } = await migrator.migrateToLatest();
       if (error) throw error instanceof Error ? error : new Error(String(error));
       afterMigrate?.();
       return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
     },
+    async migrationStatus() {
+      return migrationStatus(db, dialect, await currentSchema(db, dialect));
+    },
     close,
+  };
+}
+
+async function currentSchema(db: Kysely<Database>, dialect: DialectHelpers): Promise<string | undefined> {
+  if (dialect.name !== 'postgres') return undefined;
+  return (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]?.s;
+}
+
+async function migrationStatus(db: Kysely<Database>, dialect: DialectHelpers, schema: string | undefined): Promise<MigrationStatus> {
+  const exists =
+    dialect.name === 'postgres'
+      ? await sql`select 1 from information_schema.tables where table_schema = ${schema} and table_name = ${DEFAULT_MIGRATION_TABLE}`.execute(db)
+      : await sql`select 1 from sqlite_master where type = 'table' and name = ${DEFAULT_MIGRATION_TABLE}`.execute(db);
+  const applied = exists.rows.length
+    ? (await sql<{ name: string }>`select name from ${sql.table(schema ? `${schema}.${DEFAULT_MIGRATION_TABLE}` : DEFAULT_MIGRATION_TABLE)} order by name`.execute(db)).rows.map(
+        (r) => r.name,
+      )
+    : [];
+  const done = new Set(applied);
+  return {
+    applied,
+    pending: MIGRATION_NAMES.filter((n) => !done.has(n)),
+    unknown: applied.filter((n) => !MIGRATION_NAMES.includes(n)),
   };
 }
 
@@ -324,7 +382,7 @@ class PostgresReader implements RowReader {
 class ImmediateSqliteDialect implements Dialect {
   constructor(private readonly inner: SqliteDialect) {}
   createAdapter() {
-    return this.inner.createAdapter();
+    return new TransactionalDdlSqliteAdapter();
   }
   createDriver(): Driver {
     const driver = this.inner.createDriver();
@@ -345,5 +403,22 @@ class ImmediateSqliteDialect implements Dialect {
   }
   createQueryCompiler() {
     return this.inner.createQueryCompiler();
+  }
+}
+
+/**
+ * SQLite's DDL is transactional, but Kysely's adapter says otherwise and takes
+ * no migration lock, trusting that one connection is all there is. Several
+ * processes on one database file (the embedded server and `orloj migrate`,
+ * or replicas starting together) then ran the same migration twice ("table
+ * users already exists"). Saying so makes the migrator run in one
+ * transaction, which begins IMMEDIATE (above): the write lock is the
+ * migration lock, and whoever waits for it finds the migrations applied.
+ * (Inside it `PRAGMA foreign_keys` changes nothing: a migration that rebuilds
+ * a table must check its foreign keys with `PRAGMA foreign_key_check`.)
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
   }
 }

@@ -15,3 +15,5 @@ export { NOTIFICATION_KINDS, type Notification, type NotificationKind } from './
 export { DELETED_WORKFLOW_NAME, type WorkflowTotals, type UserTotals, type KindTotals, type TopWorkflow } from './repos/analytics.repo.js';
 export { isConnectionError } from './connection-errors.js';
 export * from './health.js';
+export { backupSqlite, type SqliteBackupResult } from './sqlite-backup.js';
+export type { EndedJobPosition } from './repos/retention.repo.js';

@@ -12,6 +12,7 @@ import { LogsRepo } from './repos/logs.repo.js';
 import { OutboxRepo } from './repos/outbox.repo.js';
 import { NotificationsRepo } from './repos/notifications.repo.js';
 import { AnalyticsRepo } from './repos/analytics.repo.js';
+import { RetentionRepo } from './repos/retention.repo.js';
 import type { DatabaseHandle } from './database.js';
 import { CompiledReads, ReadRunner, TransactionScope } from './compiled-read.js';
 
@@ -34,6 +35,8 @@ export class Store {
   readonly outbox: OutboxRepo;
   readonly notifications: NotificationsRepo;
   readonly analytics: AnalyticsRepo;
+  /** The retention sweep's bounded deletes (docs/operations.md, "Retention"). */
+  readonly retention: RetentionRepo;
 
   /**
    * `reads` are the database's compiled reads (compiled-read.ts), shared with
@@ -59,6 +62,7 @@ export class Store {
     this.outbox = new OutboxRepo(db, runner);
     this.notifications = new NotificationsRepo(db, dialect);
     this.analytics = new AnalyticsRepo(db);
+    this.retention = new RetentionRepo(db);
   }
 
   /** A round trip to the database (readiness probes): rejects when it cannot be reached. */

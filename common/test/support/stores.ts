@@ -24,9 +24,9 @@ export interface TestDatabase {
  * PostgreSQL database (selected through search_path in the URL, so a spawned
  * `orloj` process given the URL sees the same schema).
  */
-async function open(engine: Engine, url: string, cleanup: () => Promise<void> | void): Promise<TestDatabase> {
+async function open(engine: Engine, url: string, cleanup: () => Promise<void> | void, migrate = true): Promise<TestDatabase> {
   const handle = openDatabase(url);
-  await handle.migrate();
+  if (migrate) await handle.migrate();
   return {
     engine,
     url,
@@ -39,10 +39,12 @@ async function open(engine: Engine, url: string, cleanup: () => Promise<void> | 
   };
 }
 
-export async function createTestDatabase(engine: Engine, ctx?: Mocha.Context): Promise<TestDatabase> {
+/** `migrate: false` leaves the database empty (tests of migrating itself). */
+export async function createTestDatabase(engine: Engine, ctx?: Mocha.Context, options: { migrate?: boolean } = {}): Promise<TestDatabase> {
+  const migrate = options.migrate ?? true;
   if (engine === 'sqlite') {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-test-'));
-    return open(engine, `sqlite:${path.join(dir, 'orloj.db')}`, () => fs.rmSync(dir, { recursive: true, force: true }));
+    return open(engine, `sqlite:${path.join(dir, 'orloj.db')}`, () => fs.rmSync(dir, { recursive: true, force: true }), migrate);
   }
   const base = ctx ? needService(ctx, 'postgres') : process.env.TEST_DATABASE_URL;
   if (!base) throw new Error('TEST_DATABASE_URL is not set');
@@ -58,7 +60,7 @@ export async function createTestDatabase(engine: Engine, ctx?: Mocha.Context): P
     await c.connect();
     await c.query(`drop schema if exists ${schema} cascade`);
     await c.end();
-  });
+  }, migrate);
 }
 
 /**

@@ -9,6 +9,7 @@ import * as m0006 from './0006-notifications.js';
 import * as m0007 from './0007-workflow-list-versions.js';
 import * as m0008 from './0008-skipped-slots.js';
 import * as m0009 from './0009-job-log-truncated.js';
+import * as m0011 from './0011-retention.js';
 import * as m0012 from './0012-job-checks.js';
 
 interface DialectMigration {
@@ -26,8 +27,12 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0007-workflow-list-versions': m0007,
   '0008-skipped-slots': m0008,
   '0009-job-log-truncated': m0009,
+  '0011-retention': m0011,
   '0012-job-checks': m0012,
 };
+
+/** The names of the migrations this build knows, in application order. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
 
 /** The same migrations for both engines; dialect differences come in through the helpers. */
 export function migrationProvider(d: DialectHelpers): MigrationProvider {

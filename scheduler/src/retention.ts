@@ -1,0 +1,155 @@
+import { systemClock, type Clock, type EndedJobPosition, type Logger, type Store } from '@orloj/common';
+
+export interface RetentionConfig {
+  /** Ended jobs older than this go, with their log lines; undefined: kept forever. */
+  jobsMs: number | undefined;
+  /** Log lines of jobs that ended longer ago than this go; undefined: kept as long as their job. */
+  jobLogsMs: number | undefined;
+  notificationsMs: number | undefined;
+  /** The newest jobs of every workflow (and their logs), kept whatever their age. */
+  keepJobs: number;
+  /** Time between sweeps (clock time). */
+  intervalMs: number;
+  /** Rows per statement. */
+  batchSize: number;
+  /** Real-time pause between two statements, so other writers get the database in between. */
+  pauseMs: number;
+}
+
+export const DEFAULT_RETENTION_CONFIG: RetentionConfig = {
+  jobsMs: 90 * 86_400_000,
+  jobLogsMs: 30 * 86_400_000,
+  notificationsMs: 90 * 86_400_000,
+  keepJobs: 20,
+  intervalMs: 3_600_000,
+  batchSize: 500,
+  pauseMs: 20,
+};
+
+export interface SweepResult {
+  jobs: number;
+  logLines: number;
+  notifications: number;
+  /** False when the sweep stopped early (leadership lost, or stopping). */
+  complete: boolean;
+}
+
+export interface RetentionDeps {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  /** Whether this process may sweep now: the scheduler leader does, so one process at a time sweeps. */
+  mayRun: () => boolean;
+  config?: Partial<RetentionConfig>;
+  /** How often the replica checks whether a sweep is due (real time); the first sweep comes this long after start. */
+  checkEveryMs?: number;
+}
+
+/**
+ * Prunes old rows (docs/operations.md, "Retention"): log lines of jobs that
+ * ended before RETENTION_JOB_LOGS, jobs that ended before RETENTION_JOBS,
+ * notifications created before RETENTION_NOTIFICATIONS. Runs in the
+ * scheduler role and sweeps only while its replica leads, so exactly one
+ * process sweeps in either topology (two overlapping for a moment after a
+ * lease change would only delete the same rows). Every statement touches at
+ * most `batchSize` rows and a short pause follows it, so a sweep over
+ * millions of rows is many short transactions, never one long lock.
+ */
+export class RetentionSweeper {
+  readonly config: RetentionConfig;
+  private readonly abort = new AbortController();
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly deps: RetentionDeps) {
+    this.config = { ...DEFAULT_RETENTION_CONFIG, ...deps.config };
+  }
+
+  start(): Promise<void> {
+    const { jobsMs, jobLogsMs, notificationsMs } = this.config;
+    if (jobsMs !== undefined || jobLogsMs !== undefined || notificationsMs !== undefined) this.loop ??= this.run();
+    return Promise.resolve();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const { clock, logger } = this.deps;
+    const { signal } = this.abort;
+    let last = -Infinity;
+    while (!signal.aborted) {
+      await systemClock.sleep(this.deps.checkEveryMs ?? 60_000, signal);
+      if (signal.aborted || !this.deps.mayRun() || clock.now() - last < this.config.intervalMs) continue;
+      last = clock.now();
+      try {
+        const result = await this.sweep();
+        if (result.jobs || result.logLines || result.notifications) logger.info({ retention: result }, 'retention sweep pruned old rows');
+      } catch (err) {
+        logger.warn({ err }, 'retention sweep failed; the next sweep goes on');
+      }
+    }
+  }
+
+  /** One sweep over everything that is due; stops early when leadership is lost. */
+  async sweep(): Promise<SweepResult> {
+    const now = this.deps.clock.now();
+    const { jobsMs, jobLogsMs, notificationsMs } = this.config;
+    const result: SweepResult = { jobs: 0, logLines: 0, notifications: 0, complete: true };
+    // Log lines first: the jobs step deletes the lines of the jobs it prunes anyway.
+    if (jobLogsMs !== undefined && (jobsMs === undefined || jobLogsMs < jobsMs)) {
+      if (!(await this.walkEndedJobs(now - jobLogsMs, result, false))) return { ...result, complete: false };
+    }
+    if (jobsMs !== undefined && !(await this.walkEndedJobs(now - jobsMs, result, true))) return { ...result, complete: false };
+    if (notificationsMs !== undefined) {
+      for (;;) {
+        if (!this.mayGoOn()) return { ...result, complete: false };
+        const n = await this.deps.store.retention.deleteNotifications(now - notificationsMs, this.config.batchSize);
+        result.notifications += n;
+        if (n < this.config.batchSize) break;
+        await this.pause();
+      }
+    }
+    return result;
+  }
+
+  /**
+   * Walks the jobs that ended before `before`, a page at a time in the order
+   * they ended, deleting the log lines of those that may go (and, with
+   * `deleteJobs`, the jobs). False when it had to stop early.
+   */
+  private async walkEndedJobs(before: number, result: SweepResult, deleteJobs: boolean): Promise<boolean> {
+    const { retention } = this.deps.store;
+    const { batchSize, keepJobs } = this.config;
+    let after: EndedJobPosition | undefined;
+    for (;;) {
+      if (!this.mayGoOn()) return false;
+      const page = await retention.endedBefore(before, after, batchSize);
+      if (page.length === 0) return true;
+      after = page[page.length - 1];
+      const ids = await retention.prunable(
+        page.map((j) => j.id),
+        keepJobs,
+      );
+      for (;;) {
+        if (!this.mayGoOn()) return false;
+        const n = await retention.deleteLogLines(ids, batchSize);
+        result.logLines += n;
+        if (n < batchSize) break;
+        await this.pause();
+      }
+      if (deleteJobs) result.jobs += await retention.deleteJobs(ids);
+      if (page.length < batchSize) return true;
+      await this.pause();
+    }
+  }
+
+  private mayGoOn(): boolean {
+    return !this.abort.signal.aborted && this.deps.mayRun();
+  }
+
+  private pause(): Promise<void> {
+    return this.config.pauseMs > 0 ? systemClock.sleep(this.config.pauseMs, this.abort.signal) : new Promise((r) => setImmediate(r));
+  }
+}
