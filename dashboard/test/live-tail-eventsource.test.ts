@@ -87,7 +87,9 @@ describe('live tail with a real EventSource in Chromium', function () {
     const context = await browser.newContext();
     await context.addCookies([...client.cookies].map(([name, value]) => ({ name, value, url: base })));
     const page = await context.newPage();
-    await page.goto(`${base}/openapi.json`);
+    // A page of this origin whose policy lets it connect back (the dashboard's CSP: connect-src 'self');
+    // API answers carry default-src 'none', under which the browser would refuse the EventSource itself.
+    await page.goto(`${base}/`);
     // The page keeps the EventSource open (as a careless client would) and records everything.
     await page.evaluate((url) => {
       const seen: Seen = { events: [], errors: 0, readyState: 0 };

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
-import { silentLogger } from '@orloj/common';
+import { ensureKeyDir, silentLogger } from '@orloj/common';
 import { TestClient } from '../../api/test/support/client.js';
 import { SseReader } from '../../api/test/support/sse.js';
 import { deleteBusObjects } from '../../common/test/support/amqp.js';
@@ -47,11 +47,14 @@ describe('nginx ingress in front of two api replicas', function () {
       BUS_URL: amqp,
       BUS_PREFIX: prefix,
       PORT: '0',
+      OPS_PORT: '0',
       RATE_LIMIT_ENABLED: 'false',
       DOCKER_HOST: docker,
       LOG_LEVEL: 'silent',
     };
-    // the first start migrates and writes the shared secrets and keys
+    // The operator's step: distributed processes read their signing keys from DATA_DIR, they never make them.
+    await ensureKeyDir(env.DATA_DIR);
+    // the first start migrates and writes the shared secrets
     started.push(await startOrloj({ roles: ['scheduler', 'runners', 'log-ingest', 'notifier'], logger: silentLogger, env }));
     for (let i = 0; i < 2; i++) started.push(await startOrloj({ roles: ['api'], logger: silentLogger, env: { ...env, SCHEDULER_ID: `api-${i}` } }));
     replicas = started.slice(1).map((o) => `127.0.0.1:${o.port}`);

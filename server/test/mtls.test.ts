@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
-import { createBus, loadConfig, openDatabase, QUEUES, silentLogger, type Bus } from '@orloj/common';
+import { createBus, ensureKeyDir, loadConfig, openDatabase, QUEUES, silentLogger, type Bus } from '@orloj/common';
 import { TestClient } from '../../api/test/support/client.js';
 import { until } from '../../common/test/support/async.js';
 import { needService, services } from '../../common/test/support/services.js';
@@ -40,6 +40,8 @@ describe('mutual TLS: every role against a TLS-only broker and a certificate-onl
   before(async function () {
     dir = scratchDir('mtls');
     certs = await generateCertificates(dir);
+    // The operator's step: distributed processes read their signing keys, they never make them.
+    await ensureKeyDir(path.join(dir, 'data'));
     const servers = await Promise.allSettled([startRabbit(this, dir, certs), startPostgres(this, dir, certs)]);
     if (servers[0].status === 'fulfilled') rabbit = servers[0].value;
     if (servers[1].status === 'fulfilled') pg = servers[1].value;
@@ -66,6 +68,7 @@ describe('mutual TLS: every role against a TLS-only broker and a certificate-onl
       ...tlsEnv('BUS_TLS', certs, busCert),
       ...(role === 'runners' ? {} : { DATABASE_URL: pg!.url(`orloj-${role}`), ...tlsEnv('DATABASE_TLS', certs, dbCert) }),
       PORT: '0',
+      OPS_PORT: '0',
       RATE_LIMIT_ENABLED: 'false',
       RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
       DOCKER_HOST: services.docker ?? 'unix:///nonexistent/docker.sock',

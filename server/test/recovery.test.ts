@@ -88,6 +88,8 @@ describe('recovery: the embedded server restarted with jobs QUEUED', function ()
       RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
       RUNNER_CONCURRENCY: '4',
       JOB_QUEUE_TIMEOUT: '1h',
+      // One user owns every workflow: the per-user share (docs/security.md) would keep all but two jobs PENDING.
+      MAX_ACTIVE_JOBS_PER_USER: '1000',
       DOCKER_HOST: 'unix:///nonexistent.sock',
     });
   });

@@ -52,6 +52,8 @@ export class RoleProcess {
         BUS_PREFIX: this.env.busPrefix,
         DATA_DIR: this.env.dataDir,
         LOG_LEVEL: 'info',
+        // Several processes share this host: each takes a free port for its probes unless told otherwise.
+        OPS_PORT: '0',
         ...this.extraEnv,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
