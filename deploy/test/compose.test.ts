@@ -83,6 +83,8 @@ describe('deploy: compose, distributed with mutual TLS', function () {
       ORLOJ_IMAGE: IMAGE,
       ORLOJ_HTTP_PORT: String(port),
       ORLOJ_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      // the smoke's HEARTBEAT check calls the api through the ingress by its compose name
+      ORLOJ_ALLOWED_HOSTS: 'ingress',
       // The smoke checks the ingress itself: an address on the compose network.
       RUNNER_ALLOW_TARGETS: '10.0.0.0/8',
       LOG_LEVEL: 'warn',

@@ -50,6 +50,8 @@ describe('nginx ingress in front of two api replicas', function () {
       OPS_PORT: '0',
       RATE_LIMIT_ENABLED: 'false',
       DOCKER_HOST: docker,
+      // the test image is built locally (localhost/…), outside the default allow-list (docs/security.md)
+      CONTAINER_REGISTRIES: 'docker.io,localhost',
       LOG_LEVEL: 'silent',
     };
     // The operator's step: distributed processes read their signing keys from DATA_DIR, they never make them.

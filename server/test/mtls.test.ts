@@ -72,6 +72,8 @@ describe('mutual TLS: every role against a TLS-only broker and a certificate-onl
       RATE_LIMIT_ENABLED: 'false',
       RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
       DOCKER_HOST: services.docker ?? 'unix:///nonexistent/docker.sock',
+      // the test image is built locally (localhost/…), outside the default allow-list (docs/security.md)
+      CONTAINER_REGISTRIES: 'docker.io,localhost',
       // one clock minute passes in one real second, the same clock in every role
       ORLOJ_CLOCK: `accelerated:${clockOrigin}:60`,
       SCHEDULER_TICK: '10s',

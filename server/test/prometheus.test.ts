@@ -116,14 +116,15 @@ describe('Prometheus scraping every role of a distributed run', function () {
     await until(() => count(['PENDING', 'QUEUED', 'RUNNING']), (n) => n === 0, 'no open job', 60_000);
     await until(() => db.store.outbox.pending(), (n) => n === 0, 'every domain event applied', 60_000);
 
-    // A queue with messages nobody consumes: three on jobs.dead, straight to the broker.
+    // A queue with messages nobody consumes: three on builds.dead, straight to the broker
+    // (not jobs.dead: the schedulers take refused jobs from there and hand them out again).
     const connection = await amqp.connect(amqpUrl);
     let brokerDepth: number;
     try {
       const ch = await connection.createChannel();
-      const dead = `${prefix}${QUEUES.jobs}.dead`;
+      const dead = `${prefix}${QUEUES.builds}.dead`;
       for (let i = 0; i < 3; i++) ch.sendToQueue(dead, Buffer.from('{"junk":true}'));
-      await until(async () => (await ch.checkQueue(dead)).messageCount, (n) => n === 3, 'the junk on jobs.dead');
+      await until(async () => (await ch.checkQueue(dead)).messageCount, (n) => n === 3, 'the junk on builds.dead');
       brokerDepth = (await ch.checkQueue(dead)).messageCount;
     } finally {
       await connection.close().catch(() => undefined);
@@ -147,8 +148,8 @@ describe('Prometheus scraping every role of a distributed run', function () {
     assert.ok(Math.abs((await prom.value('sum(orloj_schedule_lag_seconds_sum)')) - lagSum) < 1e-3 * Math.max(1, lagSum), `lag sum ${lagSum}`);
 
     // Open jobs and queue depth, exported by the leader alone.
-    await until(() => prom.value('orloj_bus_queue_messages{queue="jobs.dead"}'), (n) => n === brokerDepth, 'the leader to report the jobs.dead depth', 30_000);
-    assert.equal((await prom.query('orloj_bus_queue_messages{queue="jobs.dead"}')).length, 1, 'one scheduler (the leader) reports it');
+    await until(() => prom.value('orloj_bus_queue_messages{queue="builds.dead"}'), (n) => n === brokerDepth, 'the leader to report the builds.dead depth', 30_000);
+    assert.equal((await prom.query('orloj_bus_queue_messages{queue="builds.dead"}')).length, 1, 'one scheduler (the leader) reports it');
     assert.equal(await prom.value('sum(orloj_jobs{status="QUEUED"})'), 0);
     assert.equal(await prom.value('sum(orloj_jobs{status="RUNNING"})'), 0);
     assert.equal((await prom.query('orloj_jobs{status="RUNNING"}')).length, 1);

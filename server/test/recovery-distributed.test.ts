@@ -35,7 +35,7 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     const p = new RoleProcess(
       name,
       { databaseUrl: db.url, amqpUrl, busPrefix: prefix, dataDir },
-      { ORLOJ_CLOCK: `accelerated:${origin}:${SPEED}`, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', JOB_QUEUE_TIMEOUT: '1h', MAX_ACTIVE_JOBS_PER_USER: '1000', DOCKER_HOST: 'unix:///nonexistent.sock', ...env },
+      { ORLOJ_CLOCK: `accelerated:${origin}:${SPEED}`, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', JOB_QUEUE_TIMEOUT: '1h', MAX_ACTIVE_JOBS_PER_USER: '1000', CONTAINER_REGISTRIES: 'docker.io,localhost', DOCKER_HOST: 'unix:///nonexistent.sock', ...env },
       name === 'runners' ? /runner started/ : new RegExp(`${name} started`),
     );
     processes.push(p);
