@@ -118,7 +118,7 @@ describe('nginx ingress in front of two api replicas', function () {
       {
         name: 'talker',
         kind: 'CONTAINER',
-        payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sh', '-c', 'i=0; while [ $i -lt 600 ]; do echo line-$i; i=$((i+1)); sleep 0.2; done'], timeout: '1h' }),
+        payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sh', '-c', 'i=0; while [ $i -lt 600 ]; do echo line-$i; i=$((i+1)); sleep 0.2; done'], timeout: '30m' }),
         interval: 60,
         max_consecutive_job_failures_allowed: 3,
         log_retention: true,

@@ -12,6 +12,7 @@ import { needService } from '../../common/test/support/services.js';
 import { deleteBusObjects } from '../../common/test/support/amqp.js';
 import { until } from '../../common/test/support/async.js';
 import type { RoleProcess } from '../../common/test/support/role-process.js';
+import { replicaOfHolder } from '@orloj/scheduler';
 import { insertUser, insertWorkflow } from '../../notifier/test/support.js';
 import { needPrometheus, PrometheusServer } from './support/prometheus.js';
 import { probePort, roleFleet } from './support/role-fleet.js';
@@ -181,7 +182,8 @@ describe('Prometheus scraping every role of a distributed run', function () {
     // The leader per the lease row, per Prometheus; then killed.
     const lease = await db.store.db.selectFrom('leases').select('holder').executeTakeFirstOrThrow();
     const schedulers = fleet.filter((p) => p.role === 'scheduler');
-    const leaderIndex = Number(lease.holder.replace('scheduler-', '')) - 1;
+    // the holder is `<SCHEDULER_ID>/<per-process suffix>` (leaseHolder)
+    const leaderIndex = Number(replicaOfHolder(lease.holder).replace('scheduler-', '')) - 1;
     const leader = schedulers[leaderIndex]!;
     const instanceOf = (p: RoleProcess) => `127.0.0.1:${probePort(p)}`;
     const leading = async () => (await prom.query('orloj_scheduler_leader == 1')).map((r) => r.metric.instance);
