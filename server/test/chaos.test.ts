@@ -24,9 +24,9 @@ describe('chaos: SIGKILLed scheduler leaders and runners on PostgreSQL and Rabbi
 
   // 3 scheduler and 2 runner processes, the leader and a runner SIGKILLed every
   // few seconds for 20 s (about 3 minutes of clock time at speed 10), and a
-  // runner with keys of its own refusing jobs for 8 s of it.
+  // runner with keys of its own refusing jobs for 5 s of it.
   it('keeps one job per slot, no overlaps, no misses and bounded attempts, and hands refused jobs out again', async () => {
-    const args = ['--workflows', '200', '--duration', '20', '--speed', '10', '--kill-every', '5', '--restart-after', '1', '--wrong-keys', '8'];
+    const args = ['--workflows', '200', '--duration', '20', '--speed', '10', '--kill-every', '5', '--restart-after', '1', '--wrong-keys', '5'];
     script = new HarnessScript('chaos', args, { databaseUrl, amqpUrl });
     await script.assertPasses();
     assert.match(script.output, /wrong keys .* refused [1-9]\d* job messages; the schedulers handed [1-9]\d* jobs out again/);
