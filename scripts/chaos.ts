@@ -306,7 +306,9 @@ interface WrongKeysRunner {
 async function wrongKeysRunner(run: HarnessRun, o: Options): Promise<WrongKeysRunner> {
   const dataDir = path.join(run.workDir, 'wrong-keys');
   await ensureKeyDir(dataDir);
-  const member = run.addMember('runners', { name: 'runner-wrong-keys', env: { DATA_DIR: dataDir }, misconfigured: true });
+  // Prefetch 1 (RUNNER_CONCURRENCY): it refuses as a runner would, one message at a time, and
+  // does not grab most of the queue (a refusal is much quicker than a run).
+  const member = run.addMember('runners', { name: 'runner-wrong-keys', env: { DATA_DIR: dataDir, RUNNER_CONCURRENCY: '1' }, misconfigured: true });
   member.start();
   const logFile = path.join(run.logDir, `${member.name}.log`);
   const refusedLines = () => logLines(logFile).filter((l) => l.msg?.includes('failed its signature check') && l.claimed?.type === MESSAGE_TYPES.jobRun);
