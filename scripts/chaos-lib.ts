@@ -641,8 +641,9 @@ export interface MemberOptions {
   /** added to (or, as undefined, removed from) the run's environment */
   env?: Record<string, string | undefined>;
   /**
-   * Misconfigured on purpose (chaos.ts: a runner with wrong keys): not one of
-   * the processes the run waits for or counts as up, and never restarted.
+   * Misconfigured on purpose (chaos.ts: a runner with wrong keys): expected to
+   * consume only while it is alive (allUp() does not wait for it once it has
+   * been stopped), and the script never restarts it.
    */
   misconfigured?: boolean;
 }
