@@ -181,6 +181,12 @@ export interface RunConfig {
    * whoever uses them next). Must not throw.
    */
   restoreServices?: () => Promise<void>;
+  /**
+   * The processes are `embedded` members (chaos.ts --topology embedded): no
+   * BUS_URL, so each process has its in-process bus and RabbitMQ is not used;
+   * a process counts as up once it has printed "orloj is running".
+   */
+  embedded?: boolean;
 }
 
 /**
@@ -245,6 +251,7 @@ export class HarnessRun {
   private monitoring = false;
   private monitor: Promise<void> = Promise.resolve();
   private cleaning: Promise<void> | undefined;
+  private onUnexpectedExit: (incident: Incident, m: Member) => void = () => undefined;
 
   constructor(config: RunConfig) {
     this.config = config;
@@ -348,7 +355,7 @@ export class HarnessRun {
     const opened = await openHarnessStore(dbUrl);
     this.database = opened.database;
     this.store = opened.store;
-    this.busUsed = true;
+    this.busUsed = !this.config.embedded;
 
     this.target = await startTarget(this.o.failRate, this.o.targetDelayMs);
     await ensureKeyDir(this.dataDir); // once, before any process starts
@@ -372,6 +379,10 @@ export class HarnessRun {
       queueTimeout: this.o.queueTimeout,
       runnerConcurrency: this.o.runnerConcurrency,
     });
+    if (this.config.embedded) {
+      delete this.env.BUS_URL;
+      delete this.env.BUS_PREFIX;
+    }
   }
 
   /**
@@ -386,10 +397,22 @@ export class HarnessRun {
       this.log(`UNEXPECTED: ${incident.name} exited (${incident.signal ?? `code ${incident.code}`}); see ${path.join(this.logDir, m.name + '.log')}`);
       afterUnexpectedExit?.(m);
     };
+    this.onUnexpectedExit = onUnexpectedExit;
     for (const [role, n] of plan) for (let i = 1; i <= n; i++) this.members.push(new Member(role, i, this.env, this.logDir, onUnexpectedExit, `${this.name}-`));
     for (const m of this.members) m.start();
     this.observer = this.observeLeader();
-    this.consumers = await openConsumerCounter(this.amqpUrl);
+    this.consumers = this.config.embedded ? NO_QUEUES : await openConsumerCounter(this.amqpUrl);
+  }
+
+  /**
+   * A member beyond launch()'s plan, not started yet (chaos.ts: the runner
+   * with wrong keys); it is killed with the others on cleanup and SIGTERMed
+   * by shutdown() when it is still alive.
+   */
+  addMember(role: Role, options: MemberOptions): Member {
+    const m = new Member(role, 0, this.env, this.logDir, this.onUnexpectedExit, `${this.name}-`, options);
+    this.members.push(m);
+    return m;
   }
 
   /** Starts `m` again after delayMs (real), unless the run is aborted or shutting down by then. */
@@ -432,11 +455,19 @@ export class HarnessRun {
    * with its connection.
    */
   async attached(): Promise<{ r: number; s: number; er: number; es: number; all: boolean }> {
+    // A misconfigured member counts only while it is alive (and consumes, which it does until stopped).
+    const expected = this.members.filter((m) => !m.misconfigured || m.alive);
+    if (this.config.embedded) {
+      // No broker to ask: a process is up once it has announced it.
+      const [r, s] = [expected.filter((m) => m.runs && m.alive && m.ready).length, expected.filter((m) => m.schedules && m.alive && m.ready).length];
+      const [er, es] = [expected.filter((m) => m.runs).length, expected.filter((m) => m.schedules).length];
+      return { r, s, er, es, all: r === er && s === es };
+    }
     const r = await this.consumers.count(this.prefix + QUEUES.jobs);
     const s = await this.consumers.count(this.prefix + QUEUES.jobEvents);
     if (!this.config.toleratesExits) {
-      const [er, es] = [this.members.filter((m) => m.runs).length, this.members.filter((m) => m.schedules).length];
-      return { r, s, er, es, all: r === er && s === es && this.members.every((m) => m.alive) };
+      const [er, es] = [expected.filter((m) => m.runs).length, expected.filter((m) => m.schedules).length];
+      return { r, s, er, es, all: r === er && s === es && expected.every((m) => m.alive) };
     }
     // Every live process consumes: one that exited on its own is a violation of its own
     // (reported at the end); the survivors carry on, so the checks still run.
@@ -496,7 +527,9 @@ export class HarnessRun {
     this.monitor = (async () => {
       while (this.monitoring && !this.aborted) {
         try {
-          const depth = `jobs ${await this.consumers.depth(this.prefix + QUEUES.jobs)}, job-events ${await this.consumers.depth(this.prefix + QUEUES.jobEvents)}`;
+          const depth = this.config.embedded
+            ? 'in-process bus'
+            : `jobs ${await this.consumers.depth(this.prefix + QUEUES.jobs)}, job-events ${await this.consumers.depth(this.prefix + QUEUES.jobEvents)}`;
           const open = show.databaseDown?.() ? 'database down' : await openJobs(this.store);
           this.log(`clock ${iso(this.clock.now()).slice(11, 19)} open jobs: ${open}; ready messages: ${depth}; alive: ${show.alive()}`);
         } catch {
@@ -586,11 +619,34 @@ export async function openJobs(store: Store): Promise<string> {
 
 // ---- orloj processes --------------------------------------------------------------
 
-/** `combined` runs `--roles api,scheduler,runners` in one process. */
-export type Role = 'scheduler' | 'runners' | 'combined';
+/**
+ * `combined` runs `--roles api,scheduler,runners` in one process; `embedded`
+ * is `orloj start` without `--roles` (every role) and without BUS_URL: the
+ * in-process bus of the default installation.
+ */
+export type Role = 'scheduler' | 'runners' | 'combined' | 'embedded';
 
-const ROLE_ARGS: Record<Role, string> = { scheduler: 'scheduler', runners: 'runners', combined: 'api,scheduler,runners' };
-const ROLE_NAMES: Record<Role, string> = { scheduler: 'scheduler', runners: 'runner', combined: 'combined' };
+const ROLE_ARGS: Record<Role, string[]> = {
+  scheduler: ['--roles', 'scheduler'],
+  runners: ['--roles', 'runners'],
+  combined: ['--roles', 'api,scheduler,runners'],
+  embedded: [],
+};
+const ROLE_NAMES: Record<Role, string> = { scheduler: 'scheduler', runners: 'runner', combined: 'combined', embedded: 'embedded' };
+
+/** What sets one member apart from the others of its role. */
+export interface MemberOptions {
+  /** the log file's and the id's name instead of `<role>-<index>` */
+  name?: string;
+  /** added to (or, as undefined, removed from) the run's environment */
+  env?: Record<string, string | undefined>;
+  /**
+   * Misconfigured on purpose (chaos.ts: a runner with wrong keys): expected to
+   * consume only while it is alive (allUp() does not wait for it once it has
+   * been stopped), and the script never restarts it.
+   */
+  misconfigured?: boolean;
+}
 
 export interface Incident {
   name: string;
@@ -606,6 +662,8 @@ export class Member {
   incarnation = 0;
   /** Date.now() of the latest start. */
   startedAt = 0;
+  /** The latest incarnation has printed "orloj is running": it serves, schedules and runs. */
+  ready = false;
   /** Set before we signal it: an exit then is expected. */
   private expectExit = false;
   exited: Promise<void> = Promise.resolve();
@@ -617,10 +675,15 @@ export class Member {
     private readonly logDir: string,
     private readonly onUnexpectedExit: (incident: Incident, member: Member) => void,
     private readonly idPrefix = 'chaos-',
+    private readonly options: MemberOptions = {},
   ) {}
 
   get name(): string {
-    return `${ROLE_NAMES[this.role]}-${this.index}`;
+    return this.options.name ?? `${ROLE_NAMES[this.role]}-${this.index}`;
+  }
+
+  get misconfigured(): boolean {
+    return this.options.misconfigured === true;
   }
 
   /** Consumes the job-events queue (a scheduler replica). */
@@ -642,6 +705,7 @@ export class Member {
     this.incarnation += 1;
     this.startedAt = Date.now();
     this.expectExit = false;
+    this.ready = false;
     // Schedulers get a new id per incarnation (the default id carries the pid);
     // runner ids stay stable across restarts, as docs/operations.md asks.
     this.id = this.role === 'runners' ? `${this.idPrefix}${this.name}` : `${this.idPrefix}${this.name}.${this.incarnation}`;
@@ -651,15 +715,27 @@ export class Member {
         : this.role === 'runners'
           ? { RUNNER_ID: this.id }
           : { SCHEDULER_ID: this.id, RUNNER_ID: `${this.idPrefix}${this.name}`, PORT: '0' };
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start', '--roles', ROLE_ARGS[this.role]], {
+    const env: Record<string, string> = { ...this.env, ...idEnv };
+    for (const [k, v] of Object.entries(this.options.env ?? {})) {
+      if (v === undefined) delete env[k];
+      else env[k] = v;
+    }
+    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start', ...ROLE_ARGS[this.role]], {
       cwd: ROOT,
-      env: { ...this.env, ...idEnv },
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const out = fs.createWriteStream(path.join(this.logDir, `${this.name}.log`), { flags: 'a' });
     out.write(`--- ${this.id} (incarnation ${this.incarnation}) pid ${child.pid} at ${new Date().toISOString()}\n`);
     child.stdout!.pipe(out, { end: false });
     child.stderr!.pipe(out, { end: false });
+    // bin.ts announces readiness at info level whatever LOG_LEVEL is; a line may arrive in pieces.
+    let tail = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      if (this.ready || this.child !== child) return;
+      tail = (tail + d.toString()).slice(-4096);
+      if (tail.includes('orloj is running')) this.ready = true;
+    });
     this.child = child;
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
@@ -709,6 +785,8 @@ export function processEnv(o: {
     RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
     RUNNER_CONCURRENCY: String(o.runnerConcurrency),
     RUNNER_SHUTDOWN_GRACE: '30s',
+    // Many processes on one host: each takes a free port for its probes and metrics.
+    OPS_PORT: '0',
     // Chaos and restart runs measure recovery of one user's many workflows, not fairness between users.
     MAX_ACTIVE_JOBS_PER_USER: '1000000',
     MAX_WORKFLOWS_PER_USER: '10000000',
@@ -1120,6 +1198,14 @@ export interface QueueProbe {
   messages(queue: string): Promise<number | undefined>;
   close(): Promise<void>;
 }
+
+/** The QueueProbe of a run without a broker (embedded): no queues. */
+const NO_QUEUES: QueueProbe = {
+  count: () => Promise.resolve(0),
+  depth: () => Promise.resolve(0),
+  messages: () => Promise.resolve(undefined),
+  close: () => Promise.resolve(),
+};
 
 /**
  * Consumers attached to a queue: every runner consumes QUEUES.jobs and every

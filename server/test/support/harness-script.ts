@@ -13,7 +13,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
  */
 export class HarnessScript {
   readonly child: ChildProcess;
-  private output = '';
+  private collected = '';
   private readonly exited: Promise<[number | null, string | null]>;
 
   constructor(
@@ -26,9 +26,14 @@ export class HarnessScript {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TEST_DATABASE_URL: env.databaseUrl, TEST_AMQP_URL: env.amqpUrl, ...env.more },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    this.child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
-    this.child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
+    this.child.stdout!.on('data', (d: Buffer) => (this.collected += d.toString()));
+    this.child.stderr!.on('data', (d: Buffer) => (this.collected += d.toString()));
     this.exited = once(this.child, 'exit') as Promise<[number | null, string | null]>;
+  }
+
+  /** What the script printed so far, stdout and stderr interleaved. */
+  get output(): string {
+    return this.collected;
   }
 
   /** Waits for the script; it passes when it exits 0 after printing `result  PASS`. */
