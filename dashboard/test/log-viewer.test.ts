@@ -6,7 +6,8 @@
  * open a search hit in context, and keep the page's rows and the JS heap
  * bounded while it scrolls through the whole log. A second job checks that
  * the end of a live tail keeps the reader's place. Screenshots land in
- * artifacts/screenshots/ (dashboard/README.md).
+ * artifacts/screenshots/ (dashboard/README.md); axe-core checks each view in
+ * light and dark.
  *
  * What is asserted are bounds (rows in the page, heap growth), never timings:
  * the machine is shared.
@@ -17,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 import { requireServices, services } from '../../common/test/support/services.js';
+import { axeViolations } from './support/axe.js';
 import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
 
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
@@ -88,6 +90,18 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
       };
     });
   const settled = () => until('the rows in view to be loaded', rows, (r) => r.count > 0 && r.pending === 0);
+  /** axe-core (WCAG 2.1 A/AA) on the page as it is, in light and dark; a screenshot of each. */
+  async function accessible(name: string): Promise<void> {
+    const found: string[] = [];
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const v of await axeViolations(page)) found.push(`${name} (${scheme}): ${v}`);
+      await shot(`${name}-${scheme}`);
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+    assert.deepEqual(found, [], found.join('\n\n'));
+  }
+
   async function heap(): Promise<number> {
     await cdp.send('HeapProfiler.collectGarbage');
     const { metrics } = await cdp.send('Performance.getMetrics');
@@ -150,7 +164,7 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
     let r = await settled();
     assert.equal(r.last, LINES - 1, 'opens at the last line');
     assert.ok(r.count <= MAX_ROWS, `${r.count} rows in the page`);
-    await shot('logs-01-big-end');
+    await accessible('logs-01-big-end');
 
     await page.getByRole('button', { name: 'Start', exact: true }).click();
     await log().getByText('{"line":0,"level":"info"}').waitFor();
@@ -160,7 +174,7 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
     // A JSON line expands in place.
     await log().getByRole('button', { name: 'Expand JSON' }).first().click();
     await log().locator('pre.log-json', { hasText: '"level": "info"' }).waitFor();
-    await shot('logs-02-big-start');
+    await accessible('logs-02-big-start');
 
     // End and Home keys on the focused log.
     await log().focus();
@@ -204,13 +218,14 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
     const results = page.getByLabel('Matching log lines');
     await results.locator('mark').first().waitFor();
     assert.equal(await results.locator('.log-line').count(), 1);
+    await accessible('logs-03-search');
     await results.getByRole('button', { name: 'Show line 150002 in context' }).click();
     const hit = log().locator('li[aria-current="true"]');
     await hit.getByText('line 150002 of the big log', { exact: false }).waitFor();
     await log().getByText('line 150001', { exact: false }).waitFor();
     await log().getByText('line 150003', { exact: false }).waitFor();
     assert.equal(await page.getByRole('button', { name: 'Clear' }).count(), 0, 'the search is closed');
-    await shot('logs-03-search-in-context');
+    await accessible('logs-04-search-in-context');
   });
 
   it('keeps the reader where they were when a live tail ends', async () => {
@@ -231,6 +246,6 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
     await log().getByText('live 100', { exact: true }).waitFor();
     const r = await settled();
     assert.ok(Math.abs(r.first - 100) <= 2, `the finished log opened at line ${r.first}, not where the reader was (100)`);
-    await shot('logs-04-after-live');
+    await shot('logs-05-after-live');
   });
 });
