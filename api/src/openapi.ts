@@ -311,6 +311,22 @@ export const openApiDocument = {
         },
         additionalProperties: false,
       },
+      LogRange: {
+        type: 'object',
+        required: ['id', 'workflow_id', 'from', 'total', 'logs'],
+        properties: {
+          id: { ...uuid, description: 'The job id.' },
+          workflow_id: uuid,
+          from: { type: 'integer', minimum: 0, description: 'The first sequence_num asked for.' },
+          total: {
+            type: 'integer',
+            minimum: 0,
+            description: "Lines of the current attempt stored so far (its newest sequence_num + 1; 0 when none): sequence numbers 0 … total − 1 exist. Grows while the job runs.",
+          },
+          logs: { type: 'array', items: ref('LogEntry'), description: 'Oldest first (sequence_num ascending), from `from`, at most `limit`; messages as stored (no highlights).' },
+        },
+        additionalProperties: false,
+      },
       LogDownloadEntry: {
         type: 'object',
         required: ['timestamp', 'sequence_num', 'stream', 'event_id', 'message_raw'],
@@ -675,6 +691,26 @@ export const openApiDocument = {
         parameters: [cursorParam, logLimitParam, logQueryParam('Matches are wrapped in `highlight_token`.'), logStreamParam],
         responses: {
           '200': { description: 'A page of matching lines; every match is wrapped in highlight_token.', content: json(ref('LogPage')) },
+          ...invalid,
+          ...common,
+          '404': problem('No such job of this workflow of yours.'),
+          '412': problem('The workflow does not retain logs (log_retention_disabled).'),
+        },
+      },
+    },
+    '/workflows/{workflow_id}/jobs/{job_id}/logs/lines': {
+      parameters: [workflowIdParam, jobIdParam],
+      get: {
+        summary: "Read a job's log lines by position, oldest first",
+        description:
+          "An addition to the contract: the lines of the job's current attempt from sequence_num `from`, with the number stored so far, so a viewer can open a log at its end, jump to any line, or show a search hit among the lines around it. Works while the job runs.",
+        security: [{ session: [] }],
+        parameters: [
+          { name: 'from', in: 'query', description: 'The first sequence_num to return.', schema: { type: 'integer', minimum: 0, maximum: 2147483647, default: 0 } },
+          logLimitParam,
+        ],
+        responses: {
+          '200': { description: 'The lines from `from` (fewer than `limit`, or none, past the end) and `total`.', content: json(ref('LogRange')) },
           ...invalid,
           ...common,
           '404': problem('No such job of this workflow of yours.'),

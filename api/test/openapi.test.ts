@@ -685,6 +685,29 @@ describeApi('openapi document matches real responses', (h) => {
       }
     });
 
+    it('GET …/logs/lines: 200, 400, 404, 412', async () => {
+      const { u, wid, done, running, off, offJob } = await world();
+      const LINES = '/workflows/{workflow_id}/jobs/{job_id}/logs/lines';
+      const path = `/workflows/${wid}/jobs/${done.id}/logs/lines`;
+      for (const q of ['', '?from=2&limit=2', '?from=99']) {
+        const res = await u.get(path + q);
+        assert.equal(res.status, 200, q);
+        check('get', LINES, res);
+      }
+      check('get', LINES, await u.get(`/workflows/${wid}/jobs/${running.id}/logs/lines`));
+      for (const q of ['?from=-1', '?limit=0']) {
+        const r = await u.get(path + q);
+        assert.equal(r.status, 400, q);
+        check('get', LINES, r);
+      }
+      const missing = await u.get(`/workflows/${wid}/jobs/${crypto.randomUUID()}/logs/lines`);
+      assert.equal(missing.status, 404);
+      check('get', LINES, missing);
+      const retention = await u.get(`/workflows/${off}/jobs/${offJob.id}/logs/lines`);
+      assert.equal(retention.status, 412);
+      check('get', LINES, retention);
+    });
+
     it('GET …/logs/raw: 200 in every format, 400, 401, 404, 412', async () => {
       const { u, wid, done, running, off, offJob } = await world();
       const path = `/workflows/${wid}/jobs/${done.id}/logs/raw`;

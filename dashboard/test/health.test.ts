@@ -7,39 +7,17 @@
  * artifacts/screenshots/ (dashboard/README.md).
  */
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { createRequire } from 'node:module';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { requireServices } from '../../common/test/support/services.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
+import { axeViolations } from './support/axe.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
-const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-
-let axeSource: string | undefined;
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: string[]; failureSummary?: string }[];
-}
-
-/** axe-core's WCAG 2.1 A and AA rules over the page as it is now; the violations, described. */
-async function axeViolations(page: Page): Promise<string[]> {
-  // Evaluated over the DevTools protocol, which the page's strict CSP does not govern (a script tag would be refused).
-  await page.evaluate(axeSource ??= fs.readFileSync(AXE, 'utf8'));
-  const violations = await page.evaluate<AxeViolation[]>(
-    `axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target, failureSummary: n.failureSummary })) })))`,
-  );
-  return violations.map((v) => `${v.id} (${v.impact}): ${v.help}\n${v.nodes.map((n) => `  ${n.target.join(' ')}: ${n.failureSummary ?? ''}`).join('\n')}`);
-}
-
 function missing(): string | undefined {
   if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
   if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
@@ -80,26 +58,8 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
   };
 
-  async function api(method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> {
-    const res = await page.request.fetch(`${base}/api${route}`, {
-      method,
-      headers: { 'idempotency-key': crypto.randomUUID(), 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { data: JSON.stringify(body) }),
-    });
-    assert.ok(res.ok(), `${method} ${route}: ${res.status()} ${await res.text()}`);
-    return res.status() === 204 ? undefined : res.json();
-  }
-
-  /** Polls (no fixed sleep) until `done` holds of what `read` returns. */
-  async function until<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-    const deadline = Date.now() + WAIT;
-    for (;;) {
-      const v = await read();
-      if (done(v)) return v;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+  const api = (method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> => callApi(page, base, method, route, body);
+  const until = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> => pollUntil(WAIT, what, read, done);
 
   async function createCheck(name: string, endpoint: string, maxFailures: number): Promise<string> {
     const { id } = (await api('POST', '/workflows', {

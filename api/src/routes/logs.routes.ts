@@ -14,6 +14,8 @@ export const LOG_PAGE_MAX = 1000;
 export const LOG_QUERY_MAX = 1000;
 /** Rows per store query while streaming a download. */
 export const DOWNLOAD_BATCH = 1000;
+/** Highest `from` of GET …/logs/lines (sequence numbers are PostgreSQL integers). */
+export const LOG_LINE_MAX = 2_147_483_647;
 
 export const LOG_STREAMS = ['stdout', 'stderr'] as const;
 export const DOWNLOAD_FORMATS = ['txt', 'json', 'jsonl'] as const;
@@ -100,6 +102,33 @@ export function logsRoutes(deps: ApiDeps): Router {
 
   router.get('/workflows/:workflow_id/jobs/:job_id/logs', session, (ctx) => page(ctx, false));
   router.get('/workflows/:workflow_id/jobs/:job_id/logs/search', session, (ctx) => page(ctx, true));
+
+  /**
+   * Lines by position, oldest first: `limit` lines from sequence_num `from`
+   * (0 when absent) of the current attempt, and how many are stored so far.
+   * What a virtualized viewer needs to open a log at its end, jump to any line
+   * or show a search hit in context without walking the pages.
+   */
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs/lines', session, async (ctx) => {
+    const { workflowId, jobId } = logPathParams(ctx);
+    const q = new QueryReader(ctx.query);
+    const from = q.int('from', 0, LOG_LINE_MAX) ?? 0;
+    const limit = q.int('limit', 1, LOG_PAGE_MAX) ?? LOG_PAGE_SIZE;
+    q.done();
+    const job = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
+    const [lines, total] = await Promise.all([
+      store.logQueries.after({ jobId, attempt: job.attempts, limit, ...(from > 0 ? { after: from - 1 } : {}) }),
+      store.logQueries.stored({ jobId, attempt: job.attempts }),
+    ]);
+    ctx.body = {
+      id: jobId,
+      workflow_id: workflowId,
+      from,
+      // A line stored between the two reads can make the page reach past the count read.
+      total: Math.max(total, lines.length ? lines[lines.length - 1]!.sequenceNum + 1 : 0),
+      logs: lines.map((l) => presentLogEntry(l, l.message)),
+    };
+  });
 
   /**
    * The whole log of a finished job, oldest first, streamed: the store is

@@ -18,6 +18,7 @@ export type JobStatus = Job['status'];
 export type JobTrigger = Job['trigger'];
 export type LogEntry = Schemas['LogEntry'];
 export type LogPage = Schemas['LogPage'];
+export type LogRange = Schemas['LogRange'];
 export type CreateWorkflow = Schemas['CreateWorkflow'];
 export type UpdateWorkflow = Schemas['UpdateWorkflow'];
 

@@ -1,4 +1,4 @@
-import { api, call, eventsUrl, rawLogUrl, type LogEntry, type LogPage } from '../api/client';
+import { api, call, eventsUrl, rawLogUrl, type LogEntry, type LogPage, type LogRange } from '../api/client';
 
 export type LogStream = 'stdout' | 'stderr';
 export interface LogFilters {
@@ -17,6 +17,8 @@ export interface TailHandlers {
 /** Where the log viewer gets lines from; the api in the app, a fake in tests. */
 export interface LogSource {
   page(filters: LogFilters, cursor: string): Promise<LogPage>;
+  /** `limit` lines from sequence_num `from`, oldest first, and how many are stored. */
+  lines(from: number, limit: number): Promise<LogRange>;
   /** Follows the job's log from after `since` (every stored line when undefined); returns the way to stop. */
   tail(since: number | undefined, handlers: TailHandlers): () => void;
   rawUrl(format: 'txt' | 'json' | 'jsonl', filters: LogFilters): string;
@@ -34,6 +36,7 @@ export function apiLogSource(workflowId: string, jobId: string): LogSource {
       }
       return call(api.GET('/workflows/{workflow_id}/jobs/{job_id}/logs', { params: { path, query: c } }));
     },
+    lines: (from, limit) => call(api.GET('/workflows/{workflow_id}/jobs/{job_id}/logs/lines', { params: { path, query: { from, limit } } })),
     rawUrl: (format, filters) => rawLogUrl(workflowId, jobId, format, filters),
     tail(since, handlers) {
       let last = since;

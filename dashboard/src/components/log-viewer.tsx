@@ -1,5 +1,6 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
-import { useEffect, useLayoutEffect, useRef, useState, type FormEvent } from 'react';
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState, type FormEvent, type KeyboardEvent, type Ref } from 'react';
 import type { LogEntry } from '../api/client';
 import { EmptyState, Spinner } from './badges';
 import { SelectField, TextField } from './fields';
@@ -7,9 +8,18 @@ import { Highlighted } from './highlighted';
 import type { LogFilters, LogSource, LogStream } from './log-source';
 
 /** Lines kept in memory while tailing; older ones stay readable through the pages once the job ends. */
-const LIVE_LIMIT = 5_000;
+const LIVE_LIMIT = 20_000;
+
+/** Lines per request of the scrolling view, and how many such blocks it keeps in memory. */
+const BLOCK = 500;
+const MAX_BLOCKS = 24;
+/** A line's height before it is measured (one line of text). */
+const ROW_ESTIMATE_PX = 20;
 
 type Line = LogEntry & { token?: string };
+
+/** Where the scrolling view opens: at the end of the log, or at a line (marked when it is a search hit or a jump). */
+export type LogAnchor = { end: true } | { line: number; align: 'start' | 'center' };
 
 export type TimeMode = 'absolute' | 'relative';
 
@@ -34,19 +44,40 @@ function jsonOf(message: string): unknown {
   }
 }
 
-function LogLine({ l, mode, origin }: { l: Line; mode: TimeMode; origin: number | undefined }) {
-  const [open, setOpen] = useState(false);
+interface LogLineProps {
+  l: Line;
+  mode: TimeMode;
+  origin: number | undefined;
+  /** Controlled expansion (the scrolling view keeps it while the row is recycled). */
+  open?: boolean;
+  onToggle?: () => void;
+  /** A search hit: the line number opens the hit among its neighbours. */
+  onContext?: () => void;
+  marked?: boolean;
+  rowRef?: Ref<HTMLLIElement>;
+  index?: number;
+}
+
+function LogLine({ l, mode, origin, open: controlled, onToggle, onContext, marked, rowRef, index }: LogLineProps) {
+  const [own, setOwn] = useState(false);
+  const open = controlled ?? own;
   const json = jsonOf(l.message);
   return (
-    <li className={`log-line log-${l.stream}`}>
-      <span className="log-seq">{l.sequence_num}</span>
+    <li className={`log-line log-${l.stream}${marked ? ' log-marked' : ''}`} ref={rowRef} data-index={index} aria-current={marked ? 'true' : undefined}>
+      {onContext ? (
+        <button type="button" className="log-seq log-context" title="Show this line in context" aria-label={`Show line ${l.sequence_num} in context`} onClick={onContext}>
+          {l.sequence_num}
+        </button>
+      ) : (
+        <span className="log-seq">{l.sequence_num}</span>
+      )}
       <time className="log-time" dateTime={l.timestamp} title={new Date(l.timestamp).toString()}>
         {formatLineTime(l.timestamp, mode, origin)}
       </time>
       <span className="log-stream">{l.stream}</span>
       <span className="log-message">
         {json !== undefined ? (
-          <button type="button" className="log-json-toggle" aria-expanded={open} aria-label={open ? 'Collapse JSON' : 'Expand JSON'} onClick={() => setOpen((o) => !o)}>
+          <button type="button" className="log-json-toggle" aria-expanded={open} aria-label={open ? 'Collapse JSON' : 'Expand JSON'} onClick={onToggle ?? (() => setOwn((o) => !o))}>
             {open ? '▾' : '▸'}
           </button>
         ) : null}
@@ -56,19 +87,280 @@ function LogLine({ l, mode, origin }: { l: Line; mode: TimeMode; origin: number 
   );
 }
 
-function LogLines({ lines, mode = 'absolute' }: { lines: Line[]; mode?: TimeMode }) {
+function LogLines({ lines, mode = 'absolute', onContext }: { lines: Line[]; mode?: TimeMode; onContext?: ((line: number) => void) | undefined }) {
   const origin = lines.length ? Date.parse(lines[0]!.timestamp) : undefined;
   return (
     <ol className="log-lines">
       {lines.map((l) => (
-        <LogLine key={l.sequence_num} l={l} mode={mode} origin={origin} />
+        <LogLine key={l.sequence_num} l={l} mode={mode} origin={origin} {...(onContext ? { onContext: () => onContext(l.sequence_num) } : {})} />
       ))}
     </ol>
   );
 }
 
+/**
+ * The lines of a log by position, fetched in blocks of BLOCK as they come into
+ * view; at most MAX_BLOCKS blocks are kept (the least recently used go), so
+ * memory stays bounded whatever the log's length.
+ */
+function useLineBlocks(source: LogSource) {
+  const blocks = useRef(new Map<number, Line[]>());
+  const pending = useRef(new Set<number>());
+  const [total, setTotal] = useState<number>();
+  const [origin, setOrigin] = useState<number>();
+  const [error, setError] = useState<string>();
+  const [, setVersion] = useState(0);
+  const load = useCallback(
+    (block: number) => {
+      const have = blocks.current.get(block);
+      if (have) {
+        // Most recently used last: the Map's order is the eviction order.
+        blocks.current.delete(block);
+        blocks.current.set(block, have);
+        return;
+      }
+      if (pending.current.has(block)) return;
+      pending.current.add(block);
+      source.lines(block * BLOCK, BLOCK).then(
+        (range) => {
+          pending.current.delete(block);
+          blocks.current.set(block, range.logs);
+          for (const old of blocks.current.keys()) {
+            if (blocks.current.size <= MAX_BLOCKS) break;
+            blocks.current.delete(old);
+          }
+          if (block === 0 && range.logs[0]) setOrigin(Date.parse(range.logs[0].timestamp));
+          setTotal((t) => Math.max(t ?? 0, range.total));
+          setError(undefined);
+          setVersion((v) => v + 1);
+        },
+        (err: unknown) => {
+          pending.current.delete(block);
+          setError(err instanceof Error ? err.message : 'The log could not be read.');
+        },
+      );
+    },
+    [source],
+  );
+  const line = (i: number): Line | undefined => blocks.current.get(Math.floor(i / BLOCK))?.[i % BLOCK];
+  return { total, origin, error, load, line };
+}
+
+/** A virtualizer over `count` rows of a log box: rows measured (wrapped and expanded lines take their real height). */
+function useLogVirtualizer(box: { readonly current: HTMLDivElement | null }, count: number, key?: (index: number) => number) {
+  // The compiler cannot memoize around the virtualizer (its functions change as it scrolls); these components are not memoized.
+  // eslint-disable-next-line react-hooks/incompatible-library
+  return useVirtualizer({
+    count,
+    getScrollElement: () => box.current,
+    estimateSize: () => ROW_ESTIMATE_PX,
+    overscan: 20,
+    // Before the box is measured (and in jsdom, where nothing has a size) assume a screenful.
+    initialRect: { width: 800, height: 600 },
+    ...(key ? { getItemKey: key } : {}),
+  });
+}
+
+/** The rows in view of a virtualized log, in a spacer as tall as the whole log; a row whose line is not loaded yet shows its number. */
+function VirtualRows({
+  virtualizer,
+  line,
+  mode,
+  origin,
+  expanded,
+  onToggle,
+  marked,
+}: {
+  virtualizer: ReturnType<typeof useLogVirtualizer>;
+  line: (index: number) => Line | undefined;
+  mode: TimeMode;
+  origin: number | undefined;
+  expanded: ReadonlySet<number>;
+  onToggle: (sequenceNum: number) => void;
+  marked?: number | undefined;
+}) {
+  const items = virtualizer.getVirtualItems();
+  return (
+    <div className="log-space" style={{ height: virtualizer.getTotalSize() }}>
+      <ol className="log-lines" style={{ transform: `translateY(${items[0]?.start ?? 0}px)` }}>
+        {items.map((v) => {
+          const l = line(v.index);
+          return l ? (
+            <LogLine
+              key={v.key}
+              l={l}
+              mode={mode}
+              origin={origin}
+              open={expanded.has(l.sequence_num)}
+              onToggle={() => onToggle(l.sequence_num)}
+              marked={marked === l.sequence_num}
+              rowRef={virtualizer.measureElement}
+              index={v.index}
+            />
+          ) : (
+            <li key={v.key} className="log-line log-pending" ref={virtualizer.measureElement} data-index={v.index}>
+              <span className="log-seq">{v.index}</span>
+              <span className="log-time" />
+              <span className="log-stream" />
+              <span className="log-message">…</span>
+            </li>
+          );
+        })}
+      </ol>
+    </div>
+  );
+}
+
+/** A log box as tall as its rows, up to 60% of the window (then it scrolls). */
+function boxHeight(virtualizer: ReturnType<typeof useLogVirtualizer>, count: number) {
+  return count ? { height: `min(60vh, ${virtualizer.getTotalSize() + 2}px)` } : undefined;
+}
+
+/** Expanded JSON lines by sequence_num, kept while their rows scroll out of view and back. */
+function useExpanded(): [ReadonlySet<number>, (n: number) => void] {
+  const [expanded, setExpanded] = useState<ReadonlySet<number>>(new Set());
+  const toggle = useCallback(
+    (n: number) =>
+      setExpanded((old) => {
+        const next = new Set(old);
+        if (!next.delete(n)) next.add(n);
+        return next;
+      }),
+    [],
+  );
+  return [expanded, toggle];
+}
+
+/**
+ * A finished log as one continuous scroll over every line, virtualized: only
+ * the rows in view (and a few around them) are in the page, and only the
+ * blocks of lines around them in memory. Opens at `anchor`; jumps to the
+ * start, the end or any line.
+ */
+function LogScroll({ source, anchorRef, mark, mode }: { source: LogSource; anchorRef: { readonly current: LogAnchor }; mark: number | undefined; mode: TimeMode }) {
+  const box = useRef<HTMLDivElement>(null);
+  const { total, origin, error, load, line } = useLineBlocks(source);
+  const [expanded, toggle] = useExpanded();
+  const [marked, setMarked] = useState<number | undefined>(mark);
+  const [target, setTarget] = useState('');
+  const [targetError, setTargetError] = useState<string>();
+  const count = total ?? 0;
+  const virtualizer = useLogVirtualizer(box, count);
+
+  useEffect(() => load(0), [load]);
+
+  const go = useCallback(
+    (to: LogAnchor) => {
+      if (count === 0) return;
+      if ('end' in to) virtualizer.scrollToEnd();
+      else virtualizer.scrollToIndex(Math.min(to.line, count - 1), { align: to.align });
+    },
+    [count, virtualizer],
+  );
+  // Placed once, when the length is known.
+  const placed = useRef(false);
+  useLayoutEffect(() => {
+    if (placed.current || total === undefined) return;
+    placed.current = true;
+    go(anchorRef.current);
+  }, [total, go, anchorRef]);
+
+  const items = virtualizer.getVirtualItems();
+  const first = items[0]?.index;
+  const last = items[items.length - 1]?.index;
+  useEffect(() => {
+    if (first === undefined || last === undefined) return;
+    for (let b = Math.floor(first / BLOCK); b <= Math.floor(last / BLOCK); b++) load(b);
+  }, [first, last, load]);
+
+  if (total === undefined) return error ? <p className="error-text">{error}</p> : <Spinner label="Loading log…" />;
+
+  const jump = (e: FormEvent) => {
+    e.preventDefault();
+    const n = Number(target);
+    if (target.trim() === '' || !Number.isInteger(n) || n < 0 || n >= count) {
+      setTargetError(count ? `Enter a line number from 0 to ${count - 1}.` : 'The log has no lines.');
+      return;
+    }
+    setTargetError(undefined);
+    setMarked(n);
+    go({ line: n, align: 'center' });
+  };
+  const keys = (e: KeyboardEvent) => {
+    if (e.target !== e.currentTarget) return;
+    if (e.key === 'Home') go({ line: 0, align: 'start' });
+    else if (e.key === 'End') go({ end: true });
+    else return;
+    e.preventDefault();
+  };
+  return (
+    <>
+      <div className="row log-jump">
+        <button type="button" className="secondary" onClick={() => go({ line: 0, align: 'start' })} disabled={!count}>
+          Start
+        </button>
+        <button type="button" className="secondary" onClick={() => go({ end: true })} disabled={!count}>
+          End
+        </button>
+        <form className="row log-goto" onSubmit={jump} aria-label="Go to a line">
+          <TextField id="log-line" label="Line" inputMode="numeric" value={target} onChange={setTarget} error={targetError} />
+          <button type="submit" className="secondary" disabled={!count}>
+            Go
+          </button>
+        </form>
+      </div>
+      {error ? (
+        <p className="error-text" role="alert">
+          {error}
+        </p>
+      ) : null}
+      <div className="log-box log-scroll" ref={box} tabIndex={0} aria-label="Log" onKeyDown={keys} style={boxHeight(virtualizer, count)}>
+        {count === 0 ? (
+          <EmptyState title="No output" />
+        ) : (
+          <VirtualRows virtualizer={virtualizer} line={line} mode={mode} origin={origin} expanded={expanded} onToggle={toggle} marked={marked} />
+        )}
+      </div>
+      <p className="muted">
+        {count.toLocaleString()} line{count === 1 ? '' : 's'}
+        {first !== undefined && last !== undefined && count ? ` · showing ${first}–${last}` : ''}
+      </p>
+    </>
+  );
+}
+
+/** The line at the top of a live log box, or its end when the reader follows the bottom. */
+function readerPosition(el: HTMLElement, atBottom: boolean): LogAnchor {
+  const rows = el.querySelectorAll<HTMLElement>('li.log-line');
+  if (!rows.length || atBottom) return { end: true };
+  // The first row whose bottom is below the top of the box (rows are in order: binary search).
+  const top = el.getBoundingClientRect().top;
+  let lo = 0;
+  let hi = rows.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (rows[mid]!.getBoundingClientRect().bottom <= top) lo = mid + 1;
+    else hi = mid;
+  }
+  const seq = Number(rows[lo]!.querySelector('.log-seq')?.textContent);
+  return Number.isInteger(seq) ? { line: seq, align: 'start' } : { end: true };
+}
+
 /** Follows a running job's log, keeping to the bottom while the reader is there. */
-function LiveLog({ source, onEnded, onFirstLine, mode }: { source: LogSource; onEnded: () => void; onFirstLine?: (() => void) | undefined; mode: TimeMode }) {
+function LiveLog({
+  source,
+  onEnded,
+  onFirstLine,
+  mode,
+  onPosition,
+}: {
+  source: LogSource;
+  onEnded: () => void;
+  onFirstLine?: (() => void) | undefined;
+  mode: TimeMode;
+  /** Where the reader is (told as they scroll), for the finished view to open at the same place. */
+  onPosition: (at: LogAnchor) => void;
+}) {
   const [lines, setLines] = useState<Line[]>([]);
   const [error, setError] = useState<string>();
   const [connected, setConnected] = useState(false);
@@ -83,23 +375,46 @@ function LiveLog({ source, onEnded, onFirstLine, mode }: { source: LogSource; on
 
   useEffect(() => {
     let last = -1;
-    return source.tail(undefined, {
+    // Lines are added once per animation frame, however many arrived: a fast log costs one render a frame, not one a line.
+    let batch: Line[] = [];
+    let frame: number | undefined;
+    const flush = () => {
+      frame = undefined;
+      if (!batch.length) return;
+      const add = batch;
+      batch = [];
+      setLines((old) => {
+        const next = old.concat(add);
+        return next.length > LIVE_LIMIT ? next.slice(next.length - LIVE_LIMIT) : next;
+      });
+    };
+    const stop = source.tail(undefined, {
       onLog(entry) {
         setConnected(true);
         if (entry.sequence_num <= last) return;
         if (last === -1) first.current?.();
         last = entry.sequence_num;
-        setLines((old) => (old.length >= LIVE_LIMIT ? [...old.slice(old.length - LIVE_LIMIT + 1), entry] : [...old, entry]));
+        batch.push(entry);
+        frame ??= requestAnimationFrame(flush);
       },
-      onEnd: () => ended.current(),
+      onEnd: () => {
+        flush();
+        ended.current();
+      },
       onError: setError,
     });
+    return () => {
+      if (frame !== undefined) cancelAnimationFrame(frame);
+      stop();
+    };
   }, [source]);
 
+  const [expanded, toggle] = useExpanded();
+  const virtualizer = useLogVirtualizer(box, lines.length, (i) => lines[i]?.sequence_num ?? i);
   useLayoutEffect(() => {
-    const el = box.current;
-    if (el && stick.current) el.scrollTop = el.scrollHeight;
-  }, [lines]);
+    if (stick.current && lines.length) virtualizer.scrollToEnd();
+  }, [lines, virtualizer]);
+  const origin = lines.length ? Date.parse(lines[0]!.timestamp) : undefined;
 
   return (
     <>
@@ -107,22 +422,41 @@ function LiveLog({ source, onEnded, onFirstLine, mode }: { source: LogSource; on
         <span className="live-dot" aria-hidden="true" /> {error ? error : connected ? 'Live: new lines appear as the job writes them.' : 'Live: waiting for output…'}
       </p>
       <div
-        className="log-box"
+        className="log-box log-scroll"
         ref={box}
         tabIndex={0}
+        style={boxHeight(virtualizer, lines.length)}
         aria-label="Live log"
         onScroll={(e) => {
           const el = e.currentTarget;
           stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+          onPosition(readerPosition(el, stick.current));
         }}
       >
-        {lines.length === 0 ? <p className="muted">No output yet.</p> : <LogLines lines={lines} mode={mode} />}
+        {lines.length === 0 ? (
+          <p className="muted">No output yet.</p>
+        ) : (
+          <VirtualRows virtualizer={virtualizer} line={(i) => lines[i]} mode={mode} origin={origin} expanded={expanded} onToggle={toggle} />
+        )}
       </div>
     </>
   );
 }
 
-function PagedLog({ source, filters, queryKey, mode }: { source: LogSource; filters: LogFilters; queryKey: readonly unknown[]; mode: TimeMode }) {
+/** Search results (or one stream), newest page first, older pages loaded above; each hit opens in context. */
+function PagedLog({
+  source,
+  filters,
+  queryKey,
+  mode,
+  onContext,
+}: {
+  source: LogSource;
+  filters: LogFilters;
+  queryKey: readonly unknown[];
+  mode: TimeMode;
+  onContext: (line: number) => void;
+}) {
   const box = useRef<HTMLDivElement>(null);
   const opened = useRef(false);
   const pages = useInfiniteQuery({
@@ -142,7 +476,6 @@ function PagedLog({ source, filters, queryKey, mode }: { source: LogSource; filt
   if (pages.isError && !pages.data) return <p className="error-text">{pages.error.message}</p>;
   // Pages come newest first; the reader sees them oldest first, older pages above.
   const lines: Line[] = pages.data.pages.flatMap((p) => p.logs.map((l) => ({ ...l, token: p.highlight_token }))).reverse();
-  const searching = Boolean(filters.q || filters.stream);
   return (
     <>
       {pages.hasNextPage ? (
@@ -150,12 +483,13 @@ function PagedLog({ source, filters, queryKey, mode }: { source: LogSource; filt
           {pages.isFetchingNextPage ? 'Loading…' : 'Load older lines'}
         </button>
       ) : null}
-      <div className="log-box" ref={box} tabIndex={0} aria-label={searching ? 'Matching log lines' : 'Log'}>
-        {lines.length === 0 ? <EmptyState title={searching ? 'No line matches' : 'No output'} /> : <LogLines lines={lines} mode={mode} />}
+      <div className="log-box" ref={box} tabIndex={0} aria-label="Matching log lines">
+        {lines.length === 0 ? <EmptyState title="No line matches" /> : <LogLines lines={lines} mode={mode} onContext={onContext} />}
       </div>
       <p className="muted">
-        {lines.length} line{lines.length === 1 ? '' : 's'}
+        {lines.length} matching line{lines.length === 1 ? '' : 's'}
         {pages.hasNextPage ? ' shown; older ones above' : ''}
+        {lines.length ? '. Select a line number to see the line in the whole log.' : ''}
       </p>
     </>
   );
@@ -188,6 +522,12 @@ export function LogViewer({
   const [filters, setFilters] = useState<LogFilters>({});
   const [mode, setMode] = useState<TimeMode>('absolute');
   const searching = Boolean(filters.q || filters.stream);
+  // Where the whole-log view opens: the end, where the live tail left the reader, or a search hit.
+  const position = useRef<LogAnchor>({ end: true });
+  const [opened, setOpened] = useState(0);
+  const [hit, setHit] = useState<number>();
+  // A search hit opened in context while the job runs shows the whole log so far, until the reader follows live again.
+  const [context, setContext] = useState(false);
 
   const apply = (e: FormEvent) => {
     e.preventDefault();
@@ -210,6 +550,8 @@ export function LogViewer({
                 setQ('');
                 setStream('');
                 setFilters({});
+                position.current = { end: true };
+                setHit(undefined);
               }}
             >
               Clear
@@ -234,14 +576,35 @@ export function LogViewer({
           onChange={(v) => setMode(v as TimeMode)}
           options={[
             ['absolute', 'Clock time (your zone)'],
-            ['relative', 'Since the first line shown'],
+            ['relative', 'Since the first line'],
           ]}
         />
       </div>
-      {live && !searching ? (
-        <LiveLog source={source} onEnded={onEnded} onFirstLine={onFirstLine} mode={mode} />
+      {searching ? (
+        <PagedLog
+          source={source}
+          filters={filters}
+          queryKey={queryKey}
+          mode={mode}
+          onContext={(line) => {
+            position.current = { line, align: 'center' };
+            setHit(line);
+            setOpened((n) => n + 1);
+            setContext(true);
+            setFilters({});
+          }}
+        />
+      ) : live && !context ? (
+        <LiveLog source={source} onEnded={onEnded} onFirstLine={onFirstLine} mode={mode} onPosition={(at) => (position.current = at)} />
       ) : (
-        <PagedLog source={source} filters={filters} queryKey={queryKey} mode={mode} />
+        <>
+          {live ? (
+            <button type="button" className="secondary" onClick={() => setContext(false)}>
+              Follow live
+            </button>
+          ) : null}
+          <LogScroll key={opened} source={source} anchorRef={position} mark={hit} mode={mode} />
+        </>
       )}
     </section>
   );

@@ -1,7 +1,7 @@
-import { act, screen, within } from '@testing-library/react';
+import { act, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import { describe, expect, it, vi } from 'vitest';
-import type { LogPage } from '../api/client';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { LogEntry, LogPage } from '../api/client';
 import type { LogFilters, LogSource, TailHandlers } from '../components/log-source';
 import { LogViewer } from '../components/log-viewer';
 import { logEntry, logPage } from './factories';
@@ -9,11 +9,12 @@ import { renderWithProviders } from './render';
 
 const TOKEN = '0123456789abcdef0123456789abcdef';
 
-function fakeSource(pages: (filters: LogFilters, cursor: string) => LogPage) {
+function fakeSource(pages: (filters: LogFilters, cursor: string) => LogPage, all: LogEntry[] = []) {
   let handlers: TailHandlers | undefined;
   const stop = vi.fn();
   const source: LogSource = {
     page: vi.fn(async (filters: LogFilters, cursor: string) => pages(filters, cursor)),
+    lines: vi.fn(async (from: number, limit: number) => ({ id: 'job', workflow_id: 'wf', from, total: all.length, logs: all.slice(from, from + limit) })),
     tail: vi.fn((_since: number | undefined, h: TailHandlers) => {
       handlers = h;
       return stop;
@@ -35,13 +36,59 @@ const view = (source: LogSource, props: { live?: boolean; terminal?: boolean; on
     />,
   );
 
+/**
+ * jsdom lays nothing out: give the scrolling log box a size, rows a height and
+ * elements a working scroll position, so the virtualizer has something to place.
+ */
+function fakeLayout() {
+  const tops = new WeakMap<Element, number>();
+  const saved = (['clientHeight', 'clientWidth', 'offsetHeight', 'scrollHeight'] as const).map((k) => [k, Object.getOwnPropertyDescriptor(HTMLElement.prototype, k)] as const);
+  const savedTop = Object.getOwnPropertyDescriptor(Element.prototype, 'scrollTop');
+  const savedTo = Object.getOwnPropertyDescriptor(Element.prototype, 'scrollTo');
+  beforeAll(() => {
+    const box = (el: Element) => el.classList.contains('log-scroll');
+    Object.defineProperty(HTMLElement.prototype, 'clientHeight', { configurable: true, get: function (this: HTMLElement) { return box(this) ? 400 : 0; } });
+    Object.defineProperty(HTMLElement.prototype, 'clientWidth', { configurable: true, get: function (this: HTMLElement) { return box(this) ? 800 : 0; } });
+    Object.defineProperty(HTMLElement.prototype, 'scrollHeight', {
+      configurable: true,
+      get: function (this: HTMLElement) {
+        return box(this) ? parseFloat((this.firstElementChild as HTMLElement | null)?.style.height ?? '0') || 0 : 0;
+      },
+    });
+    Object.defineProperty(HTMLElement.prototype, 'offsetHeight', { configurable: true, get: function (this: HTMLElement) { return this.classList.contains('log-line') ? 20 : 0; } });
+    Object.defineProperty(Element.prototype, 'scrollTop', {
+      configurable: true,
+      get: function (this: Element) { return tops.get(this) ?? 0; },
+      set: function (this: Element, v: number) { tops.set(this, v); },
+    });
+    Object.defineProperty(Element.prototype, 'scrollTo', {
+      configurable: true,
+      value: function (this: Element, o: ScrollToOptions) {
+        tops.set(this, o.top ?? 0);
+        this.dispatchEvent(new Event('scroll'));
+      },
+    });
+  });
+  afterAll(() => {
+    for (const [k, d] of saved) {
+      if (d) Object.defineProperty(HTMLElement.prototype, k, d);
+      else delete (HTMLElement.prototype as Partial<Record<typeof k, number>>)[k];
+    }
+    if (savedTop) Object.defineProperty(Element.prototype, 'scrollTop', savedTop);
+    if (savedTo) Object.defineProperty(Element.prototype, 'scrollTo', savedTo);
+    else delete (Element.prototype as Partial<Element>).scrollTo;
+  });
+}
+
 describe('LogViewer', () => {
+  fakeLayout();
+
   it('expands a JSON line on demand and shows times since the first line when asked', async () => {
-    const { source } = fakeSource(() => logPage([logEntry(2, '{"level":"info","msg":"ready","n":[1,2]}'), logEntry(0, 'plain start')]));
+    const { source } = fakeSource(() => logPage([]), [logEntry(0, 'plain start'), logEntry(1, 'second'), logEntry(2, '{"level":"info","msg":"ready","n":[1,2]}')]);
     const user = userEvent.setup();
     view(source);
     const log = await screen.findByLabelText('Log');
-    const toggle = within(log).getByRole('button', { name: 'Expand JSON' });
+    const toggle = await within(log).findByRole('button', { name: 'Expand JSON' });
     expect(toggle.getAttribute('aria-expanded')).toBe('false');
     await user.click(toggle);
     const pretty = log.querySelector('pre.log-json')!;
@@ -53,27 +100,37 @@ describe('LogViewer', () => {
     const times = () => [...log.querySelectorAll('time.log-time')].map((t) => t.textContent);
     expect(times().every((t) => /^\d\d:\d\d:\d\d\.\d{3}$/.test(t ?? ''))).toBe(true);
     await user.selectOptions(screen.getByLabelText('Times'), 'relative');
-    expect(times()).toEqual(['+0.000s', '+2.000s']);
+    expect(times()).toEqual(['+0.000s', '+1.000s', '+2.000s']);
   });
 
-  it('pages through a finished log oldest first, loading older pages above', async () => {
-    const { source } = fakeSource((_f, cursor) =>
-      cursor === '' ? logPage([logEntry(3, 'four'), logEntry(2, 'three')], 'c1') : logPage([logEntry(1, 'two'), logEntry(0, 'one')]),
-    );
+  it('reads a finished log as one scroll by position, a block at a time, and jumps to a line', async () => {
+    const all = Array.from({ length: 1200 }, (_, i) => logEntry(i, `line ${i}`));
+    const { source } = fakeSource(() => logPage([]), all);
+    const user = userEvent.setup();
     view(source);
     const log = await screen.findByLabelText('Log');
-    expect(within(log).getAllByText(/^(one|two|three|four)$/).map((e) => e.textContent)).toEqual(['three', 'four']);
-    await userEvent.click(screen.getByRole('button', { name: 'Load older lines' }));
-    await screen.findByText('one');
-    expect(within(log).getAllByText(/^(one|two|three|four)$/).map((e) => e.textContent)).toEqual(['one', 'two', 'three', 'four']);
-    expect(screen.queryByRole('button', { name: 'Load older lines' })).toBeNull();
+    await screen.findByText('1,200 lines', { exact: false });
+    // Only the first block was asked for, then the ones in view; never the whole log in one go.
+    await waitFor(() => expect(source.lines).toHaveBeenCalledWith(1000, 500));
+    expect(vi.mocked(source.lines).mock.calls.every(([, limit]) => limit === 500)).toBe(true);
+    expect(log.querySelectorAll('li.log-line').length).toBeLessThan(200);
+
+    await user.type(screen.getByLabelText('Line'), '1200');
+    await user.click(screen.getByRole('button', { name: 'Go' }));
+    expect(screen.getByText('Enter a line number from 0 to 1199.')).toBeTruthy();
+    await user.clear(screen.getByLabelText('Line'));
+    await user.type(screen.getByLabelText('Line'), '600');
+    await user.click(screen.getByRole('button', { name: 'Go' }));
+    await waitFor(() => expect(log.querySelector('li[aria-current="true"]')?.textContent).toContain('line 600'));
+    expect(source.lines).toHaveBeenCalledWith(500, 500);
   });
 
   it('searches with a stream filter and highlights matches from highlight_token as text, never as HTML', async () => {
     const { source } = fakeSource((filters) =>
       filters.q
         ? logPage([logEntry(5, `<img src=x onerror=alert(1)> ${TOKEN}Needle${TOKEN} and ${TOKEN}needle${TOKEN}`, 'stderr')], '', TOKEN)
-        : logPage([logEntry(0, 'plain')]),
+        : logPage([]),
+      [logEntry(0, 'plain')],
     );
     const user = userEvent.setup();
     view(source);
@@ -96,11 +153,28 @@ describe('LogViewer', () => {
     await screen.findByText('plain');
   });
 
+  it('opens a search hit in context: the whole log around the hit, the hit marked', async () => {
+    const all = Array.from({ length: 900 }, (_, i) => logEntry(i, i === 700 ? 'the needle' : `line ${i}`));
+    const { source } = fakeSource((filters) => (filters.q ? logPage([{ ...all[700]!, message: `the ${TOKEN}needle${TOKEN}` }], '', TOKEN) : logPage([])), all);
+    const user = userEvent.setup();
+    view(source);
+    await user.type(screen.getByLabelText('Search'), 'needle');
+    await user.click(screen.getByRole('button', { name: 'Search' }));
+    await screen.findByLabelText('Matching log lines');
+    await user.click(screen.getByRole('button', { name: 'Show line 700 in context' }));
+    const log = await screen.findByLabelText('Log');
+    await waitFor(() => expect(log.querySelector('li[aria-current="true"]')?.textContent).toContain('the needle'));
+    expect(within(log).getByText('line 699')).toBeTruthy();
+    expect(within(log).getByText('line 701')).toBeTruthy();
+  });
+
   it('offers txt, json and jsonl downloads only once the job is finished', async () => {
     const { source } = fakeSource(() => logPage([]));
     view(source, { terminal: false });
     expect(screen.queryByRole('link', { name: /Download/ })).toBeNull();
     await screen.findByText('No output');
+    view(source, { terminal: true });
+    expect(screen.getAllByRole('link', { name: /Download/ })).toHaveLength(3);
   });
 
   it('follows a running job live: appends lines once each, then hands over when it ends', async () => {
@@ -110,10 +184,12 @@ describe('LogViewer', () => {
     const { unmount } = view(source, { live: true, terminal: false, onEnded, onFirstLine });
     expect(source.tail).toHaveBeenCalledWith(undefined, expect.anything());
     expect(screen.getByText('No output yet.')).toBeTruthy();
-    act(() => {
+    await act(async () => {
       tail().onLog(logEntry(0, 'first'));
       tail().onLog(logEntry(1, 'second', 'stderr'));
       tail().onLog(logEntry(1, 'second', 'stderr')); // a replay after reconnecting
+      // Lines are added once per animation frame.
+      await new Promise((r) => requestAnimationFrame(r));
     });
     const live = screen.getByLabelText('Live log');
     expect(within(live).getAllByText(/^(first|second)$/).map((e) => e.textContent)).toEqual(['first', 'second']);

@@ -1,7 +1,10 @@
 /** What the browser suites share: a real `orloj start` from sources, and where its screenshots go. */
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Page } from 'playwright-core';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const BIN = path.join(ROOT, 'server/src/bin.ts');
@@ -42,4 +45,26 @@ export async function stopOrloj(orloj: RunningOrloj | undefined): Promise<void> 
   const exited = new Promise((r) => orloj.child.once('exit', r));
   orloj.child.kill('SIGTERM');
   await exited;
+}
+
+/** Calls the api as the page's signed-in user (its cookies), with a fresh Idempotency-Key; asserts a 2xx answer and returns its JSON. */
+export async function callApi(page: Page, base: string, method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> {
+  const res = await page.request.fetch(`${base}/api${route}`, {
+    method,
+    headers: { 'idempotency-key': crypto.randomUUID(), 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { data: JSON.stringify(body) }),
+  });
+  assert.ok(res.ok(), `${method} ${route}: ${res.status()} ${await res.text()}`);
+  return res.status() === 204 ? undefined : res.json();
+}
+
+/** Polls (no fixed sleep) until `done` holds of what `read` returns, for at most `wait` ms. */
+export async function pollUntil<T>(wait: number, what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+  const deadline = Date.now() + wait;
+  for (;;) {
+    const v = await read();
+    if (done(v)) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v).slice(0, 400)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }

@@ -130,6 +130,17 @@ export class LogQueriesRepo {
   }
 
   /**
+   * How many lines of the attempt are stored: its newest sequence_num + 1 (0
+   * when none). Stored lines are a prefix without gaps (docs/logs.md), so this
+   * is also the count; one index probe (the primary key's last entry).
+   */
+  async stored(f: { jobId: string; attempt: number }): Promise<number> {
+    const read = this.linesRead({ jobId: f.jobId }, { order: 'desc', bounded: false, attempt: 'given' });
+    const [newest] = await this.lines(read, { jobId: f.jobId, limit: 1 }, { attempt: f.attempt });
+    return newest ? newest.sequenceNum + 1 : 0;
+  }
+
+  /**
    * The statement after() (`given` attempt) or ownedPage() (the `owner`'s
    * current attempt) runs for a filter of this shape: compiled once per shape,
    * so list, search and live tails skip building SQL per call.
