@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import {
   deleteWorkflow,
   DOMAIN_EVENT_TTL_MS,
+  domainEvents,
   MESSAGE_TYPES,
   QUEUES,
   reasons,
@@ -126,23 +127,69 @@ describeEachEngine('notifier', (db, engine) => {
     for (let i = 0; i < 5; i++) await endJob(store(), w, { status: i % 2 ? 'FAILED' : 'COMPLETED', ranMs: 1_500 + i * 1_000, reason: reasons.nonZeroExit(1) });
     const events = await store().outbox.claimDue(Date.now(), Date.now() + 60_000, 1000);
     const mine = events.filter((e) => e.user_id === userId);
-    assert.equal(mine.length, 6);
+    // created, 5 job events, and 2 recoveries (the completions after a failure)
+    assert.equal(mine.length, 8);
     await startNotifier({ relay: false });
     // Three separately sealed copies each, as a relay republishing the event would send them.
     const publisher = roleBus({ bus, role: 'notifier', keys, clock: systemClock, logger: silentLogger });
     for (let copy = 0; copy < 3; copy++) {
       for (const e of mine) await publisher.publish(QUEUES.domainEvents, MESSAGE_TYPES.domainEvent, e, { ttlMs: DOMAIN_EVENT_TTL_MS });
     }
-    await until(async () => notifier!.metrics(), (m) => m.applied + m.duplicates >= 18, 'all 18 deliveries', 60_000);
+    await until(async () => notifier!.metrics(), (m) => m.applied + m.duplicates >= 24, 'all 24 deliveries', 60_000);
     // and once more straight into the applier
     for (const e of mine) await notifier!.apply(e);
     const m = notifier!.metrics();
-    assert.equal(m.applied, 6);
-    assert.equal(m.duplicates, 12 + 6);
-    assert.equal((await notificationsOf(store(), userId)).length, 5);
+    assert.equal(m.applied, 8);
+    assert.equal(m.duplicates, 16 + 8);
+    assert.equal((await notificationsOf(store(), userId)).length, 7);
     const totals = await store().analytics.forWorkflow(userId, w.id);
     assert.deepEqual(totals, { totalJobs: 5, totalJoblogs: 0, totalDurationS: 1 + 2 + 3 + 4 + 5 });
     assert.deepEqual(totals && { jobs: totals.totalJobs, durationS: totals.totalDurationS, lines: totals.totalJoblogs }, await recount(store(), userId));
+  });
+
+  it('tells of a recovery once per down→up transition, and never for a workflow that was not down', async () => {
+    const userId = await insertUser(store());
+    const steady = await insertWorkflow(store(), userId, { name: 'Steady' });
+    for (const status of ['COMPLETED', 'CANCELED', 'COMPLETED'] as const) await endJob(store(), steady, { status, ranMs: 10 });
+    const flaky = await insertWorkflow(store(), userId, { name: 'Flaky', maxConsecutiveJobFailuresAllowed: 100 });
+    const ends: Record<string, string> = {};
+    // F F C C F (canceled) C C: two transitions; a canceled run neither ends nor continues one.
+    for (const [i, status] of (['FAILED', 'FAILED', 'COMPLETED', 'COMPLETED', 'FAILED', 'CANCELED', 'COMPLETED', 'COMPLETED'] as const).entries()) {
+      ends[i] = (await endJob(store(), flaky, { status, ranMs: 10, reason: status === 'COMPLETED' ? undefined : reasons.connectionRefused() })).id;
+    }
+    // An update resets the failure count, but the workflow stays down until a run completes.
+    const updated = await insertWorkflow(store(), userId, { name: 'Updated', maxConsecutiveJobFailuresAllowed: 100 });
+    await endJob(store(), updated, { status: 'FAILED', ranMs: 10, reason: reasons.connectionRefused() });
+    await store().transaction((tx) => tx.workflows.resetFailures(updated.id, Date.now()));
+    const afterUpdate = await endJob(store(), updated, { status: 'COMPLETED', ranMs: 10 });
+
+    const n = await startNotifier();
+    await drained(store());
+    const recovered = (await notificationsOf(store(), userId))
+      .filter((x) => x.kind === 'WEB_RECOVERED')
+      .map((x): Record<string, string> => ({ kind: x.kind, ...(JSON.parse(x.payload) as Record<string, string>) }));
+    const wf = (id: string) => ({ kind: 'WEB_RECOVERED', title: 'Workflow recovered', entity_type: 'WORKFLOW', entity_id: id, workflow_id: id, action_url: `/workflows/${id}` });
+    // Events may be applied in any order: compared sorted by message.
+    recovered.sort((a, b) => (a.message! < b.message! ? -1 : 1));
+    assert.deepEqual(recovered, [
+      { ...wf(flaky.id), message: 'Workflow "Flaky" is up again: a job completed after 1 consecutive failed job.' },
+      { ...wf(flaky.id), message: 'Workflow "Flaky" is up again: a job completed after 2 consecutive failed jobs.' },
+      { ...wf(updated.id), message: 'Workflow "Updated" is up again: a job completed after failed jobs.' },
+    ]);
+    // The job notifications are all still there, one per job.
+    assert.equal((await notificationsOf(store(), userId)).filter((x) => JSON.parse(x.payload).entity_type === 'JOB').length, 3 + 8 + 2);
+
+    // Delivered again (the same identity, whatever the workflow looks like now): nothing new, nothing counted.
+    const before = n.metrics();
+    for (const jobId of [ends[2]!, ends[6]!, afterUpdate.id]) {
+      const w = jobId === afterUpdate.id ? updated : flaky;
+      const job = (await store().jobs.findById(jobId))!;
+      await n.apply(domainEvents.workflowRecovered(w, job, Date.now()));
+    }
+    assert.equal(n.metrics().duplicates, before.duplicates + 3);
+    assert.equal(n.metrics().notifications, before.notifications);
+    assert.equal((await notificationsOf(store(), userId)).filter((x) => x.kind === 'WEB_RECOVERED').length, 3);
+    assert.equal((await store().analytics.forWorkflow(userId, flaky.id))?.totalJobs, 8, 'a recovery is no job: it adds nothing to the counters');
   });
 
   it('lets concurrent relays claim each event once', async () => {

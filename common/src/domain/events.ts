@@ -16,6 +16,7 @@ export const DOMAIN_EVENT_KINDS = [
   'job.canceled',
   'workflow.terminated',
   'workflow.deleted',
+  'workflow.recovered',
 ] as const;
 export type DomainEventKind = (typeof DOMAIN_EVENT_KINDS)[number];
 
@@ -44,7 +45,15 @@ export interface TerminationEventData extends WorkflowEventData {
   max_consecutive_failures: number;
 }
 
-export type DomainEventData = WorkflowEventData | JobEventData | TerminationEventData;
+/** A job completed and the run before it had failed: the workflow is up again (docs/notifications.md). */
+export interface RecoveryEventData extends WorkflowEventData {
+  /** The job that completed. */
+  job_id: string;
+  /** The workflow's count of consecutive failed jobs just before this one (0 when an update reset it). */
+  consecutive_failures: number;
+}
+
+export type DomainEventData = WorkflowEventData | JobEventData | TerminationEventData | RecoveryEventData;
 
 /** An event as the outbox holds it and the bus carries it (message type MESSAGE_TYPES.domainEvent). */
 export interface DomainEvent<D extends DomainEventData = DomainEventData> {
@@ -95,6 +104,12 @@ export const domainEvents = {
       max_consecutive_failures: w.maxConsecutiveJobFailuresAllowed,
     }),
   workflowDeleted: (w: Workflow, now: number): DomainEvent => event('workflow.deleted', w.id, w, now, workflowData(w)),
+  /**
+   * The down→up transition, once: its occurrence is the job that completed,
+   * and a job ends once. `w` as read before the failure count was reset.
+   */
+  workflowRecovered: (w: Workflow, job: Job, now: number): DomainEvent<RecoveryEventData> =>
+    event('workflow.recovered', `${w.id}:${job.id}`, w, now, { ...workflowData(w), job_id: job.id, consecutive_failures: w.consecutiveJobFailuresCount }),
 };
 
 /** Whole seconds (rounded down) a terminal job ran; 0 when it never started. */

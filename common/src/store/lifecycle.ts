@@ -68,6 +68,7 @@ export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise
   const workflow = await tx.workflows.findById(job.workflowId, { lock: true });
   if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now));
   if (job.status === 'COMPLETED') {
+    if (workflow && (await isRecovery(tx, job))) await tx.outbox.add(domainEvents.workflowRecovered(workflow, job, now));
     // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
     if (!workflow || workflow.consecutiveJobFailuresCount > 0) await tx.workflows.resetFailures(job.workflowId, now);
   } else if (job.status === 'FAILED') {
@@ -78,6 +79,19 @@ export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise
   }
   if (workflow) await runMissedSlot(tx, workflow, job, now);
   return { autoTerminated: false };
+}
+
+/**
+ * Whether the completed job turns the workflow from down to up: it is now the
+ * latest finished run and the one before it (CANCELED runs passed over)
+ * FAILED — the same reading as the health state's `down` and `up`
+ * (common/src/domain/health.ts). The workflow row is locked by the caller, so
+ * outcomes of one workflow are applied one at a time and each transition is
+ * seen by exactly one job.
+ */
+async function isRecovery(tx: Store, job: Job): Promise<boolean> {
+  const [latest, before] = await tx.jobs.latestOutcomes(job.workflowId, 2);
+  return latest?.id === job.id && before?.status === 'FAILED';
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { DomainEvent, JobEventData, NotificationKind, TerminationEventData } from '@orloj/common';
+import type { DomainEvent, JobEventData, NotificationKind, RecoveryEventData, TerminationEventData } from '@orloj/common';
 
 /** What a user sees of an event (api-decisions.md, Notifications); the payload is stored as JSON text. */
 export interface NotificationContent {
@@ -56,6 +56,11 @@ export function notificationFor(e: DomainEvent): NotificationContent | undefined
             `Workflow ${name} was terminated automatically after ${t.consecutive_failures} consecutive failed jobs (its limit is ${t.max_consecutive_failures}). Update it to resume.`,
           )
         : forWorkflow(e, 'WEB_INFO', 'Workflow terminated', `Workflow ${name} was terminated by you.`);
+    }
+    case 'workflow.recovered': {
+      const failures = (e.data as RecoveryEventData).consecutive_failures;
+      const after = failures > 0 ? `${failures} consecutive failed job${failures === 1 ? '' : 's'}` : 'failed jobs';
+      return forWorkflow(e, 'WEB_RECOVERED', 'Workflow recovered', `Workflow ${name} is up again: a job completed after ${after}.`);
     }
     case 'workflow.created':
     case 'workflow.deleted':

@@ -341,6 +341,25 @@ export class JobsRepo {
     return rows.map(toJob);
   }
 
+  /**
+   * The workflow's latest finished runs that count for its up/down state
+   * (COMPLETED or FAILED; CANCELED ones passed over), newest first in the
+   * order the health state reads them (scheduled_at, id), served by
+   * jobs_workflow_list_idx.
+   */
+  async latestOutcomes(workflowId: string, limit: number): Promise<{ id: string; status: 'COMPLETED' | 'FAILED' }[]> {
+    const rows = await this.db
+      .selectFrom('jobs')
+      .select(['id', 'status'])
+      .where('workflow_id', '=', workflowId)
+      .where('status', 'in', ['COMPLETED', 'FAILED'])
+      .orderBy('scheduled_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ id: r.id, status: r.status as 'COMPLETED' | 'FAILED' }));
+  }
+
   /** Whether the workflow has a job that is QUEUED or RUNNING. */
   async hasActive(workflowId: string): Promise<boolean> {
     const row = await this.db

@@ -3,7 +3,8 @@ import type { Database } from '../schema.js';
 import type { DialectHelpers } from '../dialect.js';
 import type { KeysetPosition } from '../../cursor.js';
 
-export const NOTIFICATION_KINDS = ['WEB_INFO', 'WEB_SUCCESS', 'WEB_ALERT', 'WEB_ERROR'] as const;
+/** WEB_RECOVERED (a workflow up again after failed runs) was added after the first four; clients must tolerate kinds they do not know. */
+export const NOTIFICATION_KINDS = ['WEB_INFO', 'WEB_SUCCESS', 'WEB_ALERT', 'WEB_ERROR', 'WEB_RECOVERED'] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
 export interface Notification {
