@@ -364,7 +364,11 @@ export const openApiDocument = {
         required: ['id', 'kind', 'payload', 'created_at', 'updated_at'],
         properties: {
           id: uuid,
-          kind: { enum: [...NOTIFICATION_KINDS] },
+          kind: {
+            enum: [...NOTIFICATION_KINDS],
+            description:
+              'WEB_SUCCESS, WEB_INFO: routine (a build or job completed, a job canceled, a workflow terminated by its owner). WEB_ERROR, WEB_ALERT: something went wrong (a job or build failed, a workflow terminated automatically). WEB_RECOVERED (added later): a workflow is up again, a job completed right after a failed run; one per such transition, besides the job\'s own "Job completed". Clients should show a kind they do not know as a plain notification.',
+          },
           payload: {
             type: 'string',
             description:
@@ -813,7 +817,7 @@ export const openApiDocument = {
           {
             name: 'kind',
             in: 'query',
-            description: `Only these kinds, comma-separated (e.g. WEB_ALERT,WEB_ERROR for alerts); every kind when absent. Kinds: ${NOTIFICATION_KINDS.join(', ')}.`,
+            description: `Only these kinds, comma-separated (e.g. WEB_ALERT,WEB_ERROR,WEB_RECOVERED for state changes); every kind when absent. Kinds: ${NOTIFICATION_KINDS.join(', ')}.`,
             schema: { type: 'string', pattern: `^(${NOTIFICATION_KINDS.join('|')})(,(${NOTIFICATION_KINDS.join('|')}))*$` },
           },
           { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },

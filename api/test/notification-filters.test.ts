@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
-import { newId, type NotificationKind } from '@orloj/common';
+import { MemoryBus, newId, silentLogger, type NotificationKind } from '@orloj/common';
 import { describeApi } from './support/harness.js';
 import { userIdOf } from './support/notifications.js';
 import { heartbeatWorkflow } from './support/logs.js';
+import { schemaAt } from './support/conformance.js';
+import { generateKeys } from '../../common/test/support/keys.js';
+import { drained, endJob, notifierOn } from '../../notifier/test/support.js';
 
 /** `GET /notifications?kind=…`: alerts apart from routine notifications (docs/api.md, "Notifications"). */
 describeApi('notification kind filter', (h) => {
@@ -48,6 +51,45 @@ describeApi('notification kind filter', (h) => {
     assert.deepEqual(unread.json.notifications.map((n: { id: string }) => n.id), [ids[6], ids[1]]);
     assert.equal((await u.get('/notifications?kind=WEB_SUCCESS')).json.notifications.length, 3);
     assert.equal((await u.get('/notifications')).json.notifications.length, 7, 'without kind: every kind');
+  });
+
+  it('lists a recovery as WEB_RECOVERED among the state changes, once, as the document describes it', async () => {
+    const store = h().db.store;
+    const bus = new MemoryBus({ logger: silentLogger });
+    const notifier = notifierOn(store, bus, generateKeys());
+    await notifier.start();
+    try {
+      const u = await h().user();
+      const workflowId = await heartbeatWorkflow(u);
+      const w = (await store.workflows.findById(workflowId))!;
+      await endJob(store, w, { status: 'COMPLETED', ranMs: 5 });
+      await endJob(store, w, { status: 'FAILED', ranMs: 5 });
+      await endJob(store, w, { status: 'COMPLETED', ranMs: 5 });
+      await endJob(store, w, { status: 'COMPLETED', ranMs: 5 });
+      await drained(store);
+
+      const changes = await u.get('/notifications?kind=WEB_ALERT,WEB_ERROR,WEB_RECOVERED');
+      const page = changes.json as { notifications: { kind: string; payload: string }[] };
+      assert.equal(changes.status, 200, changes.text);
+      const validate = schemaAt('components', 'schemas', 'NotificationPage');
+      assert.ok(validate(changes.json), JSON.stringify(validate.errors));
+      // The jobs end within a millisecond or two of each other: compared without their order.
+      const seen = page.notifications.map((n) => [n.kind, (JSON.parse(n.payload) as { title: string }).title]).sort();
+      assert.deepEqual(seen, [
+        ['WEB_ERROR', 'Job failed'],
+        ['WEB_RECOVERED', 'Workflow recovered'],
+      ]);
+      const recovered = JSON.parse(page.notifications.find((n) => n.kind === 'WEB_RECOVERED')!.payload) as { message: string };
+      assert.deepEqual(
+        { ...recovered, message: '' },
+        { title: 'Workflow recovered', message: '', entity_type: 'WORKFLOW', entity_id: workflowId, workflow_id: workflowId, action_url: `/workflows/${workflowId}` },
+      );
+      assert.match(recovered.message, /is up again: a job completed after 1 consecutive failed job\./);
+      assert.equal((await u.get('/notifications?kind=WEB_SUCCESS')).json.notifications.filter((n: { payload: string }) => JSON.parse(n.payload).title === 'Job completed').length, 3);
+    } finally {
+      await notifier.stop();
+      await bus.close();
+    }
   });
 
   it('answers 400 naming kind for an unknown kind, an empty one, or kind given twice', async () => {
