@@ -11,15 +11,20 @@ const UNREAD_PAGE = 100;
 
 /**
  * Alerts are the notifications that say something went wrong: a job or a build
- * failed, a workflow was terminated automatically (docs/notifications.md). The
- * rest (completed jobs and builds, cancellations, terminations by the user) is
- * routine, kept one click away so it does not bury them.
+ * failed, a workflow was terminated automatically (docs/notifications.md).
+ * Together with recoveries (a workflow up again after failed runs) they are the
+ * state changes the drawer opens on. The rest (completed jobs and builds,
+ * cancellations, terminations by the user) is routine, kept one click away so
+ * it does not bury them.
  */
 export const ALERT_KINDS: readonly Notification['kind'][] = ['WEB_ALERT', 'WEB_ERROR'];
+export const RECOVERED_KIND: Notification['kind'] = 'WEB_RECOVERED';
+const STATE_CHANGE_KINDS: readonly Notification['kind'][] = [...ALERT_KINDS, RECOVERED_KIND];
 const ROUTINE_KINDS: readonly Notification['kind'][] = ['WEB_SUCCESS', 'WEB_INFO'];
 const isAlert = (n: Notification) => ALERT_KINDS.includes(n.kind);
+const isRecovery = (n: Notification) => n.kind === RECOVERED_KIND;
 
-/** Unread notifications (the newest 100; "+" when there are more), alerts counted apart. */
+/** Unread notifications (the newest 100; "+" when there are more), alerts and recoveries counted apart. */
 function useUnreadCount() {
   return useQuery({
     queryKey: ['notifications', 'unread'],
@@ -27,21 +32,26 @@ function useUnreadCount() {
     refetchInterval: POLL_MS,
     select: (page) => {
       const unread = page.notifications.filter((n) => !n.read_at);
-      return { count: unread.length, alerts: unread.filter(isAlert).length, more: page.cursor !== '' };
+      return { count: unread.length, alerts: unread.filter(isAlert).length, recoveries: unread.filter(isRecovery).length, more: page.cursor !== '' };
     },
   });
 }
 
-/** The bell: unread alerts in red (or, with none, unread routine ones in grey), and the way into the drawer. */
+/**
+ * The bell: unread alerts in red; with none, unread recoveries in green; with
+ * neither, unread routine ones in grey. The counter shows the most urgent of
+ * them, the label names every count.
+ */
 export function NotificationsButton({ onOpen }: { onOpen: () => void }) {
   const unread = useUnreadCount();
   const count = unread.data?.count ?? 0;
   const alerts = unread.data?.alerts ?? 0;
+  const recoveries = unread.data?.recoveries ?? 0;
   const more = unread.data?.more ? '+' : '';
   const label =
     count === 0
       ? 'Notifications, none unread'
-      : `Notifications, ${alerts > 0 ? `${alerts} alert${alerts === 1 ? '' : 's'}, ` : ''}${count}${more} unread`;
+      : `Notifications, ${alerts > 0 ? `${alerts} alert${alerts === 1 ? '' : 's'}, ` : ''}${recoveries > 0 ? `${recoveries} recovered, ` : ''}${count}${more} unread`;
   return (
     <button type="button" className="secondary bell" aria-label={label} onClick={onOpen}>
       <svg aria-hidden="true" width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="2" strokeLinecap="round" strokeLinejoin="round">
@@ -51,6 +61,10 @@ export function NotificationsButton({ onOpen }: { onOpen: () => void }) {
       {alerts > 0 ? (
         <span className="bell-count" aria-hidden="true" data-testid="unread-count">
           {alerts}
+        </span>
+      ) : recoveries > 0 ? (
+        <span className="bell-count bell-count-recovered" aria-hidden="true" data-testid="unread-count">
+          {recoveries}
         </span>
       ) : count > 0 ? (
         <span className="bell-count bell-count-routine" aria-hidden="true" data-testid="unread-count">
@@ -69,7 +83,18 @@ function NotificationItem({ n, onRead, busy, onNavigate }: { n: Notification; on
   return (
     <li className={`notification notification-${kind}${n.read_at ? ' read' : ''}`}>
       <div className="notification-head">
-        <strong>{p.title ?? 'Notification'}</strong>
+        <span className="notification-title">
+          {isRecovery(n) ? (
+            // Said in words as well as in colour: the tag is what tells a recovery from a routine completion.
+            <span className="badge badge-ok notification-tag">
+              <svg aria-hidden="true" width="12" height="12" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="3" strokeLinecap="round" strokeLinejoin="round">
+                <path d="M12 19V5M5 12l7-7 7 7" />
+              </svg>
+              recovered
+            </span>
+          ) : null}
+          <strong>{p.title ?? 'Notification'}</strong>
+        </span>
         <time dateTime={n.created_at}>{formatTime(n.created_at)}</time>
       </div>
       {p.message ? <p>{p.message}</p> : null}
@@ -92,7 +117,7 @@ function NotificationItem({ n, onRead, busy, onNavigate }: { n: Notification; on
 }
 
 const VIEWS = [
-  ['alerts', 'Alerts', ALERT_KINDS],
+  ['alerts', 'Alerts', STATE_CHANGE_KINDS],
   ['routine', 'Everything else', ROUTINE_KINDS],
   ['all', 'All', undefined],
 ] as const;
@@ -107,7 +132,7 @@ function listPath(kinds: readonly string[] | undefined, cursor: string): string 
   return `/notifications${q ? `?${q.replace(/%2C/g, ',')}` : ''}`;
 }
 
-/** A side panel (modal dialog): alerts first (failures, automatic terminations), everything else one click away; mark one or all read. */
+/** A side panel (modal dialog): state changes first (failures, automatic terminations, recoveries), everything else one click away; mark one or all read. */
 export function NotificationsDrawer({ onClose }: { onClose: () => void }) {
   const client = useQueryClient();
   const panel = useRef<HTMLDivElement>(null);
@@ -167,7 +192,7 @@ export function NotificationsDrawer({ onClose }: { onClose: () => void }) {
         ) : all.length === 0 ? (
           view === 'alerts' ? (
             <EmptyState title="No alerts">
-              <p>Failed jobs and builds and automatic terminations show up here; completed runs are under Everything else.</p>
+              <p>Failed jobs and builds, automatic terminations and recoveries show up here; completed runs are under Everything else.</p>
             </EmptyState>
           ) : (
             <EmptyState title="No notifications yet">

@@ -73,10 +73,55 @@ describe('notifications', () => {
     const drawer = await screen.findByRole('dialog', { name: 'Notifications' });
     await within(drawer).findByText('Workflow terminated automatically');
     expect(within(drawer).queryByText('Job completed')).toBeNull();
-    expect(gets).toContain('?kind=WEB_ALERT,WEB_ERROR');
+    // The state changes: alerts and recoveries.
+    expect(gets).toContain('?kind=WEB_ALERT,WEB_ERROR,WEB_RECOVERED');
     await user.click(within(drawer).getByRole('button', { name: 'Everything else' }));
     await within(drawer).findByText('Job completed');
     expect(within(drawer).queryByText('Workflow terminated automatically')).toBeNull();
+  });
+
+  it('counts unread recoveries in green when nothing is failing, and names them in the label', async () => {
+    fakeApi([
+      notification('a', { title: 'Job completed' }),
+      notification('b', { title: 'Workflow recovered' }, false, 'WEB_RECOVERED'),
+      notification('c', { title: 'Workflow recovered' }, true, 'WEB_RECOVERED'),
+    ]);
+    renderWithProviders(<NotificationsButton onOpen={() => {}} />);
+    expect(await screen.findByRole('button', { name: 'Notifications, 1 recovered, 2 unread' })).toBeTruthy();
+    expect(screen.getByTestId('unread-count').textContent).toBe('1');
+    expect(screen.getByTestId('unread-count').className).toContain('bell-count-recovered');
+  });
+
+  it('keeps the red alert count ahead of recoveries', async () => {
+    fakeApi([
+      notification('a', { title: 'Job failed' }, false, 'WEB_ERROR'),
+      notification('b', { title: 'Workflow recovered' }, false, 'WEB_RECOVERED'),
+    ]);
+    renderWithProviders(<NotificationsButton onOpen={() => {}} />);
+    expect(await screen.findByRole('button', { name: 'Notifications, 1 alert, 1 recovered, 2 unread' })).toBeTruthy();
+    expect(screen.getByTestId('unread-count').textContent).toBe('1');
+    expect(screen.getByTestId('unread-count').className).toBe('bell-count');
+  });
+
+  it('lists a recovery among the state changes, tagged "recovered", not among routine ones', async () => {
+    fakeApi([
+      notification('a', { title: 'Job completed' }),
+      notification('b', { title: 'Workflow recovered', message: 'Workflow "api" is up again.' }, false, 'WEB_RECOVERED'),
+      notification('c', { title: 'Job failed' }, false, 'WEB_ERROR'),
+    ]);
+    const user = userEvent.setup();
+    renderWithProviders(<NotificationsDrawer onClose={() => {}} />);
+    const drawer = await screen.findByRole('dialog', { name: 'Notifications' });
+    const item = (await within(drawer).findByText('Workflow recovered')).closest('li')!;
+    expect(item.className).toContain('notification-recovered');
+    expect(within(item).getByText('recovered')).toBeTruthy();
+    expect(within(drawer).getByText('Job failed')).toBeTruthy();
+    expect(within(drawer).queryByText('Job completed')).toBeNull();
+    // only the recovery carries the tag
+    expect(within(drawer).getAllByText('recovered')).toHaveLength(1);
+    await user.click(within(drawer).getByRole('button', { name: 'Everything else' }));
+    await within(drawer).findByText('Job completed');
+    expect(within(drawer).queryByText('Workflow recovered')).toBeNull();
   });
 
   it('lists notifications with their text and link, and marks one or all read', async () => {
