@@ -528,10 +528,22 @@ export function LogViewer({
   const [hit, setHit] = useState<number>();
   // A search hit opened in context while the job runs shows the whole log so far, until the reader follows live again.
   const [context, setContext] = useState(false);
+  // The search a hit was opened from. Its term stays in the box, and the bar above the
+  // log says so and leads back to its results: the box never shows a term that silently
+  // does nothing (docs/dashboard.md, "Log viewer").
+  const [from, setFrom] = useState<LogFilters>();
 
   const apply = (e: FormEvent) => {
     e.preventDefault();
+    setFrom(undefined);
     setFilters({ ...(q ? { q } : {}), ...(stream ? { stream: stream as LogStream } : {}) });
+  };
+  const backToResults = () => {
+    if (!from) return;
+    setQ(from.q ?? '');
+    setStream(from.stream ?? '');
+    setFilters(from);
+    setFrom(undefined);
   };
 
   return (
@@ -550,6 +562,7 @@ export function LogViewer({
                 setQ('');
                 setStream('');
                 setFilters({});
+                setFrom(undefined);
                 position.current = { end: true };
                 setHit(undefined);
               }}
@@ -591,6 +604,7 @@ export function LogViewer({
             setHit(line);
             setOpened((n) => n + 1);
             setContext(true);
+            setFrom(filters);
             setFilters({});
           }}
         />
@@ -598,8 +612,25 @@ export function LogViewer({
         <LiveLog source={source} onEnded={onEnded} onFirstLine={onFirstLine} mode={mode} onPosition={(at) => (position.current = at)} />
       ) : (
         <>
+          {from && hit !== undefined ? (
+            <div className="row search-context" role="status">
+              <span>
+                Line {hit} in context, from {from.q ? `the search for “${from.q}”${from.stream ? ` on ${from.stream}` : ''}` : `the ${from.stream ?? ''} lines`}.
+              </span>
+              <button type="button" className="secondary" onClick={backToResults}>
+                Back to results
+              </button>
+            </div>
+          ) : null}
           {live ? (
-            <button type="button" className="secondary" onClick={() => setContext(false)}>
+            <button
+              type="button"
+              className="secondary"
+              onClick={() => {
+                setFrom(undefined);
+                setContext(false);
+              }}
+            >
               Follow live
             </button>
           ) : null}

@@ -168,6 +168,41 @@ describe('LogViewer', () => {
     expect(within(log).getByText('line 701')).toBeTruthy();
   });
 
+  it('keeps the term of a search a hit was opened from, says so, and leads back to its results', async () => {
+    const all = Array.from({ length: 900 }, (_, i) => logEntry(i, i === 700 ? 'the needle' : `line ${i}`));
+    const { source } = fakeSource((filters) => (filters.q ? logPage([{ ...all[700]!, message: `the ${TOKEN}needle${TOKEN}` }], '', TOKEN) : logPage([])), all);
+    const user = userEvent.setup();
+    view(source);
+    await user.type(screen.getByLabelText('Search'), 'needle');
+    await user.click(screen.getByRole('button', { name: 'Search' }));
+    await screen.findByLabelText('Matching log lines');
+    await user.click(screen.getByRole('button', { name: 'Show line 700 in context' }));
+    await screen.findByLabelText('Log');
+    // The box keeps the term, and the bar above the log says what it is: the search the hit came from.
+    expect((screen.getByLabelText('Search') as HTMLInputElement).value).toBe('needle');
+    expect(screen.getByRole('status').textContent).toBe('Line 700 in context, from the search for “needle”.Back to results');
+    expect(screen.queryByRole('button', { name: 'Clear' })).toBeNull();
+    expect(screen.queryByLabelText('Matching log lines')).toBeNull();
+
+    // Back: the same results, the term still in the box, the bar gone.
+    await user.clear(screen.getByLabelText('Search'));
+    await user.type(screen.getByLabelText('Search'), 'edited');
+    await user.click(screen.getByRole('button', { name: 'Back to results' }));
+    await screen.findByLabelText('Matching log lines');
+    expect(source.page).toHaveBeenLastCalledWith({ q: 'needle' }, '');
+    expect((screen.getByLabelText('Search') as HTMLInputElement).value).toBe('needle');
+    expect(screen.queryByRole('status')).toBeNull();
+
+    // Opened again, then an empty search: the whole log, no term anywhere.
+    await user.click(screen.getByRole('button', { name: 'Show line 700 in context' }));
+    await screen.findByRole('status');
+    await user.clear(screen.getByLabelText('Search'));
+    await user.click(screen.getByRole('button', { name: 'Search' }));
+    await waitFor(() => expect(screen.queryByRole('status')).toBeNull());
+    expect(screen.getByLabelText('Log')).toBeTruthy();
+    expect(screen.queryByRole('button', { name: 'Clear' })).toBeNull();
+  });
+
   it('offers txt, json and jsonl downloads only once the job is finished', async () => {
     const { source } = fakeSource(() => logPage([]));
     view(source, { terminal: false });
