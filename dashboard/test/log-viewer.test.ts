@@ -225,7 +225,16 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
     await log().getByText('line 150001', { exact: false }).waitFor();
     await log().getByText('line 150003', { exact: false }).waitFor();
     assert.equal(await page.getByRole('button', { name: 'Clear' }).count(), 0, 'the search is closed');
+    // The term stays in the box, and the bar above the log says it is the search the line came from.
+    assert.equal(await page.getByLabel('Search', { exact: true }).inputValue(), 'LINE 150002 OF');
+    await page.getByRole('status').filter({ hasText: 'Line 150002 in context, from the search for “LINE 150002 OF”.' }).waitFor();
     await accessible('logs-04-search-in-context');
+    await page.getByRole('button', { name: 'Back to results' }).click();
+    await results.getByRole('button', { name: 'Show line 150002 in context' }).waitFor();
+    assert.equal(await page.getByLabel('Search', { exact: true }).inputValue(), 'LINE 150002 OF');
+    await page.getByRole('button', { name: 'Clear' }).click();
+    await log().waitFor();
+    assert.equal(await page.getByLabel('Search', { exact: true }).inputValue(), '');
   });
 
   it('keeps the reader where they were when a live tail ends', async () => {

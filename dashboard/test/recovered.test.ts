@@ -120,7 +120,7 @@ describe('dashboard: a recovery on the bell, in a real browser', function () {
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
       assert.deepEqual(await axeViolations(page), [], `the drawer in ${scheme}`);
-      await shot(`25-notifications-recovered-${scheme}`);
+      await shot(`27-notifications-recovered-${scheme}`);
     }
     await page.emulateMedia({ colorScheme: 'light' });
 
