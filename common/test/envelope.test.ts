@@ -18,9 +18,10 @@ import {
   type ProducerPolicy,
   type ProducerRole,
   type RejectionReason,
+  type UntypedMessages,
 } from '../src/envelope/index.js';
 import { silentLogger } from '../src/logging/logger.js';
-import { MESSAGE_TYPES, QUEUES } from '../src/messages.js';
+import { MESSAGE_TYPES, QUEUES, type JobRunMessage } from '../src/messages.js';
 import { roleBus } from '../src/role-bus.js';
 import { Inbox } from './support/async.js';
 
@@ -196,13 +197,13 @@ describe('SignedBus', () => {
   let bus: Bus;
   let clock: ManualClock;
   let verifier: EnvelopeVerifier;
-  let api: SignedBus;
+  let api: SignedBus<UntypedMessages>;
 
   beforeEach(() => {
     bus = new MemoryBus({ logger: silentLogger, prefix: 'test.' });
     clock = new ManualClock();
     verifier = new EnvelopeVerifier({ publicKeys, policy, clock });
-    api = new SignedBus({
+    api = new SignedBus<UntypedMessages>({
       bus,
       verifier,
       logger: silentLogger,
@@ -254,12 +255,14 @@ describe('SignedBus', () => {
   });
 
   it('refuses to publish without a signing key', async () => {
-    const consumer = new SignedBus({ bus, verifier, logger: silentLogger });
+    const consumer = new SignedBus<UntypedMessages>({ bus, verifier, logger: silentLogger });
     await assert.rejects(consumer.publish('commands', 'workflow.terminate', {}), /no signing key/);
   });
 });
 
 describe('roleBus', () => {
+  /** A job.run body; `job_id` tells the messages of a test apart. */
+  const jobRun = (job_id: string): JobRunMessage => ({ job_id, workflow_id: 'w', attempt: 1, kind: 'HEARTBEAT', payload: '{}', log_retention: false });
   const keys = { privateKeys: Object.fromEntries(PRODUCER_ROLES.map((r) => [r, pairs[r].privateKey])), publicKeys };
   const clock = new ManualClock();
 
@@ -271,8 +274,8 @@ describe('roleBus', () => {
       const received = new Inbox<Envelope>();
       await runners.consume(QUEUES.jobs, (envelope) => received.push(envelope));
       // A job.run may come from the scheduler only: the runners' own is dropped, the scheduler's arrives.
-      await runners.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { from: 'runners' });
-      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { from: 'scheduler' });
+      await runners.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('from-runners'));
+      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('from-scheduler'));
       assert.equal(sent.sig, '-');
       assert.deepEqual(await received.next(), sent);
     } finally {
@@ -294,7 +297,7 @@ describe('roleBus', () => {
       await runners.consume(QUEUES.jobs, () => void (handled += 1));
       const dead = new Inbox<unknown>();
       await scheduler.consumeDeadLetters(QUEUES.jobs, (message) => dead.push(message));
-      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { job_id: 'j', attempt: 1 });
+      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('j'));
       assert.deepEqual(await dead.next('the refused job.run'), sent);
       assert.equal(handled, 0);
       assert.equal(runners.rejected.bad_signature, 1);
@@ -315,8 +318,8 @@ describe('roleBus', () => {
       const unsignedScheduler = roleBus({ bus: memory, role: 'scheduler', keys, clock, logger: silentLogger });
       const received = new Inbox<Envelope>();
       await runners.consume(QUEUES.jobs, (envelope) => received.push(envelope));
-      await unsignedScheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { signed: false });
-      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { signed: true });
+      await unsignedScheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('unsigned'));
+      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('signed'));
       assert.match(sent.sig, /^[A-Za-z0-9_-]{86}$/);
       assert.deepEqual(await received.next(), sent);
     } finally {

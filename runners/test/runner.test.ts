@@ -278,7 +278,7 @@ async function harness(
       return job;
     },
     async stopJob(jobId, reason = reasons.workflowTerminated()) {
-      await scheduler.broadcast<JobStopMessage>(TOPICS.jobControl, MESSAGE_TYPES.jobStop, { job_id: jobId, reason });
+      await scheduler.broadcast(TOPICS.jobControl, MESSAGE_TYPES.jobStop, { job_id: jobId, reason });
     },
     async close() {
       await within(runner.stop(), 'runner.stop() in cleanup');
