@@ -221,7 +221,7 @@ export class LogIngester {
   }
 
   /**
-   * Like scheduler's applyPatiently: a failing store is retried with backoff.
+   * Like scheduler's JobEvents (applied patiently): a failing store is retried with backoff.
    * Connection-level failures (the database restarting) are retried until
    * stop(); others for maxRetryMs, then the message is handed back to the bus.
    */

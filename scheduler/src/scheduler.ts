@@ -53,7 +53,7 @@ export interface SchedulerConfig {
   stopResendMs: number;
   /**
    * Runner events held at once. The events waiting are applied together in
-   * one transaction (see applyBatched), so this is also the largest batch.
+   * one transaction (see JobEvents in job-events.ts), so this is also the largest batch.
    */
   eventPrefetch: number;
   /**
