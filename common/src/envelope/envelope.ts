@@ -414,7 +414,8 @@ export interface SignedConsumeOptions<K extends string = string> extends Consume
  * A Bus through which a role sends and receives signed envelopes only, typed
  * by a message table (orloj's: MESSAGES, as roleBus builds it): `publish`
  * takes the body of the message type it is given, a handler gets the body its
- * type's decoder returned. Without `messages` nothing is decoded.
+ * type's decoder returned. Without `messages` nothing is decoded: tests that
+ * look at the wire format consume that way.
  */
 export class SignedBus<M extends MessageTable = OrlojMessages> {
   private readonly bus: Bus;
@@ -460,6 +461,7 @@ export class SignedBus<M extends MessageTable = OrlojMessages> {
 
   consume<K extends MessageType<M> = MessageType<M>>(queue: string, handler: EnvelopeHandler<TypedEnvelope<M, K>>, options: SignedConsumeOptions<K> = {}): Promise<Subscription> {
     const { accept, onMalformed, ...consumeOptions } = options;
+    // The one widening: the handler gets only envelopes of `accept`ed types whose bodies their decoder in `messages` returned.
     const verifying = verifyingHandler(this.verifying(`queue:${queue}`, queue, accept, onMalformed), handler as EnvelopeHandler);
     return this.bus.consume(queue, verifying, consumeOptions);
   }
