@@ -1,3 +1,9 @@
+/**
+ * One idea: the signed envelope, from sealing to a handler. The signer and
+ * verifier (shape, signature, producer policy, expiry, replay), and the
+ * SignedBus and verifying handler that put them on the bus and decode each
+ * body once by the message table (docs/bus.md, "Signed envelope").
+ */
 import { sign, verify, type KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { newId, isUuid } from '../ids.js';
