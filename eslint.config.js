@@ -43,6 +43,20 @@ export default tseslint.config(
   // The dashboard talks to the api over HTTP only: no role package in the browser bundle.
   forbidRoles('dashboard'),
   { files: ['dashboard/**/*.{ts,tsx}'], ...reactHooks.configs.flat.recommended },
+  // Bus message bodies are typed by common/src/messages.ts and decoded once, on the
+  // consume path: a role never casts one (docs/bus.md, "Typed messages").
+  {
+    files: ['{api,scheduler,runners,log-ingest,notifier,server}/src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...['TSAsExpression', 'TSTypeAssertion'].map((cast) => ({
+          selector: `${cast} > MemberExpression.expression[property.name='body']`,
+          message: 'Do not cast a message body: add or fix its decoder in common/src/messages.ts and take the typed body (docs/bus.md).',
+        })),
+      ],
+    },
+  },
   // the composition root starts every role
   forbidRoles('server', ['api', 'scheduler', 'runners', 'log-ingest', 'notifier']),
   { files: ['**/test/**/*.ts', 'bench/**/*.ts', 'scripts/**', 'dashboard/scripts/**', 'server/src/bin.ts'], rules: { 'no-console': 'off' } },

@@ -8,7 +8,6 @@ import {
   silentLogger,
   systemClock,
   TOPICS,
-  type LiveLogsMessage,
   type ProducerRole,
   type RoleKeys,
   type SignedBus,
@@ -365,7 +364,7 @@ describeApi(
     });
 
     const broadcast = (jobId: string, workflowId: string, attempt: number, rows: Line[]) =>
-      ingest!.broadcast<LiveLogsMessage>(TOPICS.liveLogs, MESSAGE_TYPES.liveLogs, { job_id: jobId, workflow_id: workflowId, attempt, lines: rows });
+      ingest!.broadcast(TOPICS.liveLogs, MESSAGE_TYPES.liveLogs, { job_id: jobId, workflow_id: workflowId, attempt, lines: rows });
 
     const runningJob = async () => {
       const wid = await containerWorkflow(await h().user());

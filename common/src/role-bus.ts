@@ -1,15 +1,16 @@
 import type { Bus } from './bus/bus.js';
 import type { Clock } from './clock.js';
-import type { Logger } from './logging/logger.js';
+import type { Logger, RequestContext } from './logging/logger.js';
 import type { OrlojMetrics } from './observability/metrics.js';
 import { EnvelopeSigner, EnvelopeVerifier, SignedBus, type SignatureMode } from './envelope/envelope.js';
 import type { ProducerRole, RoleKeys } from './envelope/keys.js';
-import { PRODUCER_POLICY } from './messages.js';
+import { MESSAGES, PRODUCER_POLICY, type OrlojMessages } from './messages.js';
 
 /**
  * The bus as one role sees it: everything it publishes is signed with that
  * role's key, everything it consumes is verified against every role's public
- * key and orloj's producer policy. On the in-process bus envelopes go
+ * key and orloj's producer policy, and every body it hands a handler went
+ * through its type's decoder (MESSAGES). On the in-process bus envelopes go
  * unsigned (`SignatureMode`), unless `signatures: 'required'` asks otherwise.
  */
 export function roleBus(options: {
@@ -21,7 +22,9 @@ export function roleBus(options: {
   signatures?: SignatureMode;
   /** Counts refused messages. */
   metrics?: OrlojMetrics | undefined;
-}): SignedBus {
+  /** The process's request context: request ids travel on the messages (docs/bus.md, "Request ids"). */
+  requestContext?: RequestContext | undefined;
+}): SignedBus<OrlojMessages> {
   const { bus, role, keys, clock, logger } = options;
   const signatures = options.signatures ?? (bus.inProcess ? 'in-process' : 'required');
   const privateKey = keys.privateKeys[role];
@@ -29,6 +32,8 @@ export function roleBus(options: {
     bus,
     logger,
     metrics: options.metrics,
+    messages: MESSAGES,
+    requestContext: options.requestContext,
     verifier: new EnvelopeVerifier({ publicKeys: keys.publicKeys, policy: PRODUCER_POLICY, clock, signatures }),
     ...(privateKey ? { signer: new EnvelopeSigner({ role, privateKey, clock, signatures }) } : {}),
   });

@@ -18,9 +18,10 @@ import {
   type ProducerPolicy,
   type ProducerRole,
   type RejectionReason,
+  type UntypedMessages,
 } from '../src/envelope/index.js';
-import { silentLogger } from '../src/logging/logger.js';
-import { MESSAGE_TYPES, QUEUES } from '../src/messages.js';
+import { RequestContext, silentLogger } from '../src/logging/logger.js';
+import { MESSAGE_TYPES, QUEUES, type JobRunMessage } from '../src/messages.js';
 import { roleBus } from '../src/role-bus.js';
 import { Inbox } from './support/async.js';
 
@@ -152,6 +153,22 @@ describe('envelope', () => {
     assert.deepEqual(rejections(verifier), { unsigned: 5 });
   });
 
+  it('carries a request id signed with the rest, and still accepts envelopes without one', () => {
+    const traced = wire(signer('api').seal('workflow.terminate', {}, { reqId: 'edge-7f3a' }));
+    assert.equal(traced.req_id, 'edge-7f3a');
+    const result = verifier.verify(traced);
+    assert.ok(result.ok);
+    assert.equal(result.envelope.req_id, 'edge-7f3a');
+    const untraced = wire(signer('api').seal('workflow.terminate', {}));
+    assert.equal('req_id' in untraced, false);
+    assert.equal(verifier.verify(untraced).ok, true);
+    // Changed on the way: the signature no longer matches; not a request id: refused as malformed.
+    assert.equal(verifier.verify({ ...wire(signer('api').seal('workflow.terminate', {}, { reqId: 'a' })), req_id: 'b' }).ok, false);
+    assert.equal(verifier.verify({ ...wire(signer('api').seal('workflow.terminate', {})), req_id: 'has space' }).ok, false);
+    assert.deepEqual(rejections(verifier), { bad_signature: 2 });
+    assert.throws(() => signer('api').seal('workflow.terminate', {}, { reqId: 'has space' }), /request id/);
+  });
+
   it('rejects malformed envelopes and garbage signatures as bad signatures', () => {
     const sealed = wire(signer('api').seal('workflow.terminate', {}));
     const cases: unknown[] = [
@@ -196,13 +213,13 @@ describe('SignedBus', () => {
   let bus: Bus;
   let clock: ManualClock;
   let verifier: EnvelopeVerifier;
-  let api: SignedBus;
+  let api: SignedBus<UntypedMessages>;
 
   beforeEach(() => {
     bus = new MemoryBus({ logger: silentLogger, prefix: 'test.' });
     clock = new ManualClock();
     verifier = new EnvelopeVerifier({ publicKeys, policy, clock });
-    api = new SignedBus({
+    api = new SignedBus<UntypedMessages>({
       bus,
       verifier,
       logger: silentLogger,
@@ -253,13 +270,32 @@ describe('SignedBus', () => {
     assert.deepEqual(rejections(verifier), {});
   });
 
+  it('stamps what is published inside a request with its id, and runs the handler inside that id', async () => {
+    const context = new RequestContext();
+    const traced = new SignedBus<UntypedMessages>({
+      bus,
+      verifier,
+      logger: silentLogger,
+      requestContext: context,
+      signer: new EnvelopeSigner({ role: 'api', privateKey: pairs.api.privateKey, clock }),
+    });
+    const seen = new Inbox<[string | undefined, string | undefined]>();
+    await traced.consume('commands', (envelope) => seen.push([envelope.req_id, context.current()]));
+    await context.run('req-1', () => traced.publish('commands', 'workflow.terminate', {}));
+    await traced.publish('commands', 'workflow.terminate', {});
+    assert.deepEqual(await seen.next(), ['req-1', 'req-1']);
+    assert.deepEqual(await seen.next(), [undefined, undefined]);
+  });
+
   it('refuses to publish without a signing key', async () => {
-    const consumer = new SignedBus({ bus, verifier, logger: silentLogger });
+    const consumer = new SignedBus<UntypedMessages>({ bus, verifier, logger: silentLogger });
     await assert.rejects(consumer.publish('commands', 'workflow.terminate', {}), /no signing key/);
   });
 });
 
 describe('roleBus', () => {
+  /** A job.run body; `job_id` tells the messages of a test apart. */
+  const jobRun = (job_id: string): JobRunMessage => ({ job_id, workflow_id: 'w', attempt: 1, kind: 'HEARTBEAT', payload: '{}', log_retention: false });
   const keys = { privateKeys: Object.fromEntries(PRODUCER_ROLES.map((r) => [r, pairs[r].privateKey])), publicKeys };
   const clock = new ManualClock();
 
@@ -271,10 +307,29 @@ describe('roleBus', () => {
       const received = new Inbox<Envelope>();
       await runners.consume(QUEUES.jobs, (envelope) => received.push(envelope));
       // A job.run may come from the scheduler only: the runners' own is dropped, the scheduler's arrives.
-      await runners.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { from: 'runners' });
-      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { from: 'scheduler' });
+      await runners.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('from-runners'));
+      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('from-scheduler'));
       assert.equal(sent.sig, '-');
       assert.deepEqual(await received.next(), sent);
+    } finally {
+      await bus.close();
+    }
+  });
+
+  it('refuses a body its type\'s decoder cannot read, and a type the consumer does not take, before the handler', async () => {
+    const bus = new MemoryBus({ logger: silentLogger, prefix: 'test.' });
+    try {
+      const scheduler = roleBus({ bus, role: 'scheduler', keys, clock, logger: silentLogger });
+      const runners = roleBus({ bus, role: 'runners', keys, clock, logger: silentLogger });
+      const received = new Inbox<Envelope>();
+      const malformed: string[] = [];
+      await runners.consume(QUEUES.jobs, (envelope) => received.push(envelope), { accept: [MESSAGE_TYPES.jobRun], onMalformed: (problem) => malformed.push(problem) });
+      await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { job_id: 'j' } as unknown as JobRunMessage);
+      await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.buildRun, { workflow_id: 'w', build_token: 1, image: 'busybox' });
+      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('good'));
+      assert.deepEqual(await received.next(), sent);
+      assert.deepEqual(malformed, ['attempt must be a positive integer', 'build.run messages are not taken here']);
+      assert.equal(runners.rejected.malformed, 2);
     } finally {
       await bus.close();
     }
@@ -294,7 +349,7 @@ describe('roleBus', () => {
       await runners.consume(QUEUES.jobs, () => void (handled += 1));
       const dead = new Inbox<unknown>();
       await scheduler.consumeDeadLetters(QUEUES.jobs, (message) => dead.push(message));
-      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { job_id: 'j', attempt: 1 });
+      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('j'));
       assert.deepEqual(await dead.next('the refused job.run'), sent);
       assert.equal(handled, 0);
       assert.equal(runners.rejected.bad_signature, 1);
@@ -315,8 +370,8 @@ describe('roleBus', () => {
       const unsignedScheduler = roleBus({ bus: memory, role: 'scheduler', keys, clock, logger: silentLogger });
       const received = new Inbox<Envelope>();
       await runners.consume(QUEUES.jobs, (envelope) => received.push(envelope));
-      await unsignedScheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { signed: false });
-      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { signed: true });
+      await unsignedScheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('unsigned'));
+      const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('signed'));
       assert.match(sent.sig, /^[A-Za-z0-9_-]{86}$/);
       assert.deepEqual(await received.next(), sent);
     } finally {

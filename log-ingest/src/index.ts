@@ -1,2 +1,2 @@
 export { isConnectionError } from '@orloj/common';
-export { LogIngester, readLogBatch, type LogIngesterOptions, type LogIngesterMetrics } from './log-ingester.js';
+export { LogIngester, type LogIngesterOptions, type LogIngesterMetrics } from './log-ingester.js';

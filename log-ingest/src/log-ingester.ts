@@ -20,16 +20,13 @@
  */
 import {
   isConnectionError,
-  isUuid,
   MESSAGE_TYPES,
   QUEUES,
   TOPICS,
   type Clock,
-  type Envelope,
   type LiveLogsMessage,
   type LogBatchMessage,
   type Logger,
-  type LogLineMessage,
   type SignedBus,
   type Store,
   type Subscription,
@@ -119,7 +116,12 @@ export class LogIngester {
   /** Starts consuming QUEUES.logs. Memoised. */
   start(): Promise<void> {
     this.starting ??= (async () => {
-      this.sub = await this.bus.consume(QUEUES.logs, (envelope) => this.onMessage(envelope), { prefetch: this.prefetch });
+      // The bus refuses (and logs) a message of another type or a body decodeLogBatch cannot read; this counts them.
+      this.sub = await this.bus.consume(QUEUES.logs, (envelope) => this.onMessage(envelope.body), {
+        prefetch: this.prefetch,
+        accept: [MESSAGE_TYPES.logBatch],
+        onMalformed: () => void (this.counts.malformed += 1),
+      });
       this.log.info({ prefetch: this.prefetch }, 'log-ingest started');
     })();
     return this.starting;
@@ -149,18 +151,8 @@ export class LogIngester {
     return { ...this.counts, inFlight: this.inFlight };
   }
 
-  private async onMessage(envelope: Envelope): Promise<void> {
-    if (envelope.type !== MESSAGE_TYPES.logBatch) {
-      this.counts.malformed += 1;
-      this.log.warn({ type: envelope.type, envelopeId: envelope.id }, 'dropped a message of an unexpected type from the logs queue');
-      return;
-    }
-    let read = readLogBatch(envelope.body);
-    if (typeof read === 'string') {
-      this.counts.malformed += 1;
-      this.log.error({ envelopeId: envelope.id, problem: read }, 'dropped a malformed log.batch message');
-      return;
-    }
+  private async onMessage(batch: LogBatchMessage): Promise<void> {
+    let read = batch;
     const cap = this.maxLinesPerJob;
     if (cap !== undefined && read.lines.some((l) => l.sequence_num > cap)) {
       const kept = read.lines.filter((l) => l.sequence_num <= cap);
@@ -229,7 +221,7 @@ export class LogIngester {
   }
 
   /**
-   * Like scheduler's applyPatiently: a failing store is retried with backoff.
+   * Like scheduler's JobEvents (applied patiently): a failing store is retried with backoff.
    * Connection-level failures (the database restarting) are retried until
    * stop(); others for maxRetryMs, then the message is handed back to the bus.
    */
@@ -261,89 +253,6 @@ export class LogIngester {
   }
 }
 
-/**
- * Checks a log.batch body (the envelope proves who sent it, not its shape)
- * and normalises it: NUL characters, which PostgreSQL cannot store, become
- * U+FFFD, as stored. Returns the problem as a string when unusable.
- */
-export function readLogBatch(body: unknown): LogBatchMessage | string {
-  if (!isRecord(body)) return 'the body is not an object';
-  const { job_id, workflow_id, attempt, retain, lines, line_count, columns } = body;
-  if (!isUuid(job_id)) return 'job_id must be a UUID';
-  if (!isUuid(workflow_id)) return 'workflow_id must be a UUID';
-  if (!Number.isSafeInteger(attempt) || (attempt as number) < 1) return 'attempt must be a positive integer';
-  if (typeof retain !== 'boolean') return 'retain must be a boolean';
-  if (!Array.isArray(lines)) return 'lines must be an array';
-  if (line_count !== undefined && (!Number.isSafeInteger(line_count) || (line_count as number) < 0)) return 'line_count must be a non-negative integer';
-  let out: LogLineMessage[];
-  if (columns !== undefined) {
-    if (lines.length > 0) return 'a batch carries either lines or columns';
-    const unpacked = readColumns(columns);
-    if (typeof unpacked === 'string') return unpacked;
-    out = unpacked;
-  } else {
-    const read = readLines(lines);
-    if (typeof read === 'string') return read;
-    out = read;
-  }
-  return {
-    job_id,
-    workflow_id,
-    attempt: attempt as number,
-    retain,
-    lines: out,
-    ...(line_count === undefined ? {} : { line_count: line_count as number }),
-  };
-}
-
-const MAX_SEQUENCE = 2_147_483_647;
-
-function withoutNul(message: string): string {
-  return message.includes('\u0000') ? message.replaceAll('\u0000', '\ufffd') : message;
-}
-
-function readColumns(columns: unknown): LogLineMessage[] | string {
-  if (!isRecord(columns)) return 'columns must be an object';
-  const { first, streams, messages, timestamps } = columns;
-  if (!Array.isArray(messages) || !Array.isArray(timestamps) || typeof streams !== 'string') return 'columns must hold streams, messages and timestamps';
-  const n = messages.length;
-  if (timestamps.length !== n || streams.length !== n) return 'columns must all have one entry per line';
-  if (!Number.isSafeInteger(first) || (first as number) < 0 || (first as number) + n - 1 > MAX_SEQUENCE) {
-    return 'columns.first must be an integer from 0 to 2^31-1';
-  }
-  const out = new Array<LogLineMessage>(n);
-  for (let i = 0; i < n; i++) {
-    const message: unknown = messages[i];
-    const timestamp: unknown = timestamps[i];
-    const s = streams.charCodeAt(i);
-    if (typeof message !== 'string') return `columns.messages[${i}] must be a string`;
-    if (!Number.isSafeInteger(timestamp)) return `columns.timestamps[${i}] must be an integer`;
-    if (s !== 0x6f && s !== 0x65) return `columns.streams[${i}] must be o or e`;
-    out[i] = { sequence_num: (first as number) + i, stream: s === 0x65 ? 'stderr' : 'stdout', message: withoutNul(message), timestamp: timestamp as number };
-  }
-  return out;
-}
-
-function readLines(lines: unknown[]): LogLineMessage[] | string {
-  const out: LogLineMessage[] = new Array<LogLineMessage>(lines.length);
-  for (let i = 0; i < lines.length; i++) {
-    const l: unknown = lines[i];
-    if (!isRecord(l)) return `lines[${i}] is not an object`;
-    const { sequence_num, stream, message, timestamp } = l;
-    if (!Number.isSafeInteger(sequence_num) || (sequence_num as number) < 0 || (sequence_num as number) > MAX_SEQUENCE) {
-      return `lines[${i}].sequence_num must be an integer from 0 to 2^31-1`;
-    }
-    if (stream !== 'stdout' && stream !== 'stderr') return `lines[${i}].stream must be stdout or stderr`;
-    if (typeof message !== 'string') return `lines[${i}].message must be a string`;
-    if (!Number.isSafeInteger(timestamp)) return `lines[${i}].timestamp must be an integer`;
-    out[i] = { sequence_num: sequence_num as number, stream, message: withoutNul(message), timestamp: timestamp as number };
-  }
-  return out;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function positiveInt(name: string, value: number): number {
   if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${value}`);

@@ -8,6 +8,7 @@ import {
   TOPICS,
   type Envelope,
   type LiveLogsMessage,
+  type LogBatchMessage,
   type RoleKeys,
   type SignedBus,
   type Subscription,
@@ -222,7 +223,7 @@ describeEachEngine('log-ingest', (db, engine) => {
   it('drops malformed batches and batches not signed by runners', async () => {
     const job = await insertJob(db().store);
     await startIngester();
-    await runners.publish(QUEUES.logs, MESSAGE_TYPES.logBatch, { job_id: job.jobId, attempt: 1, lines: 'nope' });
+    await runners.publish(QUEUES.logs, MESSAGE_TYPES.logBatch, { job_id: job.jobId, attempt: 1, lines: 'nope' } as unknown as LogBatchMessage);
     await runners.publish(QUEUES.logs, MESSAGE_TYPES.logBatch, {
       job_id: job.jobId,
       workflow_id: job.workflowId,

@@ -23,15 +23,17 @@ import {
   TOPICS,
   type AbortLike,
   type BuildFinishedMessage,
+  type BuildRunMessage,
   type CheckResultMessage,
   type Clock,
   type ContainerPayload,
   type Envelope,
+  type JobRunRead,
   type JobFinishedMessage,
   type JobHeartbeatMessage,
   type JobReason,
   type JobRunMessage,
-  type JobStartedMessage,
+  type JobStopMessage,
   type LazyLogger,
   type Logger,
   type SignedBus,
@@ -41,7 +43,6 @@ import { DEFAULT_MEMORY_MB, JOB_ID_LABEL, type ContainerExecutor, type Container
 import type { HttpCheckExecutor } from './executors/http-check.executor.js';
 import type { ImagePolicy } from './executors/image-policy.js';
 import { ExpiringSet } from './expiring-set.js';
-import { readBuildRun, readJobRun, readJobStop } from './inbound.js';
 import { discardingLogSink, type LogSink } from './log-sink.js';
 import { Semaphore, type Release } from './semaphore.js';
 import { LogCap } from './log-cap.js';
@@ -291,9 +292,13 @@ export class Runner {
     }
     try {
       // Control first, so no stop can slip between taking a job and listening for its stop.
-      this.controlSub = await this.bus.subscribe(TOPICS.jobControl, (envelope) => this.onControl(envelope));
-      this.jobsSub = await this.bus.consume(QUEUES.jobs, (envelope) => this.onJobRun(envelope), { prefetch: this.concurrency });
-      this.buildsSub = await this.bus.consume(QUEUES.builds, (envelope) => this.onBuildRun(envelope), { prefetch: this.buildConcurrency });
+      // Each handler takes one message type; the bus refuses any other, and any body its decoder refuses.
+      this.controlSub = await this.bus.subscribe(TOPICS.jobControl, (envelope) => this.onControl(envelope.body), { accept: [MESSAGE_TYPES.jobStop] });
+      this.jobsSub = await this.bus.consume(QUEUES.jobs, (envelope) => this.onJobRun(envelope), { prefetch: this.concurrency, accept: [MESSAGE_TYPES.jobRun] });
+      this.buildsSub = await this.bus.consume(QUEUES.builds, (envelope) => this.onBuildRun(envelope.body), {
+        prefetch: this.buildConcurrency,
+        accept: [MESSAGE_TYPES.buildRun],
+      });
     } catch (err) {
       await Promise.allSettled([this.jobsSub?.cancel(), this.buildsSub?.cancel(), this.controlSub?.cancel()]);
       throw err;
@@ -356,17 +361,8 @@ export class Runner {
 
   // ---- job.run ------------------------------------------------------------
 
-  private async onJobRun(envelope: Envelope): Promise<void> {
-    if (envelope.type !== MESSAGE_TYPES.jobRun) {
-      this.log.warn({ type: envelope.type, envelopeId: envelope.id }, 'dropped a message of an unexpected type from the jobs queue');
-      return;
-    }
-    const read = readJobRun(envelope.body);
-    if (!read.ok) {
-      this.log.error({ envelopeId: envelope.id, problem: read.problem }, 'dropped a malformed job.run message');
-      return;
-    }
-    const { job } = read;
+  private async onJobRun(envelope: Envelope<JobRunRead>): Promise<void> {
+    const { problem, ...job } = envelope.body;
     const key = `${job.job_id}:${job.attempt}`;
     const log = lazyChild(this.log, { jobId: job.job_id, workflowId: job.workflow_id, attempt: job.attempt });
     if (this.skip(job, key, log)) return;
@@ -385,7 +381,7 @@ export class Runner {
       attempt = {
         key,
         job,
-        problem: read.problem,
+        problem,
         startedAt: this.clock.now(),
         log,
         cancel: new Cancellation(),
@@ -395,7 +391,7 @@ export class Runner {
       };
       // Registered before job.started goes out, so a job.stop from now on reaches it.
       this.attempts.set(key, attempt);
-      await this.bus.publish<JobStartedMessage>(QUEUES.jobEvents, MESSAGE_TYPES.jobStarted, {
+      await this.bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobStarted, {
         job_id: job.job_id,
         attempt: job.attempt,
         runner_id: this.runnerId,
@@ -626,13 +622,7 @@ export class Runner {
 
   // ---- job.stop -----------------------------------------------------------
 
-  private onControl(envelope: Envelope): void {
-    if (envelope.type !== MESSAGE_TYPES.jobStop) return; // other control messages are not for runners
-    const stop = readJobStop(envelope.body);
-    if (!stop) {
-      this.log.error({ envelopeId: envelope.id }, 'dropped a malformed job.stop message');
-      return;
-    }
+  private onControl(stop: JobStopMessage): void {
     // Remembered in any case: a later (re)delivery of its job.run is dropped.
     // A stop naming an attempt (a stale execution) concerns that attempt only.
     this.stoppedJobs.add(stop.attempt === undefined ? stop.job_id : `${stop.job_id}:${stop.attempt}`);
@@ -655,16 +645,7 @@ export class Runner {
     return containers.ensureImage(image, { beforePull: decision.beforePull });
   }
 
-  private async onBuildRun(envelope: Envelope): Promise<void> {
-    if (envelope.type !== MESSAGE_TYPES.buildRun) {
-      this.log.warn({ type: envelope.type, envelopeId: envelope.id }, 'dropped a message of an unexpected type from the builds queue');
-      return;
-    }
-    const build = readBuildRun(envelope.body);
-    if (!build) {
-      this.log.error({ envelopeId: envelope.id }, 'dropped a malformed build.run message');
-      return;
-    }
+  private async onBuildRun(build: BuildRunMessage): Promise<void> {
     const log = this.log.child({ workflowId: build.workflow_id, buildToken: build.build_token, image: build.image });
     const head = { workflow_id: build.workflow_id, build_token: build.build_token };
     let result: BuildFinishedMessage;

@@ -13,6 +13,7 @@ import {
   MemoryBus,
   MESSAGE_TYPES,
   newId,
+  MESSAGES,
   PRODUCER_POLICY,
   QUEUES,
   reasons,
@@ -240,10 +241,12 @@ async function harness(
   const runnerVerifier = verifier();
   const runnerBus = new SignedBus({
     bus: wrapBus ? wrapBus(bus) : bus,
+    messages: MESSAGES,
     logger,
     verifier: runnerVerifier,
     signer: new EnvelopeSigner({ role: 'runners', privateKey: keyPairs.runners.privateKey, clock }),
   });
+  // Undecoded: the test checks the events as runners put them on the wire.
   const scheduler = new SignedBus({
     bus,
     logger,
@@ -278,7 +281,7 @@ async function harness(
       return job;
     },
     async stopJob(jobId, reason = reasons.workflowTerminated()) {
-      await scheduler.broadcast<JobStopMessage>(TOPICS.jobControl, MESSAGE_TYPES.jobStop, { job_id: jobId, reason });
+      await scheduler.broadcast(TOPICS.jobControl, MESSAGE_TYPES.jobStop, { job_id: jobId, reason });
     },
     async close() {
       await within(runner.stop(), 'runner.stop() in cleanup');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { MESSAGE_TYPES, newId, newJob, QUEUES, roleBus, silentLogger, TOPICS, type Envelope, type Job, type JobRunMessage, type Store } from '@orloj/common';
-import { Scheduler } from '@orloj/scheduler';
+import { MESSAGE_TYPES, newId, newJob, QUEUES, roleBus, silentLogger, TOPICS, type Job, type JobRunMessage, type Store } from '@orloj/common';
+import { Scheduler, type JobEvent } from '@orloj/scheduler';
 import { describeEachEngine } from '../../common/test/support/stores.js';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
@@ -121,9 +121,8 @@ describeEachEngine('scheduler', (db) => {
     assert.equal((await store().workflows.findById(w.id))?.nextDueAt, anchor + 11 * MINUTE);
   });
 
-  it('records skipped slots: on the workflow, in the stats and through the hook', async () => {
-    const seen: { workflowId: string; skipped: number }[] = [];
-    const counting = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, onSlotsSkipped: (e) => seen.push(e) });
+  it('records skipped slots: on the workflow and in the stats', async () => {
+    const counting = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger });
     const w = await built();
     r.clock.advance(10 * MINUTE + 20_000);
     await counting.tick();
@@ -132,7 +131,6 @@ describeEachEngine('scheduler', (db) => {
     assert.equal(after?.skippedSlots, 9);
     assert.equal(after?.lastSlotSkippedAt, r.clock.now());
     assert.equal(counting.stats.slotsSkipped, 9);
-    assert.deepEqual(seen, [{ workflowId: w.id, skipped: 9 }]);
     await counting.stop();
   });
 
@@ -398,9 +396,10 @@ describeEachEngine('scheduler', (db) => {
   });
 
   describe('runner events applied in one batch', () => {
-    function event(type: string, body: unknown): Envelope {
+    // As the consumer would hand them over, but not decoded: a bad field reaches the store (and fails there).
+    function event(type: string, body: unknown): JobEvent {
       const now = r.clock.now();
-      return { id: newId(), type, producer: 'runners', issued_at: now, expires_at: now + MINUTE, body, sig: '-' };
+      return { id: newId(), type, producer: 'runners', issued_at: now, expires_at: now + MINUTE, body, sig: '-' } as JobEvent;
     }
     const started = (m: JobRunMessage, attempt = m.attempt) =>
       event(MESSAGE_TYPES.jobStarted, { job_id: m.job_id, attempt, runner_id: 'r1', started_at: r.clock.now() });

@@ -109,10 +109,14 @@ export function dashboardDir(config: ResolvedConfig, logger: Logger): string | u
  * runners (flushing their log lines), the notifier, log-ingest, the scheduler,
  * the bus and the store.
  */
-export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Clock; logger?: Logger }): Promise<RunningOrloj> {
+/**
+ * `requestContext`: the one a given `logger` was made with (createLogger's
+ * `context`), so its lines carry request ids; by default the process makes its own.
+ */
+export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Clock; logger?: Logger; requestContext?: RequestContext }): Promise<RunningOrloj> {
   const env = options.env ?? process.env;
   const config = resolveSecrets(loadConfig(env));
-  const requestContext = new RequestContext();
+  const requestContext = options.requestContext ?? new RequestContext();
   const logger = options.logger ?? createLogger({ level: config.logLevel, context: requestContext });
   // Said before anything is opened: the operator should fix it (docs/security.md).
   for (const warning of dataDirWarnings(config.dataDir)) logger.warn({ dataDir: config.dataDir }, warning);
@@ -170,7 +174,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       const log = logger.child({ role: 'scheduler' });
       const scheduler = new Scheduler({
         store,
-        bus: roleBus({ bus, role: 'scheduler', keys, clock, logger: log, metrics }),
+        bus: roleBus({ bus, role: 'scheduler', keys, clock, logger: log, metrics, requestContext }),
         clock,
         logger: log,
         replicaId: config.scheduler.id,
@@ -199,7 +203,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       // LogIngester, Notifier and Runner bind their role themselves: the root logger, so no line says it twice.
       const ingester = new LogIngester({
         store,
-        bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log, metrics }),
+        bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log, metrics, requestContext }),
         clock,
         logger,
         maxLinesPerJob: config.containers.maxLogLines,
@@ -210,7 +214,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     }
     if (roles.has('notifier') && store) {
       const log = logger.child({ role: 'notifier' });
-      const notifier = new Notifier({ store, bus: roleBus({ bus, role: 'notifier', keys, clock, logger: log, metrics }), clock, logger, pollMs: config.notifier.pollMs, metrics });
+      const notifier = new Notifier({ store, bus: roleBus({ bus, role: 'notifier', keys, clock, logger: log, metrics, requestContext }), clock, logger, pollMs: config.notifier.pollMs, metrics });
       await notifier.start();
       started.push(notifier);
       roleMetrics.notifier(metrics, store);
@@ -220,7 +224,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       const containers = config.runner.dockerHost ? new ContainerExecutor({ dockerHost: config.runner.dockerHost, logger: log, clock }) : undefined;
       if (!containers) log.warn('no DOCKER_HOST and no /var/run/docker.sock: CONTAINER jobs will fail with SYSTEM_ERROR');
       else if (!(await containers.ping())) log.warn({ dockerHost: config.runner.dockerHost }, 'the container runtime does not answer; CONTAINER jobs fail until it does');
-      const runnerBus = roleBus({ bus, role: 'runners', keys, clock, logger: log, metrics });
+      const runnerBus = roleBus({ bus, role: 'runners', keys, clock, logger: log, metrics, requestContext });
       // Captured container lines go to log-ingest in batches (docs/logs.md). On the
       // in-process bus nobody outside this process could take them: without a
       // log-ingest here they would pile up in memory, so they are only counted.
@@ -253,7 +257,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         config,
         clock,
         logger: log,
-        bus: roleBus({ bus, role: 'api', keys, clock, logger, metrics }),
+        bus: roleBus({ bus, role: 'api', keys, clock, logger, metrics, requestContext }),
         metrics,
         health,
         requestContext,

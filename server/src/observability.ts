@@ -21,7 +21,7 @@ export const roleMetrics = {
    */
   scheduler(metrics: OrlojMetrics, scheduler: Scheduler, store: Store, bus: InstrumentedBus): void {
     metrics.gauge('orloj_scheduler_leader', 'Whether this scheduler replica holds the leader lease (1) or stands by (0).', () => (scheduler.isLeader ? 1 : 0));
-    metrics.counterFrom('orloj_schedule_skipped_slots_total', 'Schedule slots passed over without a job (the previous job was still open, or the leader fell behind by more than an interval).', () => scheduler.skippedSlots);
+    metrics.counterFrom('orloj_schedule_skipped_slots_total', 'Schedule slots passed over without a job (the previous job was still open, or the leader fell behind by more than an interval).', () => scheduler.stats.slotsSkipped);
     metrics.labelledGauge('orloj_jobs', 'Open jobs by status, as the store holds them (exported by the scheduler leader).', 'status', async () =>
       scheduler.isLeader ? store.jobs.countByStatus(['PENDING', 'QUEUED', 'RUNNING']) : undefined,
     );

@@ -6,7 +6,6 @@ import {
   OrlojError,
   TOPICS,
   type Clock,
-  type Envelope,
   type Job,
   type LiveLogsMessage,
   type LogLine,
@@ -275,7 +274,7 @@ export class LiveTailHub {
     const bus = this.o.bus;
     if (!bus || this.stopped) return Promise.resolve();
     this.subscribing ??= bus
-      .subscribe(TOPICS.liveLogs, (envelope) => this.onBroadcast(envelope))
+      .subscribe(TOPICS.liveLogs, (envelope) => this.onBroadcast(envelope.body), { accept: [MESSAGE_TYPES.liveLogs] })
       .then((s) => {
         if (this.stopped) void s.cancel();
         else this.subscription = s;
@@ -288,18 +287,11 @@ export class LiveTailHub {
     return this.subscribing;
   }
 
-  private onBroadcast(envelope: Envelope): void {
-    if (envelope.type !== MESSAGE_TYPES.liveLogs) return;
-    const body = envelope.body as Partial<LiveLogsMessage> | null;
-    if (!body || typeof body.job_id !== 'string' || typeof body.attempt !== 'number' || !Array.isArray(body.lines)) return;
+  /** `body`: decoded by decodeLiveLogs (lines a tail cannot use are left out; the tail fills a gap from the store). */
+  private onBroadcast(body: LiveLogsMessage): void {
     const job = this.byJob.get(body.job_id);
     if (!job) return;
-    const lines: LogLine[] = [];
-    for (const l of body.lines) {
-      if (typeof l?.sequence_num !== 'number' || typeof l.message !== 'string' || typeof l.timestamp !== 'number') continue;
-      if (l.stream !== 'stdout' && l.stream !== 'stderr') continue;
-      lines.push({ jobId: body.job_id, attempt: body.attempt, sequenceNum: l.sequence_num, stream: l.stream, message: l.message, timestamp: l.timestamp });
-    }
+    const lines: LogLine[] = body.lines.map((l) => ({ jobId: body.job_id, attempt: body.attempt, sequenceNum: l.sequence_num, stream: l.stream, message: l.message, timestamp: l.timestamp }));
     for (const tail of job.tails) tail.onLive(body.attempt, lines);
   }
 

@@ -1,34 +1,51 @@
+/**
+ * One idea: the signed envelope, from sealing to a handler. The signer and
+ * verifier (shape, signature, producer policy, expiry, replay), and the
+ * SignedBus and verifying handler that put them on the bus and decode each
+ * body once by the message table (docs/bus.md, "Signed envelope").
+ */
 import { sign, verify, type KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { newId, isUuid } from '../ids.js';
-import type { Logger } from '../logging/logger.js';
+import type { Logger, RequestContext } from '../logging/logger.js';
+import type { OrlojMessages } from '../messages.js';
 import type { OrlojMetrics } from '../observability/metrics.js';
 import { DeadLetterError, deadLetterQueue, misuse, type Bus, type ConsumeOptions, type Delivery, type MessageHandler, type Subscription } from '../bus/bus.js';
 import { isProducerRole, type ProducerRole } from './keys.js';
+import type { MessageTable, MessageType, ProducerPolicy, ReadBody, WireBody } from './message-table.js';
+
+export type { ProducerPolicy } from './message-table.js';
 
 /**
  * A bus message with its provenance: who produced it, when, on whose behalf
  * (subject), signed with the producer role's Ed25519 key over the canonical
  * JSON of every other field.
  */
-export interface Envelope<B = unknown> {
+export interface Envelope<B = unknown, T extends string = string> {
   readonly id: string;
-  readonly type: string;
+  readonly type: T;
   readonly producer: ProducerRole;
   /** ms since the epoch */
   readonly issued_at: number;
   readonly expires_at: number;
   /** The user a command acts for. */
   readonly subject?: string;
+  /**
+   * The api request that caused the message (its X-Request-Id), signed with
+   * the rest; absent when no request did (and on messages of older versions).
+   * A consumer's log lines for handling it carry it as `reqId`.
+   */
+  readonly req_id?: string;
   readonly body: B;
   /** base64url Ed25519 signature, or `-` on the in-process bus (see `signatures`) */
   readonly sig: string;
 }
 
-/** message type → the roles allowed to produce it; a type missing here is accepted from nobody. */
-export type ProducerPolicy = Readonly<Record<string, readonly ProducerRole[]>>;
+/** An envelope of type `K` of table `M`, its body as that type's decoder returned it. */
+export type TypedEnvelope<M extends MessageTable, K extends MessageType<M>> = K extends unknown ? Envelope<ReadBody<M, K>, K> : never;
 
-export type RejectionReason = 'unsigned' | 'bad_signature' | 'wrong_producer' | 'expired' | 'replayed';
+/** `malformed`: authentic, but its body failed its type's decoder (or the type is not one the consumer takes). */
+export type RejectionReason = 'unsigned' | 'bad_signature' | 'wrong_producer' | 'expired' | 'replayed' | 'malformed';
 
 export type VerifyResult<B = unknown> =
   | { readonly ok: true; readonly envelope: Envelope<B> }
@@ -42,7 +59,9 @@ export type VerifyResult<B = unknown> =
 
 // Domain separation: a signature over an envelope can never pass for a signature over anything else.
 const SIGNING_CONTEXT = 'orloj-envelope-v1\n';
-const FIELDS = new Set(['id', 'type', 'producer', 'issued_at', 'expires_at', 'subject', 'body', 'sig']);
+const FIELDS = new Set(['id', 'type', 'producer', 'issued_at', 'expires_at', 'subject', 'req_id', 'body', 'sig']);
+/** As the api accepts an X-Request-Id. */
+const REQ_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const SIG_SHAPE = /^[A-Za-z0-9_-]{86}$/;
 /** The `sig` of an envelope sealed without a signature (in-process bus only). */
 const NO_SIGNATURE = '-';
@@ -60,6 +79,8 @@ export type SignatureMode = 'required' | 'in-process';
 export interface SealOptions {
   subject?: string;
   ttlMs?: number;
+  /** The request that caused the message; SignedBus fills it from its RequestContext. */
+  reqId?: string | undefined;
 }
 
 export class EnvelopeSigner {
@@ -77,11 +98,12 @@ export class EnvelopeSigner {
     this.signatures = options.signatures ?? 'required';
   }
 
-  seal<B>(type: string, body: B, options: SealOptions = {}): Envelope<B> {
+  seal<B, T extends string = string>(type: T, body: B, options: SealOptions = {}): Envelope<B, T> {
     const ttlMs = options.ttlMs ?? this.ttlMs;
     if (typeof type !== 'string' || type === '') throw misuse('an envelope needs a message type');
     if (body === undefined) throw misuse('an envelope needs a body (null is fine)');
     if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw misuse(`envelope ttlMs must be a positive integer, got ${ttlMs}`);
+    if (options.reqId !== undefined && !REQ_ID.test(options.reqId)) throw misuse(`an envelope's request id must match ${REQ_ID}, got ${JSON.stringify(options.reqId)}`);
     const issuedAt = this.clock.now();
     const unsigned = {
       id: newId(),
@@ -90,6 +112,7 @@ export class EnvelopeSigner {
       issued_at: issuedAt,
       expires_at: issuedAt + ttlMs,
       ...(options.subject === undefined ? {} : { subject: options.subject }),
+      ...(options.reqId === undefined ? {} : { req_id: options.reqId }),
       body,
     };
     const sig = this.signatures === 'in-process' ? NO_SIGNATURE : sign(null, signingInput(unsigned), this.privateKey).toString('base64url');
@@ -121,7 +144,7 @@ export interface VerifierOptions {
  */
 export class EnvelopeVerifier {
   /** Rejections so far, by reason: a metrics exporter reads this object. */
-  readonly rejected: Record<RejectionReason, number> = { unsigned: 0, bad_signature: 0, wrong_producer: 0, expired: 0, replayed: 0 };
+  readonly rejected: Record<RejectionReason, number> = { unsigned: 0, bad_signature: 0, wrong_producer: 0, expired: 0, replayed: 0, malformed: 0 };
   private readonly publicKeys: Partial<Record<ProducerRole, KeyObject>>;
   private readonly policy: ProducerPolicy;
   private readonly clock: Clock;
@@ -250,6 +273,7 @@ function shapeProblem(fields: Record<string, unknown>): string | undefined {
   if (!isProducerRole(fields.producer)) return 'producer must be a known role';
   if (!Number.isSafeInteger(fields.issued_at) || !Number.isSafeInteger(fields.expires_at)) return 'issued_at and expires_at must be integers';
   if ('subject' in fields && typeof fields.subject !== 'string') return 'subject must be a string';
+  if ('req_id' in fields && (typeof fields.req_id !== 'string' || !REQ_ID.test(fields.req_id))) return 'req_id must be a request id';
   if (!('body' in fields)) return 'body is missing';
   return undefined;
 }
@@ -306,25 +330,39 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 // ---- the bus, with envelopes ------------------------------------------------
 
-export type EnvelopeHandler = (envelope: Envelope, delivery: Delivery) => Promise<void> | void;
+export type EnvelopeHandler<E extends Envelope = Envelope> = (envelope: E, delivery: Delivery) => Promise<void> | void;
 
 /** Rejections that mean a sender without the right key (or a forgery), not a late or repeated message. */
 const SIGNATURE_FAILURES: ReadonlySet<RejectionReason> = new Set(['unsigned', 'bad_signature', 'wrong_producer']);
 
+export interface VerifyingOptions {
+  verifier: EnvelopeVerifier;
+  logger: Logger;
+  scope: string;
+  onRefused?: ((reason: RejectionReason) => void) | undefined;
+  /** Decodes each verified body with its type's decoder; a type it lacks passes as it is. */
+  messages?: MessageTable | undefined;
+  /** The message types this consumer takes; another is refused as malformed. Absent: any. */
+  accept?: readonly string[] | undefined;
+  /** Told of each body refused as malformed (a role's own tally). */
+  onMalformed?: ((problem: string, envelope: Envelope) => void) | undefined;
+  /** Runs the handler inside the envelope's request id, so its log lines carry `reqId`. */
+  requestContext?: RequestContext | undefined;
+}
+
 /**
- * Wraps a handler so only verified envelopes reach it. A message that fails
- * its signature check (unsigned, bad signature, a role signing what it may
- * not) is logged at error level with the role it claims to come from and
- * dead-lettered (DeadLetterError): never acked into nothing, so whoever
- * watches `<queue>.dead` (the scheduler, for jobs) learns of it at once. An
- * expired or replayed message is logged and acked (dropped): redelivering it
- * would fail the same way. A handler failure still redelivers, and the id is
- * recorded only after success, so the redelivery is not called a replay.
+ * Wraps a handler so only verified, decoded envelopes reach it. A message
+ * that fails its signature check (unsigned, bad signature, a role signing
+ * what it may not) is logged at error level with the role it claims to come
+ * from and dead-lettered (DeadLetterError): never acked into nothing, so
+ * whoever watches `<queue>.dead` (the scheduler, for jobs) learns of it at
+ * once. An expired or replayed message, and an authentic one whose body its
+ * type's decoder refuses (malformed: the one place bodies are refused), is
+ * logged and acked (dropped): redelivering it would fail the same way. A
+ * handler failure still redelivers, and the id is recorded only after
+ * success, so the redelivery is not called a replay.
  */
-export function verifyingHandler(
-  options: { verifier: EnvelopeVerifier; logger: Logger; scope: string; onRefused?: ((reason: RejectionReason) => void) | undefined },
-  handler: EnvelopeHandler,
-): MessageHandler {
+export function verifyingHandler(options: VerifyingOptions, handler: EnvelopeHandler): MessageHandler {
   const { verifier, logger, scope, onRefused } = options;
   return async (message, delivery) => {
     const result = verifier.verify(message, { scope, remember: false });
@@ -338,52 +376,110 @@ export function verifyingHandler(
       logger.warn(fields, 'dropped a bus message that failed verification');
       return;
     }
-    await handler(result.envelope, delivery);
+    const read = decodeBody(result.envelope, options);
+    if (!read.ok) {
+      const { envelope } = result;
+      verifier.rejected.malformed += 1;
+      onRefused?.('malformed');
+      options.onMalformed?.(read.problem, envelope);
+      logger.warn(
+        { reason: 'malformed', detail: read.problem, type: envelope.type, envelopeId: envelope.id, producer: envelope.producer, scope },
+        'dropped a bus message whose body its consumer cannot use',
+      );
+      return;
+    }
+    const { requestContext } = options;
+    const reqId = read.envelope.req_id;
+    await (requestContext && reqId !== undefined ? requestContext.run(reqId, () => handler(read.envelope, delivery)) : handler(read.envelope, delivery));
     verifier.remember(result.envelope, scope);
   };
 }
 
-export async function sealAndPublish<B>(bus: Bus, signer: EnvelopeSigner, queue: string, type: string, body: B, options: SealOptions = {}): Promise<Envelope<B>> {
+function decodeBody(envelope: Envelope, options: VerifyingOptions): { ok: true; envelope: Envelope } | { ok: false; problem: string } {
+  if (options.accept && !options.accept.includes(envelope.type)) return { ok: false, problem: `${envelope.type} messages are not taken here` };
+  const spec = options.messages && Object.hasOwn(options.messages, envelope.type) ? options.messages[envelope.type] : undefined;
+  if (!spec) return { ok: true, envelope };
+  const body = spec.decode(envelope.body);
+  return body.ok ? { ok: true, envelope: { ...envelope, body: body.value } } : body;
+}
+
+export async function sealAndPublish<B, T extends string>(bus: Bus, signer: EnvelopeSigner, queue: string, type: T, body: B, options: SealOptions = {}): Promise<Envelope<B, T>> {
   const envelope = signer.seal(type, body, options);
   await bus.publish(queue, envelope, { messageId: envelope.id, type });
   return envelope;
 }
 
-/** A Bus through which a role sends and receives signed envelopes only. */
-export class SignedBus {
+/** How a SignedBus consumer takes messages: which types (typing the handler), and a tally of refused bodies. */
+export interface SignedConsumeOptions<K extends string = string> extends ConsumeOptions {
+  /** The only message types handled here; any other is refused as malformed. Absent: every type of the table. */
+  accept?: readonly K[];
+  onMalformed?: (problem: string, envelope: Envelope) => void;
+}
+
+/**
+ * A Bus through which a role sends and receives signed envelopes only, typed
+ * by a message table (orloj's: MESSAGES, as roleBus builds it): `publish`
+ * takes the body of the message type it is given, a handler gets the body its
+ * type's decoder returned. Without `messages` nothing is decoded: tests that
+ * look at the wire format consume that way.
+ */
+export class SignedBus<M extends MessageTable = OrlojMessages> {
   private readonly bus: Bus;
   private readonly signer: EnvelopeSigner | undefined;
   private readonly verifier: EnvelopeVerifier;
   private readonly log: Logger;
   private readonly metrics: OrlojMetrics | undefined;
+  private readonly messages: M | undefined;
+  private readonly requestContext: RequestContext | undefined;
 
-  /** `metrics`: refused messages are counted there by queue (or topic) and reason. */
-  constructor(options: { bus: Bus; verifier: EnvelopeVerifier; logger: Logger; signer?: EnvelopeSigner; metrics?: OrlojMetrics | undefined }) {
+  /**
+   * `metrics`: refused messages are counted there by queue (or topic) and reason.
+   * `requestContext`: a message published inside a request carries its id,
+   * and a handler runs inside the id of the message it handles.
+   */
+  constructor(options: {
+    bus: Bus;
+    verifier: EnvelopeVerifier;
+    logger: Logger;
+    signer?: EnvelopeSigner;
+    metrics?: OrlojMetrics | undefined;
+    messages?: M;
+    requestContext?: RequestContext | undefined;
+  }) {
     this.bus = options.bus;
     this.metrics = options.metrics;
     this.signer = options.signer;
     this.verifier = options.verifier;
+    this.messages = options.messages;
+    this.requestContext = options.requestContext;
     this.log = options.logger.child({ component: 'signed-bus' });
   }
 
-  async publish<B>(queue: string, type: string, body: B, options?: SealOptions): Promise<Envelope<B>> {
-    return sealAndPublish(this.bus, this.requireSigner(), queue, type, body, options);
+  async publish<K extends MessageType<M>>(queue: string, type: K, body: WireBody<M, K>, options?: SealOptions): Promise<Envelope<WireBody<M, K>, K>> {
+    return sealAndPublish(this.bus, this.requireSigner(), queue, type, body, this.sealOptions(options));
   }
 
-  async broadcast<B>(topic: string, type: string, body: B, options?: SealOptions): Promise<Envelope<B>> {
-    const envelope = this.requireSigner().seal(type, body, options);
+  async broadcast<K extends MessageType<M>>(topic: string, type: K, body: WireBody<M, K>, options?: SealOptions): Promise<Envelope<WireBody<M, K>, K>> {
+    const envelope = this.requireSigner().seal(type, body, this.sealOptions(options));
     await this.bus.broadcast(topic, envelope);
     return envelope;
   }
 
-  consume(queue: string, handler: EnvelopeHandler, options?: ConsumeOptions): Promise<Subscription> {
-    return this.bus.consume(queue, verifyingHandler({ verifier: this.verifier, logger: this.log, scope: `queue:${queue}`, onRefused: this.refused(queue) }, handler), options);
+  consume<K extends MessageType<M> = MessageType<M>>(queue: string, handler: EnvelopeHandler<TypedEnvelope<M, K>>, options: SignedConsumeOptions<K> = {}): Promise<Subscription> {
+    const { accept, onMalformed, ...consumeOptions } = options;
+    // The one widening: the handler gets only envelopes of `accept`ed types whose bodies their decoder in `messages` returned.
+    const verifying = verifyingHandler(this.verifying(`queue:${queue}`, queue, accept, onMalformed), handler as EnvelopeHandler);
+    return this.bus.consume(queue, verifying, consumeOptions);
   }
 
-  subscribe(topic: string, handler: (envelope: Envelope) => Promise<void> | void): Promise<Subscription> {
+  subscribe<K extends MessageType<M> = MessageType<M>>(
+    topic: string,
+    handler: (envelope: TypedEnvelope<M, K>) => Promise<void> | void,
+    options: { accept?: readonly K[] } = {},
+  ): Promise<Subscription> {
     // Each subscription sees every broadcast once, so each gets its own replay scope.
     const scope = `topic:${topic}#${newId()}`;
-    const verifying = verifyingHandler({ verifier: this.verifier, logger: this.log, scope, onRefused: this.refused(topic) }, (envelope) => handler(envelope));
+    const verifying = verifyingHandler(this.verifying(scope, topic, options.accept, undefined), (envelope) => handler(envelope as TypedEnvelope<M, K>));
     return this.bus.subscribe(topic, async (message) => {
       try {
         await verifying(message, { redelivered: false, deliveryCount: 1 });
@@ -413,9 +509,24 @@ export class SignedBus {
     return this.verifier.rejected;
   }
 
-  private refused(queue: string): ((reason: RejectionReason) => void) | undefined {
+  private verifying(scope: string, name: string, accept: readonly string[] | undefined, onMalformed: SignedConsumeOptions['onMalformed']): VerifyingOptions {
     const counter = this.metrics?.busRefused;
-    return counter ? (reason) => counter.inc({ queue, reason }) : undefined;
+    return {
+      verifier: this.verifier,
+      logger: this.log,
+      scope,
+      onRefused: counter ? (reason) => counter.inc({ queue: name, reason }) : undefined,
+      messages: this.messages,
+      accept,
+      onMalformed,
+      requestContext: this.requestContext,
+    };
+  }
+
+  private sealOptions(options: SealOptions | undefined): SealOptions {
+    if (options?.reqId !== undefined || !this.requestContext) return options ?? {};
+    const reqId = this.requestContext.current();
+    return reqId === undefined ? (options ?? {}) : { ...options, reqId };
   }
 
   private requireSigner(): EnvelopeSigner {

@@ -10,6 +10,9 @@ export {
   type ProducerPolicy,
   type RejectionReason,
   type SealOptions,
+  type SignedConsumeOptions,
+  type TypedEnvelope,
+  type VerifyingOptions,
   type VerifierOptions,
   type VerifyResult,
 } from './envelope.js';
@@ -27,3 +30,16 @@ export {
   type ProducerRole,
   type RoleKeys,
 } from './keys.js';
+export {
+  decoded,
+  messageSpec,
+  producerPolicy,
+  unusable,
+  type Decoded,
+  type MessageSpec,
+  type MessageTable,
+  type MessageType,
+  type ReadBody,
+  type UntypedMessages,
+  type WireBody,
+} from './message-table.js';

@@ -17,6 +17,11 @@ export class RequestContext {
     return this.storage.run({ reqId }, fn);
   }
 
+  /** The request id of the request being handled now, if any (a message published now carries it). */
+  current(): string | undefined {
+    return this.storage.getStore()?.reqId;
+  }
+
   /** The fields to add to a log line written now: `{ reqId }` inside a request, else none. */
   fields(): { reqId?: string } {
     const current = this.storage.getStore();

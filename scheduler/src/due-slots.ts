@@ -1,0 +1,113 @@
+import { firstSlotAfter, mostRecentSlot, newJob, queuedAtCreation, type Job, type Store, type Workflow } from '@orloj/common';
+import type { SchedulerContext } from './context.js';
+import type { HandOut } from './hand-out.js';
+
+/** A workflow whose due slots from next_due_at up to `slot` got no job of their own. */
+interface Skip {
+  id: string;
+  skipped: number;
+  slot: number;
+}
+
+/**
+ * The leader's due slots: one job per due slot of each workflow, created
+ * QUEUED and handed out in the same pass. Exactly once comes from the unique
+ * (workflow, slot) key; runs never overlap (one QUEUED/RUNNING job per
+ * workflow); a user past their share waits (maxActivePerUser).
+ */
+export class DueSlots {
+  constructor(
+    private readonly c: SchedulerContext,
+    private readonly handOut: HandOut,
+  ) {}
+
+  /**
+   * Creates the jobs of due slots, QUEUED at once (the workflows are locked and
+   * free: nothing else may hand them out first), and hands them to the runners.
+   * Returns how many due workflows it looked at (a full batch means there may
+   * be more).
+   */
+  async createDueJobs(now: number, limit: number): Promise<number> {
+    const { store, config } = this.c;
+    const due = await store.workflows.due(now, limit, { maxActivePerUser: config.maxActivePerUser });
+    if (due.length === 0) return 0;
+    const skips: Skip[] = [];
+    const handOut = await store.transaction(async (tx) => {
+      skips.length = 0; // a retried transaction counts again
+      // Locked first, so a job that ends meanwhile is either seen ended here, or
+      // sees the workflow set aside below and makes it due again (applyJobOutcome).
+      await tx.workflows.lock(due.map((w) => w.id));
+      const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
+      const share = await userShare(tx, config.maxActivePerUser, due.map((w) => w.userId));
+      const { jobs, next } = this.plan(due, busy, share, now, skips);
+      // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
+      const inserted = new Set(await tx.jobs.insertMany(jobs.map(([job]) => job)));
+      await tx.workflows.setNextDueMany(next);
+      const created = jobs.filter(([job]) => inserted.has(job.id));
+      // Only where this pass created the slot's job: a second leader's pass over the same slot records nothing.
+      const createdFor = new Set(created.map(([job]) => job.workflowId));
+      const recorded = skips.filter((k) => createdFor.has(k.id));
+      skips.length = 0;
+      skips.push(...recorded);
+      await tx.workflows.recordSkippedSlots(recorded.map((k) => ({ id: k.id, skipped: k.skipped, at: now })));
+      return created;
+    });
+    this.reportSkipped(skips);
+    // After the commit: a leader that dies before this leaves the jobs QUEUED and unconfirmed, and the sweep sends them.
+    await this.handOut.send(handOut);
+    return due.length;
+  }
+
+  /** The job each due workflow gets now (if any), its next due time, and the slots it skips (pushed onto `skips`). */
+  private plan(due: readonly Workflow[], busy: ReadonlySet<string>, share: (userId: string) => boolean, now: number, skips: Skip[]) {
+    const jobs: [Job, Workflow][] = [];
+    const next: { id: string; nextDueAt: number }[] = [];
+    for (const w of due) {
+      if (w.buildCompletedAt === null) continue;
+      // The user's share is taken: the workflow stays due and runs its most recent slot later.
+      if (!busy.has(w.id) && !share(w.userId)) continue;
+      const intervalMs = w.intervalMinutes * 60_000;
+      if (busy.has(w.id)) {
+        // Runs never overlap: this slot is skipped for now. The workflow waits
+        // for its next slot, or, when its job ends first, runs this (most
+        // recent missed) slot then (applyJobOutcome).
+        next.push({ id: w.id, nextDueAt: firstSlotAfter(w.buildCompletedAt, intervalMs, now) });
+        continue;
+      }
+      const slot = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
+      // The slots from next_due_at up to this one get no job of their own.
+      // (next_due_at is off the slot grid after a job that ended late made the workflow due at once: it stands for the slot before it.)
+      const skipped = w.nextDueAt === null ? 0 : Math.max(0, Math.ceil((slot - w.nextDueAt) / intervalMs - 1e-9));
+      if (skipped > 0) skips.push({ id: w.id, skipped, slot });
+      jobs.push([queuedAtCreation(newJob(w, 'AUTOMATIC', slot, now), now), w]);
+      next.push({ id: w.id, nextDueAt: slot + intervalMs });
+    }
+    return { jobs, next };
+  }
+
+  /** Skipped slots: a warn line per pass and the stats counter (the workflows' own counts are in the store). */
+  private reportSkipped(skips: readonly Skip[]): void {
+    if (skips.length === 0) return;
+    const total = skips.reduce((sum, k) => sum + k.skipped, 0);
+    this.c.stats.slotsSkipped += total;
+    this.c.log.warn(
+      { slotsSkipped: total, workflows: skips.length, sample: skips.slice(0, 5).map((k) => ({ workflowId: k.id, skipped: k.skipped })) },
+      'skipped due slots: only the most recent missed slot of each workflow runs (runners behind, or orloj was down)',
+    );
+  }
+}
+
+/**
+ * Takes a place in its user's share of the runners (maxActivePerUser), for
+ * a batch: true while the user had fewer jobs handed out than the cap.
+ */
+export async function userShare(store: Store, cap: number | undefined, userIds: readonly string[]): Promise<(userId: string) => boolean> {
+  if (cap === undefined) return () => true;
+  const active = await store.jobs.activeCountsByUser(userIds);
+  return (userId) => {
+    const n = active.get(userId) ?? 0;
+    if (n >= cap) return false;
+    active.set(userId, n + 1);
+    return true;
+  };
+}

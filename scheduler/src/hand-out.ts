@@ -1,0 +1,124 @@
+import { applyJobOutcome, MESSAGE_TYPES, QUEUES, reasons, TOPICS, type Job, type JobReason, type JobRunMessage, type JobStopMessage, type Workflow } from '@orloj/common';
+import type { SchedulerContext } from './context.js';
+
+/**
+ * Jobs on their way to the runners and back: handing jobs out (job.run), the
+ * next attempt after a SYSTEM failure, and stop requests (job.stop). The
+ * leader's loop and the job events every replica applies both use it.
+ */
+export class HandOut {
+  constructor(private readonly c: SchedulerContext) {}
+
+  /**
+   * Publishes the jobs' messages and records which ones the bus confirmed. A
+   * message expires when the sweep would hand its job out again, so a late
+   * delivery of an old attempt is refused instead of running twice. A job whose
+   * publish failed stays QUEUED and unconfirmed; the sweep hands it out again.
+   */
+  async send(jobs: readonly (readonly [Job, Workflow])[]): Promise<void> {
+    const sent: { id: string; attempts: number }[] = [];
+    await Promise.all(
+      jobs.map(async ([job, workflow]) => {
+        const body: JobRunMessage = {
+          job_id: job.id,
+          workflow_id: job.workflowId,
+          attempt: job.attempts,
+          kind: workflow.kind,
+          payload: workflow.payload,
+          log_retention: workflow.logRetention,
+        };
+        try {
+          await this.c.bus.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, body, { ttlMs: this.c.config.queueTimeoutMs });
+          sent.push({ id: job.id, attempts: job.attempts });
+        } catch (err) {
+          this.c.log.warn({ err, jobId: job.id }, 'could not hand a job to the runners; it will be retried');
+        }
+      }),
+    );
+    await this.c.store.jobs.markDispatched(sent, this.c.clock.now());
+  }
+
+  /**
+   * Moves the jobs to QUEUED as their next attempt: all in one statement, or,
+   * when that would give a workflow a second active job (another leader, or a
+   * manual job, got there first), one by one, each job that would overlap
+   * waiting.
+   */
+  async queueAll(jobs: readonly Job[], now: number): Promise<Job[]> {
+    const { store } = this.c;
+    const all = await this.guardOverlap(() => store.jobs.queueNextAttempts(jobs, now));
+    if (all) return all;
+    const moved: Job[] = [];
+    for (const job of jobs) {
+      const one = await this.guardOverlap(() =>
+        store.jobs.transition(job.id, 'QUEUED', now, { attempts: job.attempts + 1, queuedAt: now }, { attempts: job.attempts }),
+      );
+      if (one) moved.push(one);
+    }
+    return moved;
+  }
+
+  /** The one-active-job-per-workflow key refuses a second QUEUED job; that job simply waits. */
+  private async guardOverlap<T>(move: () => Promise<T | undefined>): Promise<T | undefined> {
+    try {
+      return await move();
+    } catch (err) {
+      if (this.c.store.dialect.isUniqueViolation(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * A SYSTEM failure of one attempt (runner vanished, runtime unavailable):
+   * another attempt while attempts remain, else FAILED SYSTEM_ERROR. A job of
+   * a workflow terminated meanwhile is canceled instead.
+   */
+  async retryOrFail(job: Job, now: number, finalReason: JobReason): Promise<void> {
+    const { store } = this.c;
+    const guard = { attempts: job.attempts };
+    const workflow = await store.workflows.findById(job.workflowId);
+    if (!workflow || workflow.terminatedAt !== null) {
+      await store.transaction(async (tx) => {
+        const canceled = await tx.jobs.transition(job.id, 'CANCELED', now, { completedAt: now, leaseExpiresAt: null, reason: reasons.workflowTerminated() }, guard);
+        if (canceled) await applyJobOutcome(tx, canceled, now);
+      });
+      return;
+    }
+    if (job.attempts < this.c.config.maxAttempts) {
+      const retried = await this.guardOverlap(() =>
+        store.jobs.transition(
+          job.id,
+          'QUEUED',
+          now,
+          { attempts: job.attempts + 1, queuedAt: now, runnerId: null, leaseExpiresAt: null, startedAt: null, containerId: null },
+          guard,
+        ),
+      );
+      if (retried) {
+        this.c.log.warn({ jobId: job.id, attempt: retried.attempts }, 'retrying a job on another runner');
+        await this.send([[retried, workflow]]);
+      }
+      return;
+    }
+    await store.transaction(async (tx) => {
+      const failed = await tx.jobs.transition(
+        job.id,
+        'FAILED',
+        now,
+        { completedAt: now, leaseExpiresAt: null, reason: finalReason.code === 'SYSTEM_ERROR' ? finalReason : reasons.leaseLost(job.attempts) },
+        guard,
+      );
+      if (failed) await applyJobOutcome(tx, failed, now);
+    });
+  }
+
+  /** Asks every runner to stop the job (only `attempt`, when given); a failed broadcast is repeated by the caller's next pass. */
+  async stop(jobId: string, reason: JobReason, attempt?: number): Promise<void> {
+    const body: JobStopMessage = { job_id: jobId, reason, ...(attempt !== undefined ? { attempt } : {}) };
+    try {
+      await this.c.bus.broadcast(TOPICS.jobControl, MESSAGE_TYPES.jobStop, body);
+    } catch (err) {
+      this.c.log.warn({ err, jobId }, 'could not broadcast a stop request; it will be repeated');
+    }
+  }
+}
