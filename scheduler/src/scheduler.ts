@@ -11,6 +11,8 @@ import {
   QUEUES,
   reasons,
   recordBuildResult,
+  retry,
+  retryPolicies,
   systemClock,
   TOPICS,
   type BuildFinishedMessage,
@@ -738,16 +740,12 @@ export class Scheduler {
    * error that persists for about a minute goes back to the bus.
    */
   private async applyPatiently(envelope: Envelope): Promise<void> {
-    let delay = 100;
-    for (let elapsed = 0; ; elapsed += delay, delay = Math.min(delay * 2, 10_000)) {
-      try {
-        return await this.onEvent(envelope);
-      } catch (err) {
-        if (elapsed >= 60_000 || this.abort.signal.aborted) throw err;
-        this.log.warn({ err, type: envelope.type }, 'could not apply an event; retrying');
-        await this.deps.clock.sleep(delay, this.abort.signal);
-      }
-    }
+    return retry(() => this.onEvent(envelope), {
+      policy: retryPolicies.jobEventApply,
+      clock: this.deps.clock,
+      signal: this.abort.signal,
+      onRetry: (err) => this.log.warn({ err, type: envelope.type }, 'could not apply an event; retrying'),
+    });
   }
 
   private async onEvent(envelope: Envelope): Promise<void> {
