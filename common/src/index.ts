@@ -1,6 +1,7 @@
 export * from './errors.js';
 export * from './cancellation.js';
 export * from './clock.js';
+export * from './retry.js';
 export * from './ids.js';
 export * from './cursor.js';
 export * from './logging/logger.js';

@@ -22,6 +22,7 @@ import {
 } from '../src/envelope/index.js';
 import { RequestContext, silentLogger } from '../src/logging/logger.js';
 import { MESSAGE_TYPES, QUEUES, type JobRunMessage } from '../src/messages.js';
+import { OrlojMetrics } from '../src/observability/metrics.js';
 import { roleBus } from '../src/role-bus.js';
 import { Inbox } from './support/async.js';
 
@@ -344,7 +345,8 @@ describe('roleBus', () => {
       const scheduler = roleBus({ bus: remote, role: 'scheduler', keys, clock, logger: silentLogger });
       // A runner given another installation's scheduler key: it can verify nothing the scheduler sends.
       const wrong = { privateKeys: keys.privateKeys, publicKeys: { ...publicKeys, scheduler: crypto.generateKeyPairSync('ed25519').publicKey } };
-      const runners = roleBus({ bus: remote, role: 'runners', keys: wrong, clock, logger });
+      const metrics = new OrlojMetrics({ defaultMetrics: false });
+      const runners = roleBus({ bus: remote, role: 'runners', keys: wrong, clock, logger, metrics });
       let handled = 0;
       await runners.consume(QUEUES.jobs, () => void (handled += 1));
       const dead = new Inbox<unknown>();
@@ -352,7 +354,8 @@ describe('roleBus', () => {
       const sent = await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, jobRun('j'));
       assert.deepEqual(await dead.next('the refused job.run'), sent);
       assert.equal(handled, 0);
-      assert.equal(runners.rejected.bad_signature, 1);
+      const refused = (await metrics.registry.getSingleMetric('orloj_bus_messages_refused_total')?.get())?.values ?? [];
+      assert.deepEqual(refused.map((v) => [v.labels.reason, v.value]), [['bad_signature', 1]]);
       const line = logged.find((l) => l.reason === 'bad_signature');
       assert.equal(line?.level, 50, 'error level');
       assert.equal(line?.claimedRole, 'scheduler');

@@ -19,14 +19,16 @@
  *   to `prefetch` batches).
  */
 import {
-  isConnectionError,
   MESSAGE_TYPES,
   QUEUES,
+  retry,
+  retryPolicies,
   TOPICS,
   type Clock,
   type LiveLogsMessage,
   type LogBatchMessage,
   type Logger,
+  type RetryPolicy,
   type SignedBus,
   type Store,
   type Subscription,
@@ -86,7 +88,7 @@ export class LogIngester {
   private readonly log: Logger;
   private readonly clock: Clock;
   private readonly prefetch: number;
-  private readonly maxRetryMs: number;
+  private readonly retryPolicy: RetryPolicy;
   private readonly quietMs: number;
   private readonly drainMs: number;
   private readonly maxLinesPerJob: number | undefined;
@@ -107,7 +109,7 @@ export class LogIngester {
     this.clock = options.clock;
     this.log = options.logger.child({ role: 'log-ingest' });
     this.prefetch = positiveInt('prefetch', options.prefetch ?? DEFAULT_PREFETCH);
-    this.maxRetryMs = nonNegativeInt('maxRetryMs', options.maxRetryMs ?? 60_000);
+    this.retryPolicy = { ...retryPolicies.storeWrite, giveUpAfterMs: nonNegativeInt('maxRetryMs', options.maxRetryMs ?? 60_000) };
     this.quietMs = nonNegativeInt('quietMs', options.quietMs ?? 250);
     this.drainMs = nonNegativeInt('drainMs', options.drainMs ?? 5_000);
     this.maxLinesPerJob = options.maxLinesPerJob === undefined ? undefined : positiveInt('maxLinesPerJob', options.maxLinesPerJob);
@@ -221,25 +223,22 @@ export class LogIngester {
   }
 
   /**
-   * Like scheduler's JobEvents (applied patiently): a failing store is retried with backoff.
-   * Connection-level failures (the database restarting) are retried until
-   * stop(); others for maxRetryMs, then the message is handed back to the bus.
+   * A failing store is retried with backoff (retryPolicies.storeWrite):
+   * connection-level failures (the database restarting) until stop(); others
+   * for maxRetryMs, then the message is handed back to the bus.
    */
   private async applyPatiently(batch: LogBatchMessage): Promise<number | undefined> {
-    let delay = 100;
-    for (let elapsed = 0; ; elapsed += delay, delay = Math.min(delay * 2, 5_000)) {
-      try {
-        return await this.apply(batch);
-      } catch (err) {
-        if (this.stopping.signal.aborted) throw err;
-        if (elapsed >= this.maxRetryMs && !isConnectionError(err)) throw err;
+    return retry(() => this.apply(batch), {
+      policy: this.retryPolicy,
+      clock: this.clock,
+      signal: this.stopping.signal,
+      onRetry: (err, retryInMs) => {
         this.counts.retries += 1;
-        this.log.warn({ err, jobId: batch.job_id, attempt: batch.attempt, retryInMs: delay }, 'could not store log lines; retrying');
-        await this.clock.sleep(delay, this.stopping.signal);
-        if (this.stopping.signal.aborted) throw err;
-      }
-    }
+        this.log.warn({ err, jobId: batch.job_id, attempt: batch.attempt, retryInMs }, 'could not store log lines; retrying');
+      },
+    });
   }
+
 
   /** Best effort: live tails fill gaps from the store. */
   private async broadcast(batch: LogBatchMessage): Promise<void> {

@@ -13,11 +13,12 @@
  * - Patient: a store that is down is waited for instead of dead-lettering events.
  */
 import {
-  isConnectionError,
   jobDurationSeconds,
   MESSAGE_TYPES,
   newId,
   QUEUES,
+  retry,
+  retryPolicies,
   type Clock,
   type DomainEvent,
   type JobEventData,
@@ -111,19 +112,16 @@ export class Notifier {
   }
 
   private async onMessage(event: DomainEvent): Promise<void> {
-    let delay = 100;
-    const maxRetryMs = this.options.maxRetryMs ?? 60_000;
-    for (let elapsed = 0; ; elapsed += delay, delay = Math.min(delay * 2, 5_000)) {
-      try {
-        return await this.apply(event);
-      } catch (err) {
-        if (this.abort.signal.aborted || (elapsed >= maxRetryMs && !isConnectionError(err))) throw err;
+    const policy = { ...retryPolicies.storeWrite, giveUpAfterMs: this.options.maxRetryMs ?? 60_000 };
+    return retry(() => this.apply(event), {
+      policy,
+      clock: this.options.clock,
+      signal: this.abort.signal,
+      onRetry: (err, retryInMs) => {
         this.counts.retries += 1;
-        this.log.warn({ err, eventId: event.id, retryInMs: delay }, 'could not apply a domain event; retrying');
-        await this.options.clock.sleep(delay, this.abort.signal);
-        if (this.abort.signal.aborted) throw err;
-      }
-    }
+        this.log.warn({ err, eventId: event.id, retryInMs }, 'could not apply a domain event; retrying');
+      },
+    });
   }
 
   /** Applies the event once: dedupe record, counters, notification and outbox row in one transaction. */

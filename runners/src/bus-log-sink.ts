@@ -29,10 +29,13 @@ import {
   LOG_BATCH_TTL_MS,
   MESSAGE_TYPES,
   QUEUES,
+  retry,
+  retryPolicies,
   type Clock,
   type LogBatchMessage,
   type LogColumns,
   type Logger,
+  type RetryPolicy,
   type SignedBus,
 } from '@orloj/common';
 import type { CapturedLine, JobLogWriter, LogSink, LogSinkJob } from './log-sink.js';
@@ -96,8 +99,7 @@ export class BusLogSink implements LogSink {
   readonly bufferLines: number;
   readonly bufferBytes: number;
   readonly countIntervalMs: number;
-  private readonly retryInitialMs: number;
-  private readonly retryMaxMs: number;
+  private readonly retryPolicy: RetryPolicy;
 
   private usedLines = 0;
   private usedBytes = 0;
@@ -114,8 +116,9 @@ export class BusLogSink implements LogSink {
     this.bufferLines = positiveInt('bufferLines', options.bufferLines ?? 10_000);
     this.bufferBytes = positiveInt('bufferBytes', options.bufferBytes ?? 16 * 1024 * 1024);
     this.countIntervalMs = positiveInt('countIntervalMs', options.countIntervalMs ?? 1_000);
-    this.retryInitialMs = positiveInt('retry.initialMs', options.retry?.initialMs ?? 100);
-    this.retryMaxMs = Math.max(this.retryInitialMs, positiveInt('retry.maxMs', options.retry?.maxMs ?? 5_000));
+    const initialMs = positiveInt('retry.initialMs', options.retry?.initialMs ?? retryPolicies.logPublish.initialMs);
+    const maxMs = Math.max(initialMs, positiveInt('retry.maxMs', options.retry?.maxMs ?? retryPolicies.logPublish.maxMs));
+    this.retryPolicy = { ...retryPolicies.logPublish, initialMs, maxMs };
   }
 
   open(job: LogSinkJob): JobLogWriter {
@@ -184,27 +187,33 @@ export class BusLogSink implements LogSink {
     return this.usedLines === 0 || (this.usedLines + 1 <= this.bufferLines && this.usedBytes + size <= this.bufferBytes);
   }
 
-  /** Publishes until the bus takes the batch; throws only once abandoned. */
+  /** Publishes until the bus takes the batch (retryPolicies.logPublish); throws only once abandoned. */
   async publish(body: LogBatchMessage, lines: number, log: Logger): Promise<void> {
-    for (let failures = 0; ; failures++) {
+    if (this.abandoning.signal.aborted) throw new LogSinkAbandonedError();
+    try {
+      await retry(
+        async () => {
+          try {
+            await this.bus.publish(QUEUES.logs, MESSAGE_TYPES.logBatch, body, { ttlMs: LOG_BATCH_TTL_MS });
+          } catch (err) {
+            this.counts.publishFailures += 1;
+            throw err;
+          }
+        },
+        {
+          policy: this.retryPolicy,
+          clock: this.clock,
+          signal: this.abandoning.signal,
+          onRetry: (err, retryInMs) => log.warn({ err, lines, retryInMs }, 'could not publish log lines; retrying'),
+        },
+      );
+    } catch (err) {
+      // Without a give-up rule, retry only ends by throwing once abandoned.
       if (this.abandoning.signal.aborted) throw new LogSinkAbandonedError();
-      try {
-        await this.bus.publish(QUEUES.logs, MESSAGE_TYPES.logBatch, body, { ttlMs: LOG_BATCH_TTL_MS });
-        this.counts.batches += 1;
-        this.counts.lines += lines;
-        return;
-      } catch (err) {
-        this.counts.publishFailures += 1;
-        const delayMs = this.backoff(failures);
-        log.warn({ err, lines, retryInMs: delayMs }, 'could not publish log lines; retrying');
-        await this.clock.sleep(delayMs, this.abandoning.signal);
-      }
+      throw err;
     }
-  }
-
-  private backoff(failures: number): number {
-    const step = Math.min(this.retryMaxMs, this.retryInitialMs * 2 ** Math.min(failures, 30));
-    return Math.max(1, Math.round(step * (0.5 + Math.random() * 0.5)));
+    this.counts.batches += 1;
+    this.counts.lines += lines;
   }
 }
 

@@ -1,4 +1,6 @@
 import {
+  retry,
+  retryPolicies,
   applyJobOutcome,
   MESSAGE_TYPES,
   reasons,
@@ -173,16 +175,12 @@ export class JobEvents {
    * way. Only an error that persists for about a minute goes back to the bus.
    */
   private async patiently(plan: Plan): Promise<void> {
-    let delay = 100;
-    for (let elapsed = 0; ; elapsed += delay, delay = Math.min(delay * 2, 10_000)) {
-      try {
-        return await this.alone(plan, this.c.clock.now());
-      } catch (err) {
-        if (elapsed >= 60_000 || this.c.signal.aborted) throw err;
-        this.c.log.warn({ err, type: plan.type }, 'could not apply an event; retrying');
-        await this.c.clock.sleep(delay, this.c.signal);
-      }
-    }
+    return retry(() => this.alone(plan, this.c.clock.now()), {
+      policy: retryPolicies.jobEventApply,
+      clock: this.c.clock,
+      signal: this.c.signal,
+      onRetry: (err, delayMs) => this.c.log.warn({ err, type: plan.type, retryInMs: delayMs }, 'could not apply an event; retrying'),
+    });
   }
 
   private async alone(plan: Plan, now: number): Promise<void> {

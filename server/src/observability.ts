@@ -22,6 +22,8 @@ export const roleMetrics = {
   scheduler(metrics: OrlojMetrics, scheduler: Scheduler, store: Store, bus: InstrumentedBus): void {
     metrics.gauge('orloj_scheduler_leader', 'Whether this scheduler replica holds the leader lease (1) or stands by (0).', () => (scheduler.isLeader ? 1 : 0));
     metrics.counterFrom('orloj_schedule_skipped_slots_total', 'Schedule slots passed over without a job (the previous job was still open, or the leader fell behind by more than an interval).', () => scheduler.stats.slotsSkipped);
+    metrics.counterFrom('orloj_scheduler_jobs_recovered_after_restart_total', 'Jobs handed out again because their message was known lost (the in-process bus restarted with the process).', () => scheduler.stats.jobsRecoveredAfterRestart);
+    metrics.counterFrom('orloj_scheduler_jobs_refused_total', 'job.run messages a runner refused (back from the dead-letter queue) and the scheduler handed out again.', () => scheduler.stats.jobsRefused);
     metrics.labelledGauge('orloj_jobs', 'Open jobs by status, as the store holds them (exported by the scheduler leader).', 'status', async () =>
       scheduler.isLeader ? store.jobs.countByStatus(['PENDING', 'QUEUED', 'RUNNING']) : undefined,
     );

@@ -34,6 +34,8 @@ describe('embedded process: probes and metrics on the api port', function () {
     const text = await (await fetch(`${base}/metrics`)).text();
     for (const series of [
       /^orloj_scheduler_leader 1$/m,
+      /^orloj_scheduler_jobs_recovered_after_restart_total 0$/m,
+      /^orloj_scheduler_jobs_refused_total 0$/m,
       /^orloj_jobs\{status="QUEUED"\} 0$/m,
       /^orloj_bus_connected 1$/m,
       /^orloj_ready 1$/m,

@@ -1,38 +1,37 @@
 import { EventEmitter } from 'node:events';
 import amqp from 'amqplib';
-import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage, Message, Options } from 'amqplib';
-import type { Logger } from '../logging/logger.js';
+import type { Channel, ChannelModel, Options } from 'amqplib';
 import { tlsMaterial, type TlsFiles } from '../config/tls.js';
 import { OrlojError } from '../errors.js';
+import { backoffDelay, retryPolicies, type BackoffPolicy } from '../retry.js';
 import {
   busClosed,
   checkPrefetch,
-  deadLetterQueue,
-  DeadLetterError,
   DEFAULT_PREFETCH,
   encodeMessage,
-  entryExchange,
-  isDeadLetterQueue,
-  logHandlerFailure,
   qualifiedName,
   resolveBusOptions,
   type BroadcastHandler,
   type Bus,
   type BusOptions,
   type ConsumeOptions,
-  type Delivery,
   type MessageHandler,
   type PublishOptions,
   type ResolvedBusOptions,
   type Subscription,
 } from './bus.js';
+import { hasPassword, redact, refusal } from './amqp-broker-url.js';
+import { beforeDeadline, quietly } from './amqp-promises.js';
+import { AmqpPublisher } from './amqp-publisher.js';
+import { AmqpSubscription, type Kind, type SubscriptionHost } from './amqp-subscription.js';
+import { AmqpTopology } from './amqp-topology.js';
 
 export interface AmqpBusOptions extends BusOptions {
   /** How long publish/broadcast/consume/subscribe wait for the broker before rejecting. Default 30 s. */
   operationTimeoutMs?: number;
   /** How long the first connection may take before AmqpBus.connect() rejects. Default 30 s. */
   connectTimeoutMs?: number;
-  /** Reconnect backoff bounds (exponential, jittered). Default 100 ms to 5 s. */
+  /** Reconnect backoff bounds (retryPolicies.busReconnect: exponential, jittered). Default 100 ms to 5 s. */
   reconnectDelayMs?: { min: number; max: number };
   /**
    * amqps://: verify the broker against `caFile` and present `certFile`/`keyFile`.
@@ -47,7 +46,6 @@ export interface AmqpBusOptions extends BusOptions {
 }
 
 const BROADCAST_PREFETCH = 100;
-const SEQ_HEADER = 'x-orloj-publish-seq';
 const JSON_TYPE = 'application/json';
 
 /**
@@ -62,24 +60,23 @@ const JSON_TYPE = 'application/json';
  * re-attaches every consumer and subscription; operations started during an
  * outage wait up to operationTimeoutMs. Emits 'connected' (after consumers
  * are re-attached) and 'disconnected'; never 'error'.
+ *
+ * This file holds the connection: connecting, reconnecting, and running
+ * operations on whatever connection is live. Declaring queues and exchanges
+ * is amqp-topology.ts, publishing with confirms amqp-publisher.ts, consuming
+ * amqp-subscription.ts.
  */
 export class AmqpBus extends EventEmitter implements Bus {
   private readonly options: ResolvedBusOptions;
   private readonly timeoutMs: number;
-  private readonly backoff: { min: number; max: number };
+  private readonly backoff: BackoffPolicy;
   private readonly socketOptions: Record<string, unknown>;
   private current: ChannelModel | undefined;
-  private pub: { conn: ChannelModel; channel: Promise<ConfirmChannel> } | undefined;
-  /** Asserted on the current connection: declaring is idempotent but costs a round trip. */
-  private readonly asserted = new Set<string>();
-  /** Everything this instance ever declared, for destroy(). */
-  private readonly declared = { queues: new Set<string>(), exchanges: new Set<string>() };
+  private readonly topology: AmqpTopology;
+  private readonly publisher: AmqpPublisher;
   private readonly subscriptions = new Set<AmqpSubscription>();
   private readonly host: SubscriptionHost;
   private readonly operations = new Set<Promise<unknown>>();
-  private readonly channelErrors = new WeakMap<Channel, unknown>();
-  private readonly returned = new Set<string>();
-  private publishSeq = 0;
   private readonly waiters = new Set<() => void>();
   private reconnectTimer: NodeJS.Timeout | undefined;
   private connecting: Promise<void> | undefined;
@@ -117,7 +114,10 @@ export class AmqpBus extends EventEmitter implements Bus {
     super();
     this.options = resolveBusOptions(options);
     this.timeoutMs = options.operationTimeoutMs ?? 30_000;
-    this.backoff = options.reconnectDelayMs ?? { min: 100, max: 5_000 };
+    const bounds = options.reconnectDelayMs;
+    this.backoff = bounds ? { ...retryPolicies.busReconnect, initialMs: bounds.min, maxMs: bounds.max } : retryPolicies.busReconnect;
+    this.topology = new AmqpTopology(this.options.maxDeliveries);
+    this.publisher = new AmqpPublisher(this.topology, this.options.log);
     const tls = options.tls ? tlsMaterial(options.tls) : {};
     this.socketOptions = {
       // connection establishment only; amqplib lifts it once the connection is open
@@ -132,11 +132,11 @@ export class AmqpBus extends EventEmitter implements Bus {
       maxDeliveries: this.options.maxDeliveries,
       current: () => this.current,
       closing: () => this.isClosing,
-      delay: (attempt) => this.delay(attempt),
-      declareQueue: (ch, name) => this.declareQueue(ch, name),
-      declareExchange: (ch, name) => this.declareExchange(ch, name),
+      delay: (attempt) => backoffDelay(this.backoff, attempt),
+      declareQueue: (ch, name) => this.topology.declareQueue(ch, name),
+      declareExchange: (ch, name) => this.topology.declareExchange(ch, name),
       forget: (sub) => void this.subscriptions.delete(sub),
-      invalidate: (name) => void this.asserted.delete(name),
+      invalidate: (name) => this.topology.invalidate(name),
     };
   }
 
@@ -150,33 +150,13 @@ export class AmqpBus extends EventEmitter implements Bus {
     const properties: Options.Publish = { persistent: true, contentType: JSON_TYPE, mandatory: true };
     if (options.messageId !== undefined) properties.messageId = options.messageId;
     if (options.type !== undefined) properties.type = options.type;
-    await this.operation(`publish to ${name}`, (conn) =>
-      this.onPublishChannel(conn, async (ch) => {
-        // The declared-queue cache can go stale (someone deleted the queue);
-        // mandatory makes the broker return such a message instead of
-        // confirming it into the void, and we declare again once.
-        for (let attempt = 1; ; attempt++) {
-          await this.declareQueue(ch, name);
-          const seq = String(++this.publishSeq);
-          await confirmed((done) => ch.publish(entryExchange(name), '', body, { ...properties, headers: { [SEQ_HEADER]: seq } }, done));
-          // basic.return always precedes the confirm of the same message
-          if (!this.returned.delete(seq)) return;
-          this.asserted.delete(name);
-          if (attempt === 2) throw new OrlojError('service_unavailable', `The broker could not route a message to ${name}.`, { kind: 'operational' });
-        }
-      }),
-    );
+    await this.operation(`publish to ${name}`, (conn) => this.publisher.publish(conn, name, body, properties));
   }
 
   async broadcast(topic: string, message: unknown): Promise<void> {
     const body = Buffer.from(encodeMessage(message));
     const name = qualifiedName(this.options.prefix, topic);
-    await this.operation(`broadcast to ${name}`, (conn) =>
-      this.onPublishChannel(conn, async (ch) => {
-        await this.declareExchange(ch, name);
-        await confirmed((done) => ch.publish(name, '', body, { contentType: JSON_TYPE }, done));
-      }),
-    );
+    await this.operation(`broadcast to ${name}`, (conn) => this.publisher.broadcast(conn, name, body, { contentType: JSON_TYPE }));
   }
 
   async consume(queue: string, handler: MessageHandler, options: ConsumeOptions = {}): Promise<Subscription> {
@@ -226,13 +206,11 @@ export class AmqpBus extends EventEmitter implements Bus {
    */
   async destroy(): Promise<void> {
     await this.close();
-    if (this.declared.queues.size === 0 && this.declared.exchanges.size === 0) return;
+    if (this.topology.isEmpty) return;
     const conn = await amqp.connect(this.url, this.socketOptions);
     conn.on('error', () => {});
     try {
-      const ch = await conn.createChannel();
-      for (const queue of this.declared.queues) await ch.deleteQueue(queue);
-      for (const exchange of this.declared.exchanges) await ch.deleteExchange(exchange);
+      await this.topology.deleteAll(conn);
     } finally {
       await quietly(() => conn.close());
     }
@@ -246,7 +224,7 @@ export class AmqpBus extends EventEmitter implements Bus {
     await Promise.allSettled([...this.operations]);
     const conn = this.current;
     this.current = undefined;
-    this.pub = undefined;
+    this.publisher.reset();
     if (conn) await quietly(() => conn.close());
     this.options.log.info('bus closed');
   }
@@ -290,7 +268,7 @@ export class AmqpBus extends EventEmitter implements Bus {
     conn.on('unblocked', () => this.options.log.info('the broker accepts publishes again'));
     this.current = conn;
     this.everConnected = true;
-    this.asserted.clear();
+    this.topology.forgetAsserted();
     this.attempts = 0;
     this.lastError = undefined;
     await Promise.all(
@@ -310,7 +288,7 @@ export class AmqpBus extends EventEmitter implements Bus {
   private lost(conn: ChannelModel): void {
     if (conn !== this.current) return;
     this.current = undefined;
-    this.pub = undefined;
+    this.publisher.reset();
     if (this.isClosing) return;
     this.options.log.warn('lost the message broker connection; reconnecting');
     this.emit('disconnected');
@@ -322,13 +300,8 @@ export class AmqpBus extends EventEmitter implements Bus {
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       this.connecting = this.connectOnce();
-    }, this.delay(this.attempts++));
-  }
-
-  /** Exponential with jitter, so a fleet does not reconnect in lockstep after a broker restart. */
-  private delay(attempt: number): number {
-    const cap = Math.min(this.backoff.max, this.backoff.min * 2 ** Math.min(attempt, 30));
-    return cap / 2 + (Math.random() * cap) / 2;
+      // Jittered, so a fleet does not reconnect in lockstep after a broker restart.
+    }, backoffDelay(this.backoff, this.attempts++));
   }
 
   private wake(): void {
@@ -401,43 +374,6 @@ export class AmqpBus extends EventEmitter implements Bus {
     }
   }
 
-  /** One shared confirm channel; when the broker closes it, the next publish opens another. */
-  private async onPublishChannel(conn: ChannelModel, fn: (ch: ConfirmChannel) => Promise<void>): Promise<void> {
-    const ch = await this.publishChannel(conn);
-    try {
-      await fn(ch);
-    } catch (err) {
-      // pending confirms only hear "channel closed"; the broker's reason came with the 'error' event
-      throw this.channelErrors.get(ch) ?? err;
-    }
-  }
-
-  private publishChannel(conn: ChannelModel): Promise<ConfirmChannel> {
-    if (this.pub?.conn === conn) return this.pub.channel;
-    const channel = conn.createConfirmChannel().then((ch) => {
-      ch.on('error', (err: unknown) => {
-        this.channelErrors.set(ch, err);
-        this.options.log.warn({ err }, 'publish channel closed by the broker');
-      });
-      ch.on('return', (msg: Message) => {
-        const seq: unknown = msg.properties.headers?.[SEQ_HEADER];
-        if (typeof seq === 'string') this.returned.add(seq);
-      });
-      ch.on('close', () => {
-        if (this.pub?.channel !== channel) return;
-        this.pub = undefined;
-        // a channel error may mean something we asserted was deleted
-        this.asserted.clear();
-      });
-      return ch;
-    });
-    channel.catch(() => {
-      if (this.pub?.channel === channel) this.pub = undefined;
-    });
-    this.pub = { conn, channel };
-    return channel;
-  }
-
   private async attachNew(kind: Kind, name: string, handler: MessageHandler | BroadcastHandler, prefetch: number): Promise<Subscription> {
     if (this.isClosing) throw busClosed();
     const sub = new AmqpSubscription(this.host, kind, name, handler, prefetch);
@@ -450,297 +386,5 @@ export class AmqpBus extends EventEmitter implements Bus {
       throw err;
     }
     return sub;
-  }
-
-  /**
-   * A work queue with its entry exchange, and (for a queue that is not itself
-   * a dead-letter queue) `<queue>.dead` with its own, which is the queue's
-   * dead-letter exchange. Messages never go through the default exchange, so
-   * broker permissions on the entry exchanges decide who may publish where.
-   */
-  private async declareQueue(ch: Channel, name: string): Promise<void> {
-    if (this.asserted.has(name)) return;
-    if (isDeadLetterQueue(name)) {
-      await this.declareQuorumQueue(ch, name, {});
-    } else {
-      const dead = deadLetterQueue(name);
-      await this.declareQuorumQueue(ch, dead, {});
-      await this.declareQuorumQueue(ch, name, {
-        // the broker dead-letters once a message was returned more than this many times
-        'x-delivery-limit': this.options.maxDeliveries - 1,
-        'x-dead-letter-exchange': entryExchange(dead),
-        // at-least-once dead-lettering requires reject-publish overflow
-        'x-dead-letter-strategy': 'at-least-once',
-        'x-overflow': 'reject-publish',
-      });
-    }
-    this.asserted.add(name);
-  }
-
-  private async declareQuorumQueue(ch: Channel, name: string, args: Record<string, unknown>): Promise<void> {
-    const entry = entryExchange(name);
-    // the exchange first: a queue whose dead-letter exchange is missing would drop dead letters
-    await ch.assertExchange(entry, 'fanout', { durable: true });
-    this.declared.exchanges.add(entry);
-    await ch.assertQueue(name, { durable: true, arguments: { 'x-queue-type': 'quorum', ...args } });
-    this.declared.queues.add(name);
-    await ch.bindQueue(name, entry, '');
-  }
-
-  private async declareExchange(ch: Channel, name: string): Promise<void> {
-    if (this.asserted.has(`exchange:${name}`)) return;
-    // durable and never auto-deleted: a vanished exchange would turn the next broadcast into a channel error
-    await ch.assertExchange(name, 'fanout', { durable: true });
-    this.declared.exchanges.add(name);
-    this.asserted.add(`exchange:${name}`);
-  }
-}
-
-type Kind = 'queue' | 'topic';
-
-interface SubscriptionHost {
-  log: Logger;
-  maxDeliveries: number;
-  current(): ChannelModel | undefined;
-  closing(): boolean;
-  delay(attempt: number): number;
-  declareQueue(ch: Channel, name: string): Promise<void>;
-  declareExchange(ch: Channel, name: string): Promise<void>;
-  forget(sub: AmqpSubscription): void;
-  /** The broker may have lost a queue or exchange we declared: declare it again next time. */
-  invalidate(name: string): void;
-}
-
-/**
- * One consumer (queue) or subscriber (topic) with its own channel, so a
- * channel error or prefetch setting stays local to it. It survives
- * reconnects: the bus calls attach() with each new connection.
- */
-class AmqpSubscription implements Subscription {
-  /** The connection this subscription is attached or attaching to. */
-  private conn: ChannelModel | undefined;
-  private attaching: Promise<void> | undefined;
-  private channel: Channel | undefined;
-  private consumerTag: string | undefined;
-  private readonly inFlight = new Set<Promise<void>>();
-  private chain: Promise<void> = Promise.resolve();
-  private retryTimer: NodeJS.Timeout | undefined;
-  private retries = 0;
-  private cancelling: Promise<void> | undefined;
-
-  constructor(
-    private readonly host: SubscriptionHost,
-    private readonly kind: Kind,
-    readonly name: string,
-    private readonly handler: MessageHandler | BroadcastHandler,
-    private readonly prefetch: number,
-  ) {}
-
-  attach(conn: ChannelModel): Promise<void> {
-    if (this.cancelling) return Promise.resolve();
-    if (this.conn === conn && this.attaching) return this.attaching;
-    this.conn = conn;
-    this.attaching = this.open(conn).catch((err: unknown) => {
-      if (this.conn === conn) this.conn = undefined;
-      throw err;
-    });
-    return this.attaching;
-  }
-
-  retryLater(): void {
-    if (this.cancelling || this.retryTimer) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      const conn = this.host.current();
-      // Without a connection the bus re-attaches everything once it reconnects.
-      if (!conn || this.conn === conn) return;
-      this.attach(conn).catch((err: unknown) => {
-        this.host.log.error({ err, name: this.name }, 'cannot re-attach a consumer; retrying');
-        this.retryLater();
-      });
-    }, this.host.delay(this.retries++));
-  }
-
-  cancel(): Promise<void> {
-    this.cancelling ??= this.stop();
-    return this.cancelling;
-  }
-
-  private async stop(): Promise<void> {
-    clearTimeout(this.retryTimer);
-    await this.attaching?.catch(() => {});
-    const ch = this.channel;
-    const tag = this.consumerTag;
-    if (ch && tag) await quietly(() => ch.cancel(tag));
-    // a delivery may still arrive between basic.cancel and its reply
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
-    if (ch) await quietly(() => ch.close());
-    this.host.forget(this);
-  }
-
-  private async open(conn: ChannelModel): Promise<void> {
-    const ch = await conn.createChannel();
-    ch.on('error', (err: unknown) => {
-      this.host.invalidate(this.kind === 'queue' ? this.name : `exchange:${this.name}`);
-      this.host.log.warn({ err, name: this.name }, 'consumer channel closed by the broker');
-    });
-    ch.on('close', () => this.closed(ch));
-    try {
-      await ch.prefetch(this.prefetch);
-      let queue = this.name;
-      if (this.kind === 'queue') {
-        await this.host.declareQueue(ch, this.name);
-      } else {
-        await this.host.declareExchange(ch, this.name);
-        // exclusive, server-named: dies with this connection, so absent subscribers miss broadcasts
-        queue = (await ch.assertQueue('', { exclusive: true, autoDelete: true, durable: false })).queue;
-        await ch.bindQueue(queue, this.name, '');
-      }
-      const { consumerTag } = await ch.consume(queue, (msg) => this.receive(ch, msg), { noAck: false });
-      this.channel = ch;
-      this.consumerTag = consumerTag;
-      this.retries = 0;
-    } catch (err) {
-      await quietly(() => ch.close());
-      throw err;
-    }
-  }
-
-  private closed(ch: Channel): void {
-    if (ch !== this.channel) return;
-    this.channel = undefined;
-    this.consumerTag = undefined;
-    this.conn = undefined;
-    if (this.cancelling || this.host.closing()) return;
-    this.retryLater();
-  }
-
-  private receive(ch: Channel, msg: ConsumeMessage | null): void {
-    if (msg === null) {
-      // The broker cancelled us (the queue was deleted): start over on a fresh channel.
-      this.host.log.warn({ name: this.name }, 'the broker cancelled a consumer; re-attaching');
-      this.host.invalidate(this.kind === 'queue' ? this.name : `exchange:${this.name}`);
-      void quietly(() => ch.close());
-      return;
-    }
-    const work = this.kind === 'queue' ? this.work(ch, msg) : this.fanout(ch, msg);
-    this.inFlight.add(work);
-    void work.then(() => this.inFlight.delete(work));
-  }
-
-  private async work(ch: Channel, msg: ConsumeMessage): Promise<void> {
-    // set by the quorum queue on every return to the queue, crashes included
-    const returned: unknown = msg.properties.headers?.['x-delivery-count'];
-    const count = (typeof returned === 'number' && Number.isInteger(returned) && returned > 0 ? returned : 0) + 1;
-    const delivery: Delivery = { redelivered: msg.fields.redelivered || count > 1, deliveryCount: count };
-    let message: unknown;
-    try {
-      message = JSON.parse(msg.content.toString('utf8'));
-    } catch (err) {
-      this.host.log.error({ err, queue: this.name }, 'a message is not JSON; rejecting it to the dead-letter queue');
-      this.settle(() => ch.nack(msg, false, false));
-      return;
-    }
-    try {
-      await (this.handler as MessageHandler)(message, delivery);
-    } catch (err) {
-      if (err instanceof DeadLetterError && !isDeadLetterQueue(this.name)) {
-        // requeue=false: the quorum queue dead-letters it to `<queue>.dead` now
-        this.settle(() => ch.nack(msg, false, false));
-        return;
-      }
-      logHandlerFailure(this.host.log, this.name, delivery, this.host.maxDeliveries, err);
-      this.settle(() => ch.nack(msg, false, true));
-      return;
-    }
-    this.settle(() => ch.ack(msg));
-  }
-
-  // One broadcast at a time per subscriber keeps live log lines in order.
-  private fanout(ch: Channel, msg: ConsumeMessage): Promise<void> {
-    this.chain = this.chain.then(async () => {
-      try {
-        await (this.handler as BroadcastHandler)(JSON.parse(msg.content.toString('utf8')));
-      } catch (err) {
-        this.host.log.warn({ err, topic: this.name }, 'broadcast handler failed; the message is dropped');
-      }
-      this.settle(() => ch.ack(msg));
-    });
-    return this.chain;
-  }
-
-  private settle(ackOrNack: () => void): void {
-    try {
-      ackOrNack();
-    } catch (err) {
-      // The channel died with the connection; the broker redelivers the message.
-      this.host.log.debug({ err, name: this.name }, 'cannot settle a message on a closed channel');
-    }
-  }
-}
-
-function confirmed(send: (done: (err: unknown) => void) => void): Promise<void> {
-  return new Promise((resolve, reject) => {
-    send((err) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve()));
-  });
-}
-
-function beforeDeadline<T>(work: Promise<T>, deadline: number, error: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(error()), Math.max(0, deadline - Date.now()));
-  });
-  work.catch(() => {}); // settles after the deadline: nobody is listening any more
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
-}
-
-async function quietly(fn: () => Promise<unknown>): Promise<void> {
-  try {
-    await fn();
-  } catch {
-    // already closed
-  }
-}
-
-/**
- * Connection failures that the same attempt would meet again: this side not
- * trusting the broker's certificate ('untrusted'), or the broker rejecting
- * ours (a TLS alert) or denying the login or the vhost ('refused').
- */
-function refusal(err: unknown): 'untrusted' | 'refused' | undefined {
-  const code = (err as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string' && TLS_VERIFY_ERRORS.has(code)) return 'untrusted';
-  if (typeof code === 'string' && /^ERR_SSL_.*ALERT/.test(code)) return 'refused';
-  const message = err instanceof Error ? err.message : '';
-  return /\b(403 \(ACCESS-REFUSED\)|530 \(NOT-ALLOWED\))/.test(message) ? 'refused' : undefined;
-}
-
-const TLS_VERIFY_ERRORS = new Set([
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'CERT_UNTRUSTED',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-]);
-
-function hasPassword(url: string): boolean {
-  try {
-    return new URL(url).password !== '';
-  } catch {
-    return false;
-  }
-}
-
-function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparseable url)';
   }
 }

@@ -143,7 +143,12 @@ export interface VerifierOptions {
  * are forgotten once expired, when a replay would fail the expiry check anyway.
  */
 export class EnvelopeVerifier {
-  /** Rejections so far, by reason: a metrics exporter reads this object. */
+  /**
+   * Rejections by this verifier so far, by reason, for its own callers and
+   * tests. What a process exports is `orloj_bus_messages_refused_total`,
+   * counted by SignedBus by queue and reason: the one count of refused
+   * messages (SignedBus keeps no tally of its own).
+   */
   readonly rejected: Record<RejectionReason, number> = { unsigned: 0, bad_signature: 0, wrong_producer: 0, expired: 0, replayed: 0, malformed: 0 };
   private readonly publicKeys: Partial<Record<ProducerRole, KeyObject>>;
   private readonly policy: ProducerPolicy;

@@ -1,0 +1,83 @@
+/** What a Runner is built from (RunnerOptions, with their defaults) and what it reports (RunnerMetrics). */
+import type { Clock, Logger, SignedBus } from '@orloj/common';
+import type { ContainerExecutor } from './executors/container.executor.js';
+import type { HttpCheckExecutor } from './executors/http-check.executor.js';
+import type { ImagePolicy } from './executors/image-policy.js';
+import type { LogSink } from './log-sink.js';
+
+export const DEFAULT_CONCURRENCY = 4;
+export const DEFAULT_LEASE_TTL_MS = 30_000;
+export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
+
+export interface RunnerOptions {
+  /** Signs as role 'runners'; verifies with PRODUCER_POLICY (job.run/build.run from the scheduler, job.stop from scheduler or api). */
+  bus: SignedBus;
+  logger: Logger;
+  clock: Clock;
+  /**
+   * Names this runner in job.started/heartbeat/finished and in the
+   * `orloj.runner_id` label of its containers. Keep it stable across restarts
+   * and unique among runners sharing a container runtime: on start, every
+   * container labelled with it is removed as a leftover of a crash.
+   */
+  runnerId: string;
+  /**
+   * Names the installation this runner works for; its containers carry it,
+   * and a runner only ever removes containers of its own installation. The
+   * server passes the fingerprint of the scheduler's public key.
+   */
+  installationId?: string;
+  http: HttpCheckExecutor;
+  /** Absent when no container runtime is configured or reachable: CONTAINER jobs and builds then fail with SYSTEM_ERROR. */
+  containers?: ContainerExecutor;
+  /**
+   * The operator's container rules (registry allow-list and address guard, network
+   * switch, resource maxima), applied before every pull and run. main.ts always
+   * passes one; without it images and settings are used as the payload says.
+   */
+  imagePolicy?: ImagePolicy;
+  /** Job attempts run at once; also the jobs queue prefetch. Default 4. */
+  concurrency?: number;
+  /** The scheduler's lease on a running attempt; job.heartbeat is sent every leaseTtlMs / 3. Default 30 s. */
+  leaseTtlMs?: number;
+  /** How long stop() lets running attempts finish before handing them back. Default 30 s. */
+  shutdownGraceMs?: number;
+  /** After the grace: how long aborted attempts get to stop and report before stop() gives up on them. Default 10 s. */
+  abortGraceMs?: number;
+  /** build.run messages handled at once (image pulls). Default 2. */
+  buildConcurrency?: number;
+  /** Where captured container lines go: a BusLogSink in production. Default: counted, then dropped. */
+  logSink?: LogSink;
+  /** Backoff between attempts to publish job.finished: doubling from initialMs up to maxMs, with jitter. */
+  resultRetry?: { initialMs?: number; maxMs?: number };
+  /** Job ids stopped while not running here are remembered this long / this many (newest kept). Default 1 h / 10 000. */
+  stoppedJobs?: { ttlMs?: number; max?: number };
+}
+
+export interface RunnerMetrics {
+  /** Attempts started and not yet reported finished. */
+  running: number;
+  /** job.run messages held while waiting for a free slot. */
+  waiting: number;
+  completed: number;
+  failed: number;
+  canceled: number;
+  /** job.run messages dropped because their job had been stopped. */
+  dropped: number;
+  /** Results that could not be published before stop() gave up (the scheduler recovers them by lease expiry). */
+  unreported: number;
+  /** Container log lines captured. */
+  logLines: number;
+  /** Size of the bounded set of stopped job ids. */
+  stoppedRemembered: number;
+}
+
+export function positiveInt(name: string, value: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (!Number.isSafeInteger(value) || value < 1 || value > max) throw new RangeError(`${name} must be an integer from 1 to ${max}, got ${value}`);
+  return value;
+}
+
+export function nonNegativeInt(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer, got ${value}`);
+  return value;
+}
