@@ -14,6 +14,8 @@
 import { setMaxListeners } from 'node:events';
 import {
   Cancellation,
+  CONFIG_DEFAULTS,
+  heartbeatInterval,
   lazyChild,
   MESSAGE_TYPES,
   onAbort,
@@ -53,9 +55,10 @@ export const WORKFLOW_ID_LABEL = 'orloj.workflow_id';
 export const INSTALLATION_LABEL = 'orloj.installation';
 export const ATTEMPT_LABEL = 'orloj.attempt';
 
-export const DEFAULT_CONCURRENCY = 4;
-export const DEFAULT_LEASE_TTL_MS = 30_000;
-export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
+// Configuration's defaults (CONFIG_DEFAULTS in common's config.ts), under the names this package exports.
+export const DEFAULT_CONCURRENCY = CONFIG_DEFAULTS.runner.concurrency;
+export const DEFAULT_LEASE_TTL_MS = CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs;
+export const DEFAULT_SHUTDOWN_GRACE_MS = CONFIG_DEFAULTS.runner.shutdownGraceMs;
 
 export interface RunnerOptions {
   /** Signs as role 'runners'; verifies with PRODUCER_POLICY (job.run/build.run from the scheduler, job.stop from scheduler or api). */
@@ -204,11 +207,11 @@ export class Runner {
     this.imagePolicy = options.imagePolicy;
     this.logSink = options.logSink ?? discardingLogSink;
     this.concurrency = positiveInt('concurrency', options.concurrency ?? DEFAULT_CONCURRENCY, 65_535);
-    this.buildConcurrency = positiveInt('buildConcurrency', options.buildConcurrency ?? 2, 65_535);
+    this.buildConcurrency = positiveInt('buildConcurrency', options.buildConcurrency ?? CONFIG_DEFAULTS.runner.buildConcurrency, 65_535);
     const leaseTtlMs = positiveInt('leaseTtlMs', options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS);
-    this.heartbeatMs = Math.max(1, Math.floor(leaseTtlMs / 3));
+    this.heartbeatMs = heartbeatInterval(leaseTtlMs);
     this.shutdownGraceMs = nonNegativeInt('shutdownGraceMs', options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
-    this.abortGraceMs = nonNegativeInt('abortGraceMs', options.abortGraceMs ?? 10_000);
+    this.abortGraceMs = nonNegativeInt('abortGraceMs', options.abortGraceMs ?? CONFIG_DEFAULTS.runner.abortGraceMs);
     this.retryInitialMs = positiveInt('resultRetry.initialMs', options.resultRetry?.initialMs ?? 250);
     this.retryMaxMs = Math.max(this.retryInitialMs, positiveInt('resultRetry.maxMs', options.resultRetry?.maxMs ?? 15_000));
     this.slots = new Semaphore(this.concurrency);

@@ -1,15 +1,24 @@
 import {
+  afterSystemFailure,
   applyJobOutcome,
+  awaitsRunner,
+  cancelReason,
   checkFromMessage,
+  CONFIG_DEFAULTS,
+  createDueJob,
+  finishAttempt,
   firstSlotAfter,
+  isOpenAttempt,
+  leaseExpiry,
   MESSAGE_TYPES,
   mostRecentSlot,
   newId,
-  newJob,
   parsePayload,
-  queuedAtCreation,
+  queueNextAttempt,
   QUEUES,
   reasons,
+  staleAttemptStop,
+  startAttempt,
   recordBuildResult,
   systemClock,
   TOPICS,
@@ -78,19 +87,20 @@ export interface SchedulerConfig {
   maxActivePerUser?: number | undefined;
 }
 
+/** The defaults are configuration's (CONFIG_DEFAULTS in common's config.ts); no per-user cap. */
 export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
-  tickMs: 1_000,
-  leaderLeaseTtlMs: 15_000,
-  jobLeaseTtlMs: 30_000,
-  queueTimeoutMs: 10 * 60_000,
-  unsentTimeoutMs: 15_000,
-  buildTimeoutMs: 5 * 60_000,
-  maxAttempts: 3,
-  batchSize: 500,
-  passGapMs: 50,
-  maxQueued: 2_000,
-  stopResendMs: 30_000,
-  eventPrefetch: 128,
+  tickMs: CONFIG_DEFAULTS.scheduler.tickMs,
+  leaderLeaseTtlMs: CONFIG_DEFAULTS.scheduler.leaderLeaseTtlMs,
+  jobLeaseTtlMs: CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs,
+  queueTimeoutMs: CONFIG_DEFAULTS.scheduler.queueTimeoutMs,
+  unsentTimeoutMs: CONFIG_DEFAULTS.scheduler.unsentTimeoutMs,
+  buildTimeoutMs: CONFIG_DEFAULTS.scheduler.buildTimeoutMs,
+  maxAttempts: CONFIG_DEFAULTS.scheduler.maxAttempts,
+  batchSize: CONFIG_DEFAULTS.scheduler.batchSize,
+  passGapMs: CONFIG_DEFAULTS.scheduler.passGapMs,
+  maxQueued: CONFIG_DEFAULTS.scheduler.maxQueued,
+  stopResendMs: CONFIG_DEFAULTS.scheduler.stopResendMs,
+  eventPrefetch: CONFIG_DEFAULTS.scheduler.eventPrefetch,
 };
 
 export interface SchedulerDeps {
@@ -350,7 +360,7 @@ export class Scheduler {
         // (next_due_at is off the slot grid after a job that ended late made the workflow due at once: it stands for the slot before it.)
         const skipped = w.nextDueAt === null ? 0 : Math.max(0, Math.ceil((slot - w.nextDueAt) / intervalMs - 1e-9));
         if (skipped > 0) skips.push({ id: w.id, skipped, slot });
-        jobs.push([queuedAtCreation(newJob(w, 'AUTOMATIC', slot, now), now), w]);
+        jobs.push([createDueJob(w, slot, now), w]);
         next.push({ id: w.id, nextDueAt: slot + intervalMs });
       }
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
@@ -432,9 +442,7 @@ export class Scheduler {
     if (all) return all;
     const moved: Job[] = [];
     for (const job of jobs) {
-      const one = await this.guardOverlap(() =>
-        store.jobs.transition(job.id, 'QUEUED', now, { attempts: job.attempts + 1, queuedAt: now }, { attempts: job.attempts }),
-      );
+      const one = await this.guardOverlap(() => store.jobs.apply(job.id, queueNextAttempt(job, now), now));
       if (one) moved.push(one);
     }
     return moved;
@@ -535,7 +543,7 @@ export class Scheduler {
     }
     const { store, clock } = this.deps;
     const job = await store.jobs.findById(body.job_id);
-    if (!job || job.status !== 'QUEUED' || job.attempts !== body.attempt) return; // moved on meanwhile
+    if (!awaitsRunner(job, body.attempt)) return; // moved on meanwhile
     const n = (this.refusals.get(job.id) ?? 0) + 1;
     if (this.refusals.size > 10_000) this.refusals.clear();
     this.refusals.set(job.id, n);
@@ -574,25 +582,10 @@ export class Scheduler {
    */
   private async retryOrFail(job: Job, now: number, finalReason: JobReason): Promise<void> {
     const { store } = this.deps;
-    const guard = { attempts: job.attempts };
     const workflow = await store.workflows.findById(job.workflowId);
-    if (!workflow || workflow.terminatedAt !== null) {
-      await store.transaction(async (tx) => {
-        const canceled = await tx.jobs.transition(job.id, 'CANCELED', now, { completedAt: now, leaseExpiresAt: null, reason: reasons.workflowTerminated() }, guard);
-        if (canceled) await applyJobOutcome(tx, canceled, now);
-      });
-      return;
-    }
-    if (job.attempts < this.config.maxAttempts) {
-      const retried = await this.guardOverlap(() =>
-        store.jobs.transition(
-          job.id,
-          'QUEUED',
-          now,
-          { attempts: job.attempts + 1, queuedAt: now, runnerId: null, leaseExpiresAt: null, startedAt: null, containerId: null },
-          guard,
-        ),
-      );
+    const next = afterSystemFailure(job, workflow, this.config.maxAttempts, now, finalReason);
+    if (next.to === 'QUEUED' && workflow) {
+      const retried = await this.guardOverlap(() => store.jobs.apply(job.id, next, now));
       if (retried) {
         this.log.warn({ jobId: job.id, attempt: retried.attempts }, 'retrying a job on another runner');
         await this.sendJobs([[retried, workflow]]);
@@ -600,21 +593,15 @@ export class Scheduler {
       return;
     }
     await store.transaction(async (tx) => {
-      const failed = await tx.jobs.transition(
-        job.id,
-        'FAILED',
-        now,
-        { completedAt: now, leaseExpiresAt: null, reason: finalReason.code === 'SYSTEM_ERROR' ? finalReason : reasons.leaseLost(job.attempts) },
-        guard,
-      );
-      if (failed) await applyJobOutcome(tx, failed, now);
+      const ended = await tx.jobs.apply(job.id, next, now);
+      if (ended) await applyJobOutcome(tx, ended, now);
     });
   }
 
   private async requestStops(now: number): Promise<void> {
     const { store } = this.deps;
     for (const job of await store.jobs.needingStop(now - this.config.stopResendMs, this.config.batchSize)) {
-      await this.stopJob(job.id, reasons.workflowTerminated());
+      await this.stopJob(job.id, cancelReason('terminated'));
       await store.jobs.markStopRequested(job.id, now);
     }
   }
@@ -721,7 +708,7 @@ export class Scheduler {
         return this.startedIn(tx, envelope.body as JobStartedMessage, now);
       case MESSAGE_TYPES.jobHeartbeat: {
         const m = envelope.body as JobHeartbeatMessage;
-        return tx.jobs.renewLease(m.job_id, m.attempt, now + this.config.jobLeaseTtlMs, now);
+        return tx.jobs.renewLease(m.job_id, m.attempt, leaseExpiry(now, this.config.jobLeaseTtlMs), now);
       }
       case MESSAGE_TYPES.jobFinished:
         await this.finishedIn(tx, envelope.body as JobFinishedMessage, now);
@@ -777,17 +764,12 @@ export class Scheduler {
   /** RUNNING for the attempt the runner started; false when the store no longer expects that attempt. */
   private async startedIn(store: Store, m: JobStartedMessage, now: number): Promise<boolean> {
     // Nothing of the row is needed back: one UPDATE, no read of the job.
-    return store.jobs.tryTransition(
-      m.job_id,
-      'RUNNING',
-      now,
-      { runnerId: m.runner_id, startedAt: m.started_at, leaseExpiresAt: now + this.config.jobLeaseTtlMs, ...(m.container_id ? { containerId: m.container_id } : {}) },
-      { attempts: m.attempt },
-    );
+    const start = { attempt: m.attempt, runnerId: m.runner_id, startedAt: m.started_at, containerId: m.container_id };
+    return store.jobs.tryApply(m.job_id, startAttempt(start, now, this.config.jobLeaseTtlMs), now);
   }
 
   private async onHeartbeat(m: JobHeartbeatMessage, now: number): Promise<void> {
-    const renewed = await this.deps.store.jobs.renewLease(m.job_id, m.attempt, now + this.config.jobLeaseTtlMs, now);
+    const renewed = await this.deps.store.jobs.renewLease(m.job_id, m.attempt, leaseExpiry(now, this.config.jobLeaseTtlMs), now);
     if (!renewed) await this.stopIfStale(m.job_id, m.attempt);
   }
 
@@ -796,19 +778,15 @@ export class Scheduler {
    * was canceled, or handed to another runner. Tell that runner to stop.
    */
   private async stopIfStale(jobId: string, attempt: number): Promise<void> {
-    const job = await this.deps.store.jobs.findById(jobId);
-    if (!job) return this.stopJob(jobId, reasons.cancellationUnavailable(), attempt);
-    if (job.status === 'CANCELED' && job.attempts === attempt) {
-      return this.stopJob(jobId, job.statusReasonCode ? { code: job.statusReasonCode, message: job.statusReasonMessage ?? '' } : reasons.cancellationUnavailable(), attempt);
-    }
-    if (job.attempts !== attempt) return this.stopJob(jobId, reasons.cancellationUnavailable(), attempt);
+    const stop = staleAttemptStop(await this.deps.store.jobs.findById(jobId), attempt);
+    if (stop) return this.stopJob(jobId, stop, attempt);
   }
 
   private async onFinished(m: JobFinishedMessage, now: number): Promise<void> {
     const { store } = this.deps;
     if (m.status === 'FAILED' && m.system_failure) {
       const job = await store.jobs.findById(m.job_id);
-      if (job && job.attempts === m.attempt && (job.status === 'QUEUED' || job.status === 'RUNNING')) {
+      if (isOpenAttempt(job, m.attempt)) {
         await this.retryOrFail(job, now, m.reason ?? reasons.failureUnavailable());
       }
       return;
@@ -818,21 +796,17 @@ export class Scheduler {
 
   /** The runner's result for the attempt, and its outcome for the workflow, once (a repeated result finds the job ended). */
   private async finishedIn(tx: Store, m: JobFinishedMessage, now: number): Promise<void> {
-    const finished = await tx.jobs.transition(
-      m.job_id,
-      m.status,
-      now,
-      {
-        startedAt: m.started_at,
-        completedAt: m.finished_at,
-        leaseExpiresAt: null,
-        reason: m.status === 'COMPLETED' ? null : (m.reason ?? (m.status === 'FAILED' ? reasons.failureUnavailable() : reasons.cancellationUnavailable())),
-        ...(m.container_id ? { containerId: m.container_id } : {}),
-        ...(m.log_truncated === true ? { logTruncated: true } : {}),
-        ...(m.check === undefined ? {} : { check: checkFromMessage(m.check) ?? null }),
-      },
-      { attempts: m.attempt },
-    );
+    const result = {
+      attempt: m.attempt,
+      status: m.status,
+      startedAt: m.started_at,
+      finishedAt: m.finished_at,
+      reason: m.reason,
+      containerId: m.container_id,
+      logTruncated: m.log_truncated,
+      check: m.check === undefined ? undefined : (checkFromMessage(m.check) ?? null),
+    };
+    const finished = await tx.jobs.apply(m.job_id, finishAttempt(result), now);
     if (finished) await applyJobOutcome(tx, finished, now);
   }
 
@@ -842,7 +816,7 @@ export class Scheduler {
 }
 
 /** Refusals of one job handed out again from `jobs.dead` (about 3 minutes of pauses) before it is left to the queue timeout. */
-const MAX_REFUSALS = 20;
+const MAX_REFUSALS = CONFIG_DEFAULTS.scheduler.maxRefusals;
 
 interface WaitingEvent {
   envelope: Envelope;
