@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import os from 'node:os';
-import { parseDuration } from '../domain/duration.js';
+import { formatDuration, parseDuration } from '../domain/duration.js';
 import { makePrivateDir, tightenFile } from './data-dir.js';
 import { readTlsFiles, type TlsFiles } from './tls.js';
 
@@ -21,6 +21,16 @@ const DAY = 24 * HOUR;
  * milliseconds.
  */
 export const CONFIG_DEFAULTS = deepFreeze({
+  jobs: {
+    /** A HEARTBEAT payload's `timeout` when it names none, and the most it may name. */
+    heartbeatTimeoutMs: 10 * SECOND,
+    heartbeatTimeoutMaxMs: 5 * MINUTE,
+    /** A CONTAINER payload's `timeout` when it names none, and the most any installation allows (CONTAINER_MAX_TIMEOUT's ceiling). */
+    containerTimeoutMs: 30 * SECOND,
+    containerTimeoutMaxMs: 1 * HOUR,
+    /** CONTAINER_MAX_TIMEOUT: the most this installation allows. */
+    containerInstallationMaxTimeoutMs: 30 * MINUTE,
+  },
   scheduler: {
     /** SCHEDULER_TICK: how often the leader scans. */
     tickMs: 1 * SECOND,
@@ -60,8 +70,46 @@ export const CONFIG_DEFAULTS = deepFreeze({
     abortGraceMs: 10 * SECOND,
   },
   notifier: {
-    /** NOTIFIER_POLL_INTERVAL. */
+    /** NOTIFIER_POLL_INTERVAL: the outbox relay's pause when the outbox had nothing more to publish. */
     pollMs: 500,
+    /** Outbox events the relay claims per round. */
+    relayBatchSize: 200,
+    /** How long a relay's claim keeps other relays off an event (a relay that dies mid-publish). */
+    relayClaimMs: 30 * SECOND,
+    /** How long an applied event's identity is remembered for deduplication, and how often old ones are forgotten. */
+    dedupeRetentionMs: 7 * DAY,
+    dedupePurgeEveryMs: 1 * HOUR,
+  },
+  http: {
+    /** Longer than a load balancer's idle timeout (often 60 s), so the proxy closes idle connections first. */
+    keepAliveTimeoutMs: 65 * SECOND,
+    headersTimeoutMs: 66 * SECOND,
+    /** The longest a request (a log download included) may take. */
+    requestTimeoutMs: 5 * MINUTE,
+    /** How long /readyz waits for each check. */
+    readinessCheckTimeoutMs: 2 * SECOND,
+    /** How often the api deletes expired idempotency records and dead sessions. */
+    maintenanceEveryMs: 10 * MINUTE,
+    /** Sessions expired longer ago than this are deleted. */
+    sessionPurgeAfterMs: 1 * DAY,
+    /** How long an Idempotency-Key is remembered. */
+    idempotencyTtlMs: 1 * DAY,
+    /** How far in the future a CSRF token's issue time may lie (clock skew between replicas). */
+    csrfFutureSkewMs: 1 * MINUTE,
+    /** Sessions opened (decrypted) kept in memory per process. */
+    maxOpenedSessions: 10_000,
+    /** A nudge to the scheduler leader expires after this long (the tick finds the work anyway). */
+    schedulerWakeTtlMs: 1 * MINUTE,
+  },
+  database: {
+    /** DB_POOL_SIZE: PostgreSQL connections per process. */
+    poolSize: 10,
+    /** How long SQLite waits for another writer's lock before it fails a statement. */
+    sqliteBusyTimeoutMs: 5 * SECOND,
+    /** The same wait for `orloj backup`, which copies the whole database under the lock. */
+    sqliteBackupBusyTimeoutMs: 10 * SECOND,
+    /** How often SQLite refreshes its planner statistics. */
+    sqliteOptimizeEveryMs: 1 * MINUTE,
   },
   tenants: {
     /** MAX_WORKFLOWS_PER_USER. */
@@ -345,7 +393,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     dashboardDir: r.raw('DASHBOARD_DIR') === undefined ? undefined : path.resolve(r.raw('DASHBOARD_DIR')!),
     databaseUrl: r.string('DATABASE_URL', `sqlite:${path.join(dataDir, 'orloj.db')}`),
-    dbPoolSize: r.int('DB_POOL_SIZE', 10, 1, 1000),
+    dbPoolSize: r.int('DB_POOL_SIZE', CONFIG_DEFAULTS.database.poolSize, 1, 1000),
     listCacheBytes: r.int('LIST_CACHE_MB', 32, 0, 65_536) * 1024 * 1024,
     serverHostUrl,
     allowedOrigins: r.list('SERVER_ALLOWED_ORIGINS').map((o) => normalizeOrigin(o, 'SERVER_ALLOWED_ORIGINS', r.problems)),
@@ -396,7 +444,7 @@ export function loadConfig(env: Env = process.env): Config {
       networkEnabled: r.bool('CONTAINER_NETWORK_ENABLED', false),
       maxMemoryMb: r.int('CONTAINER_MAX_MEMORY_MB', 1024, 6, 65_536),
       maxCpus: decimal(r, 'CONTAINER_MAX_CPUS', 1, 64),
-      maxTimeoutMs: r.duration('CONTAINER_MAX_TIMEOUT', 30 * MINUTE),
+      maxTimeoutMs: r.duration('CONTAINER_MAX_TIMEOUT', CONFIG_DEFAULTS.jobs.containerInstallationMaxTimeoutMs),
       maxLogLines: r.int('JOB_LOG_MAX_LINES', 100_000, 1, 100_000_000),
       maxLogBytes: r.int('JOB_LOG_MAX_MB', 32, 1, 1_048_576) * 1024 * 1024,
     },
@@ -415,7 +463,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     clock: parseClock(r),
   };
-  if (config.containers.maxTimeoutMs > HOUR) r.problems.push('CONTAINER_MAX_TIMEOUT must be at most 1h');
+  if (config.containers.maxTimeoutMs > CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs) r.problems.push(`CONTAINER_MAX_TIMEOUT must be at most ${formatDuration(CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs)}`);
   if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(config.runner.id)) {
     r.problems.push(`RUNNER_ID must be 1-128 letters, digits or _ . : - (got "${config.runner.id}")`);
   }
