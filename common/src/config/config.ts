@@ -80,6 +80,20 @@ export const CONFIG_DEFAULTS = deepFreeze({
     dedupeRetentionMs: 7 * DAY,
     dedupePurgeEveryMs: 1 * HOUR,
   },
+  bus: {
+    /** BUS_PREFIX: prepended to every queue and exchange name. */
+    prefix: 'orloj.',
+    /** Deliveries before a message is dead-lettered; part of the queue's declaration, so every process must agree. */
+    maxDeliveries: 5,
+    /** Unacknowledged messages a consumer holds, unless it asks for more. */
+    prefetch: 1,
+  },
+  health: {
+    /** How far past its slot a run that has not started makes the workflow `late`. */
+    lateAfterMs: 1 * MINUTE,
+    /** The window uptime is counted over. */
+    uptimeWindowMs: 1 * DAY,
+  },
   http: {
     /** Longer than a load balancer's idle timeout (often 60 s), so the proxy closes idle connections first. */
     keepAliveTimeoutMs: 65 * SECOND,
@@ -414,7 +428,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     trustedProxies: r.list('TRUSTED_PROXIES'),
     busUrl: r.string('BUS_URL', 'memory:'),
-    busPrefix: r.string('BUS_PREFIX', 'orloj.'),
+    busPrefix: r.string('BUS_PREFIX', CONFIG_DEFAULTS.bus.prefix),
     busTls: readTlsFiles('BUS_TLS', (name) => r.raw(name), r.problems),
     databaseTls: readTlsFiles('DATABASE_TLS', (name) => r.raw(name), r.problems),
     scheduler: {
