@@ -17,9 +17,9 @@ import {
   queueNextAttempt,
   QUEUES,
   reasons,
+  recordBuildResult,
   staleAttemptStop,
   startAttempt,
-  recordBuildResult,
   systemClock,
   TOPICS,
   type BuildFinishedMessage,
@@ -545,7 +545,7 @@ export class Scheduler {
     const job = await store.jobs.findById(body.job_id);
     if (!awaitsRunner(job, body.attempt)) return; // moved on meanwhile
     const n = (this.refusals.get(job.id) ?? 0) + 1;
-    if (this.refusals.size > 10_000) this.refusals.clear();
+    if (this.refusals.size > CONFIG_DEFAULTS.scheduler.refusalsTracked) this.refusals.clear();
     this.refusals.set(job.id, n);
     if (n > MAX_REFUSALS) {
       // No runner takes it (or it kills every runner that does): the queue timeout
@@ -554,7 +554,7 @@ export class Scheduler {
       return;
     }
     // Real time, whatever the clock: the pause bounds the CPU a refusing runner costs, not the schedule.
-    await systemClock.sleep(Math.min(250 * 2 ** (n - 1), 10_000), this.abort.signal);
+    await systemClock.sleep(Math.min(CONFIG_DEFAULTS.scheduler.refusalPauseMs * 2 ** (n - 1), CONFIG_DEFAULTS.scheduler.refusalPauseMaxMs), this.abort.signal);
     const workflow = await store.workflows.findById(job.workflowId);
     if (!workflow || this.abort.signal.aborted) return;
     // The same attempt: the refused message is here, in no runner's hands, so the

@@ -58,6 +58,11 @@ export const CONFIG_DEFAULTS = deepFreeze({
     eventPrefetch: 128,
     /** Refusals of one job handed out again from `jobs.dead` before it is left to the queue timeout. */
     maxRefusals: 20,
+    /** The real-time pause before a refused job is handed out again: doubles per refusal of the same job, up to the cap. */
+    refusalPauseMs: 250,
+    refusalPauseMaxMs: 10 * SECOND,
+    /** Jobs whose refusals the leader counts at once (the count starts over beyond it). */
+    refusalsTracked: 10_000,
   },
   runner: {
     /** RUNNER_CONCURRENCY. */
