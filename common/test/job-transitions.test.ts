@@ -59,7 +59,7 @@ describe('job lifecycle units', () => {
     });
 
     it('accepts a workflow whose build has not finished yet (the job waits for it)', () => {
-      assert.equal(createManualJob({ ...workflow, buildStatus: 'PENDING', buildCompletedAt: null }, NOW).status, 'PENDING');
+      assert.equal(createManualJob({ ...workflow, buildStatus: 'STARTED', buildCompletedAt: null }, NOW).status, 'PENDING');
     });
   });
 
