@@ -1,4 +1,4 @@
-import { MESSAGE_TYPES, TOPICS, type Clock, type Logger, type ResolvedConfig, type SignedBus, type Store } from '@orloj/common';
+import { CONFIG_DEFAULTS, MESSAGE_TYPES, TOPICS, type Clock, type Logger, type ResolvedConfig, type SignedBus, type Store } from '@orloj/common';
 import type { SessionManager } from './http/session.js';
 import type { IdempotencyGuard } from './http/idempotency.js';
 import type { LiveTailHub } from './http/live-tail.js';
@@ -27,6 +27,6 @@ export interface ApiDeps {
  */
 export function nudgeScheduler(deps: Pick<ApiDeps, 'bus' | 'logger'>): void {
   deps.bus
-    ?.broadcast(TOPICS.schedulerWake, MESSAGE_TYPES.schedulerWake, {}, { ttlMs: 60_000 })
+    ?.broadcast(TOPICS.schedulerWake, MESSAGE_TYPES.schedulerWake, {}, { ttlMs: CONFIG_DEFAULTS.http.schedulerWakeTtlMs })
     .catch((err: unknown) => deps.logger.warn({ err }, 'could not nudge the scheduler; the work waits for its next tick'));
 }

@@ -3,10 +3,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { CONFIG_DEFAULTS } from '@orloj/common';
 import { createApp, createLiveTailHub, type AppOptions } from './app.js';
 import type { LiveTailHub } from './http/live-tail.js';
 
-const MAINTENANCE_EVERY_MS = 10 * 60 * 1000;
+const MAINTENANCE_EVERY_MS = CONFIG_DEFAULTS.http.maintenanceEveryMs;
 
 /**
  * Requests Node's HTTP parser refuses (bytes not allowed in a header, oversized
@@ -65,9 +66,9 @@ export class ApiServer {
         if (this.busy.has(socket)) this.busy.set(socket, Math.max(0, (this.busy.get(socket) ?? 1) - 1));
       });
     });
-    server.keepAliveTimeout = 65_000;
-    server.headersTimeout = 66_000;
-    server.requestTimeout = 5 * 60_000;
+    server.keepAliveTimeout = CONFIG_DEFAULTS.http.keepAliveTimeoutMs;
+    server.headersTimeout = CONFIG_DEFAULTS.http.headersTimeoutMs;
+    server.requestTimeout = CONFIG_DEFAULTS.http.requestTimeoutMs;
     server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
@@ -94,7 +95,7 @@ export class ApiServer {
     const now = this.deps.clock.now();
     try {
       await this.deps.store.idempotency.purgeExpired(now);
-      await this.deps.store.sessions.purge(now - 24 * 60 * 60 * 1000);
+      await this.deps.store.sessions.purge(now - CONFIG_DEFAULTS.http.sessionPurgeAfterMs);
     } catch (err) {
       this.deps.logger.warn({ err }, 'maintenance failed; will retry');
     }

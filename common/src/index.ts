@@ -15,7 +15,6 @@ export * from './domain/container-policy.js';
 export * from './store/index.js';
 export * from './domain/job.js';
 export * from './domain/job-state.js';
-export * from './domain/job-record.js';
 export * from './domain/check.js';
 export * from './domain/health.js';
 export * from './domain/events.js';

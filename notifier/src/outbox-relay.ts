@@ -1,4 +1,4 @@
-import { DOMAIN_EVENT_TTL_MS, MESSAGE_TYPES, QUEUES, type Clock, type Logger, type SignedBus, type Store } from '@orloj/common';
+import { CONFIG_DEFAULTS, DOMAIN_EVENT_TTL_MS, MESSAGE_TYPES, QUEUES, type Clock, type Logger, type SignedBus, type Store } from '@orloj/common';
 
 export interface OutboxRelayOptions {
   store: Store;
@@ -40,10 +40,11 @@ export class OutboxRelay {
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.log = options.logger;
-    this.pollMs = options.pollMs ?? 500;
-    this.batchSize = options.batchSize ?? 200;
-    this.claimMs = options.claimMs ?? 30_000;
-    this.dedupeRetentionMs = options.dedupeRetentionMs ?? 7 * 86_400_000;
+    const defaults = CONFIG_DEFAULTS.notifier;
+    this.pollMs = options.pollMs ?? defaults.pollMs;
+    this.batchSize = options.batchSize ?? defaults.relayBatchSize;
+    this.claimMs = options.claimMs ?? defaults.relayClaimMs;
+    this.dedupeRetentionMs = options.dedupeRetentionMs ?? defaults.dedupeRetentionMs;
   }
 
   start(): void {
@@ -99,7 +100,7 @@ export class OutboxRelay {
   private async purge(): Promise<void> {
     const now = this.options.clock.now();
     if (now < this.nextPurgeAt) return;
-    this.nextPurgeAt = now + 3_600_000;
+    this.nextPurgeAt = now + CONFIG_DEFAULTS.notifier.dedupePurgeEveryMs;
     const purged = await this.options.store.analytics.purgeApplied(now - Math.max(this.dedupeRetentionMs, 2 * DOMAIN_EVENT_TTL_MS));
     if (purged > 0) this.log.info({ purged }, 'forgot old applied event identities');
   }

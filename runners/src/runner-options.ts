@@ -1,13 +1,14 @@
 /** What a Runner is built from (RunnerOptions, with their defaults) and what it reports (RunnerMetrics). */
-import type { Clock, Logger, SignedBus } from '@orloj/common';
+import { CONFIG_DEFAULTS, type Clock, type Logger, type SignedBus } from '@orloj/common';
 import type { ContainerExecutor } from './executors/container.executor.js';
 import type { HttpCheckExecutor } from './executors/http-check.executor.js';
 import type { ImagePolicy } from './executors/image-policy.js';
 import type { LogSink } from './log-sink.js';
 
-export const DEFAULT_CONCURRENCY = 4;
-export const DEFAULT_LEASE_TTL_MS = 30_000;
-export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
+// Configuration's defaults (CONFIG_DEFAULTS in common's config.ts), under the names this package exports.
+export const DEFAULT_CONCURRENCY = CONFIG_DEFAULTS.runner.concurrency;
+export const DEFAULT_LEASE_TTL_MS = CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs;
+export const DEFAULT_SHUTDOWN_GRACE_MS = CONFIG_DEFAULTS.runner.shutdownGraceMs;
 
 export interface RunnerOptions {
   /** Signs as role 'runners'; verifies with PRODUCER_POLICY (job.run/build.run from the scheduler, job.stop from scheduler or api). */

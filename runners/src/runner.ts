@@ -19,6 +19,8 @@
 import { setMaxListeners } from 'node:events';
 import {
   Cancellation,
+  CONFIG_DEFAULTS,
+  heartbeatInterval,
   lazyChild,
   MESSAGE_TYPES,
   QUEUES,
@@ -120,11 +122,11 @@ export class Runner {
     this.containers = options.containers;
     this.logSink = options.logSink ?? discardingLogSink;
     this.concurrency = positiveInt('concurrency', options.concurrency ?? DEFAULT_CONCURRENCY, 65_535);
-    this.buildConcurrency = positiveInt('buildConcurrency', options.buildConcurrency ?? 2, 65_535);
+    this.buildConcurrency = positiveInt('buildConcurrency', options.buildConcurrency ?? CONFIG_DEFAULTS.runner.buildConcurrency, 65_535);
     const leaseTtlMs = positiveInt('leaseTtlMs', options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS);
-    this.heartbeatMs = Math.max(1, Math.floor(leaseTtlMs / 3));
+    this.heartbeatMs = heartbeatInterval(leaseTtlMs);
     this.shutdownGraceMs = nonNegativeInt('shutdownGraceMs', options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
-    this.abortGraceMs = nonNegativeInt('abortGraceMs', options.abortGraceMs ?? 10_000);
+    this.abortGraceMs = nonNegativeInt('abortGraceMs', options.abortGraceMs ?? CONFIG_DEFAULTS.runner.abortGraceMs);
     const retryInitialMs = positiveInt('resultRetry.initialMs', options.resultRetry?.initialMs ?? retryPolicies.resultPublish.initialMs);
     const retryMaxMs = Math.max(retryInitialMs, positiveInt('resultRetry.maxMs', options.resultRetry?.maxMs ?? retryPolicies.resultPublish.maxMs));
     this.slots = new Semaphore(this.concurrency);

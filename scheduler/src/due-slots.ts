@@ -1,4 +1,11 @@
-import { firstSlotAfter, mostRecentSlot, newJob, queuedAtCreation, type Job, type Store, type Workflow } from '@orloj/common';
+import {
+  createDueJob,
+  firstSlotAfter,
+  mostRecentSlot,
+  type Job,
+  type Store,
+  type Workflow,
+} from '@orloj/common';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 
@@ -79,7 +86,7 @@ export class DueSlots {
       // (next_due_at is off the slot grid after a job that ended late made the workflow due at once: it stands for the slot before it.)
       const skipped = w.nextDueAt === null ? 0 : Math.max(0, Math.ceil((slot - w.nextDueAt) / intervalMs - 1e-9));
       if (skipped > 0) skips.push({ id: w.id, skipped, slot });
-      jobs.push([queuedAtCreation(newJob(w, 'AUTOMATIC', slot, now), now), w]);
+      jobs.push([createDueJob(w, slot, now), w]);
       next.push({ id: w.id, nextDueAt: slot + intervalMs });
     }
     return { jobs, next };

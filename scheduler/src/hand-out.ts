@@ -1,4 +1,17 @@
-import { applyJobOutcome, MESSAGE_TYPES, QUEUES, reasons, TOPICS, type Job, type JobReason, type JobRunMessage, type JobStopMessage, type Workflow } from '@orloj/common';
+import {
+  afterSystemFailure,
+  applyJobOutcome,
+  MESSAGE_TYPES,
+  queueNextAttempt,
+  QUEUES,
+  reasons,
+  TOPICS,
+  type Job,
+  type JobReason,
+  type JobRunMessage,
+  type JobStopMessage,
+  type Workflow,
+} from '@orloj/common';
 import type { SchedulerContext } from './context.js';
 
 /**
@@ -50,9 +63,7 @@ export class HandOut {
     if (all) return all;
     const moved: Job[] = [];
     for (const job of jobs) {
-      const one = await this.guardOverlap(() =>
-        store.jobs.transition(job.id, 'QUEUED', now, { attempts: job.attempts + 1, queuedAt: now }, { attempts: job.attempts }),
-      );
+      const one = await this.guardOverlap(() => store.jobs.apply(job.id, queueNextAttempt(job, now), now));
       if (one) moved.push(one);
     }
     return moved;
@@ -75,25 +86,10 @@ export class HandOut {
    */
   async retryOrFail(job: Job, now: number, finalReason: JobReason): Promise<void> {
     const { store } = this.c;
-    const guard = { attempts: job.attempts };
     const workflow = await store.workflows.findById(job.workflowId);
-    if (!workflow || workflow.terminatedAt !== null) {
-      await store.transaction(async (tx) => {
-        const canceled = await tx.jobs.transition(job.id, 'CANCELED', now, { completedAt: now, leaseExpiresAt: null, reason: reasons.workflowTerminated() }, guard);
-        if (canceled) await applyJobOutcome(tx, canceled, now);
-      });
-      return;
-    }
-    if (job.attempts < this.c.config.maxAttempts) {
-      const retried = await this.guardOverlap(() =>
-        store.jobs.transition(
-          job.id,
-          'QUEUED',
-          now,
-          { attempts: job.attempts + 1, queuedAt: now, runnerId: null, leaseExpiresAt: null, startedAt: null, containerId: null },
-          guard,
-        ),
-      );
+    const next = afterSystemFailure(job, workflow, this.c.config.maxAttempts, now, finalReason);
+    if (next.to === 'QUEUED' && workflow) {
+      const retried = await this.guardOverlap(() => store.jobs.apply(job.id, next, now));
       if (retried) {
         this.c.log.warn({ jobId: job.id, attempt: retried.attempts }, 'retrying a job on another runner');
         await this.send([[retried, workflow]]);
@@ -101,14 +97,8 @@ export class HandOut {
       return;
     }
     await store.transaction(async (tx) => {
-      const failed = await tx.jobs.transition(
-        job.id,
-        'FAILED',
-        now,
-        { completedAt: now, leaseExpiresAt: null, reason: finalReason.code === 'SYSTEM_ERROR' ? finalReason : reasons.leaseLost(job.attempts) },
-        guard,
-      );
-      if (failed) await applyJobOutcome(tx, failed, now);
+      const ended = await tx.jobs.apply(job.id, next, now);
+      if (ended) await applyJobOutcome(tx, ended, now);
     });
   }
 

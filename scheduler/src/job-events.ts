@@ -1,10 +1,15 @@
 import {
-  retry,
-  retryPolicies,
   applyJobOutcome,
+  finishAttempt,
+  isOpenAttempt,
+  leaseExpiry,
   MESSAGE_TYPES,
   reasons,
   recordBuildResult,
+  retry,
+  retryPolicies,
+  staleAttemptStop,
+  startAttempt,
   type BuildFinishedMessage,
   type JobFinishedRead,
   type JobStartedMessage,
@@ -106,7 +111,7 @@ export class JobEvents {
       }
       case MESSAGE_TYPES.jobHeartbeat: {
         const m = event.body;
-        const apply = (tx: Store, now: number) => tx.jobs.renewLease(m.job_id, m.attempt, now + this.c.config.jobLeaseTtlMs, now);
+        const apply = (tx: Store, now: number) => tx.jobs.renewLease(m.job_id, m.attempt, leaseExpiry(now, this.c.config.jobLeaseTtlMs), now);
         return { batched: true, type, jobId: m.job_id, attempt: m.attempt, apply };
       }
       case MESSAGE_TYPES.jobFinished: {
@@ -192,39 +197,30 @@ export class JobEvents {
   /** RUNNING for the attempt the runner started; false when the store no longer expects that attempt. */
   private started(store: Store, m: JobStartedMessage, now: number): Promise<boolean> {
     // Nothing of the row is needed back: one UPDATE, no read of the job.
-    return store.jobs.tryTransition(
-      m.job_id,
-      'RUNNING',
-      now,
-      { runnerId: m.runner_id, startedAt: m.started_at, leaseExpiresAt: now + this.c.config.jobLeaseTtlMs, ...(m.container_id ? { containerId: m.container_id } : {}) },
-      { attempts: m.attempt },
-    );
+    const start = { attempt: m.attempt, runnerId: m.runner_id, startedAt: m.started_at, containerId: m.container_id };
+    return store.jobs.tryApply(m.job_id, startAttempt(start, now, this.c.config.jobLeaseTtlMs), now);
   }
 
   /** The runner's result for the attempt, and its outcome for the workflow, once (a repeated result finds the job ended). */
   private async finished(tx: Store, m: JobFinishedRead, now: number): Promise<void> {
-    const finished = await tx.jobs.transition(
-      m.job_id,
-      m.status,
-      now,
-      {
-        startedAt: m.started_at,
-        completedAt: m.finished_at,
-        leaseExpiresAt: null,
-        reason: m.status === 'COMPLETED' ? null : (m.reason ?? (m.status === 'FAILED' ? reasons.failureUnavailable() : reasons.cancellationUnavailable())),
-        ...(m.container_id ? { containerId: m.container_id } : {}),
-        ...(m.log_truncated === true ? { logTruncated: true } : {}),
-        ...(m.check === undefined ? {} : { check: m.check }),
-      },
-      { attempts: m.attempt },
-    );
+    const result = {
+      attempt: m.attempt,
+      status: m.status,
+      startedAt: m.started_at,
+      finishedAt: m.finished_at,
+      reason: m.reason,
+      containerId: m.container_id,
+      logTruncated: m.log_truncated,
+      check: m.check,
+    };
+    const finished = await tx.jobs.apply(m.job_id, finishAttempt(result), now);
     if (finished) await applyJobOutcome(tx, finished, now);
   }
 
   /** A SYSTEM failure of the attempt the store expects: another attempt, or the end (HandOut.retryOrFail). */
   private async systemFailure(m: JobFinishedRead, now: number): Promise<void> {
     const job = await this.c.store.jobs.findById(m.job_id);
-    if (job && job.attempts === m.attempt && (job.status === 'QUEUED' || job.status === 'RUNNING')) {
+    if (isOpenAttempt(job, m.attempt)) {
       await this.handOut.retryOrFail(job, now, m.reason ?? reasons.failureUnavailable());
     }
   }
@@ -239,12 +235,7 @@ export class JobEvents {
    * was canceled, or handed to another runner. Tell that runner to stop.
    */
   private async stopIfStale(jobId: string, attempt: number): Promise<void> {
-    const job = await this.c.store.jobs.findById(jobId);
-    if (!job) return this.handOut.stop(jobId, reasons.cancellationUnavailable(), attempt);
-    if (job.status === 'CANCELED' && job.attempts === attempt) {
-      const reason = job.statusReasonCode ? { code: job.statusReasonCode, message: job.statusReasonMessage ?? '' } : reasons.cancellationUnavailable();
-      return this.handOut.stop(jobId, reason, attempt);
-    }
-    if (job.attempts !== attempt) return this.handOut.stop(jobId, reasons.cancellationUnavailable(), attempt);
+    const stop = staleAttemptStop(await this.c.store.jobs.findById(jobId), attempt);
+    if (stop) return this.handOut.stop(jobId, stop, attempt);
   }
 }

@@ -1,4 +1,14 @@
-import { MESSAGE_TYPES, parsePayload, QUEUES, reasons, recordBuildResult, type BuildRunMessage, type Job, type Workflow } from '@orloj/common';
+import {
+  cancelReason,
+  MESSAGE_TYPES,
+  parsePayload,
+  QUEUES,
+  reasons,
+  recordBuildResult,
+  type BuildRunMessage,
+  type Job,
+  type Workflow,
+} from '@orloj/common';
 import type { SchedulerContext } from './context.js';
 import { DueSlots, userShare } from './due-slots.js';
 import type { HandOut } from './hand-out.js';
@@ -110,7 +120,7 @@ export class LeaderWork {
   private async requestStops(now: number): Promise<void> {
     const { store, config } = this.c;
     for (const job of await store.jobs.needingStop(now - config.stopResendMs, config.batchSize)) {
-      await this.handOut.stop(job.id, reasons.workflowTerminated());
+      await this.handOut.stop(job.id, cancelReason('terminated'));
       await store.jobs.markStopRequested(job.id, now);
     }
   }

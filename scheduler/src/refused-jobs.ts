@@ -1,9 +1,13 @@
-import { systemClock } from '@orloj/common';
+import {
+  awaitsRunner,
+  CONFIG_DEFAULTS,
+  systemClock,
+} from '@orloj/common';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 
 /** Refusals of one job handed out again from `jobs.dead` (about 3 minutes of pauses) before it is left to the queue timeout. */
-const MAX_REFUSALS = 20;
+const MAX_REFUSALS = CONFIG_DEFAULTS.scheduler.maxRefusals;
 
 /**
  * job.run messages that come back on `jobs.dead` (every replica consumes it):
@@ -36,9 +40,9 @@ export class RefusedJobs {
     }
     const { store, clock, signal } = this.c;
     const job = await store.jobs.findById(named.jobId);
-    if (!job || job.status !== 'QUEUED' || job.attempts !== named.attempt) return; // moved on meanwhile
+    if (!awaitsRunner(job, named.attempt)) return; // moved on meanwhile
     const n = (this.refusals.get(job.id) ?? 0) + 1;
-    if (this.refusals.size > 10_000) this.refusals.clear();
+    if (this.refusals.size > CONFIG_DEFAULTS.scheduler.refusalsTracked) this.refusals.clear();
     this.refusals.set(job.id, n);
     if (n > MAX_REFUSALS) {
       // No runner takes it (or it kills every runner that does): the queue timeout
@@ -47,7 +51,7 @@ export class RefusedJobs {
       return;
     }
     // Real time, whatever the clock: the pause bounds the CPU a refusing runner costs, not the schedule.
-    await systemClock.sleep(Math.min(250 * 2 ** (n - 1), 10_000), signal);
+    await systemClock.sleep(Math.min(CONFIG_DEFAULTS.scheduler.refusalPauseMs * 2 ** (n - 1), CONFIG_DEFAULTS.scheduler.refusalPauseMaxMs), signal);
     const workflow = await store.workflows.findById(job.workflowId);
     if (!workflow || signal.aborted) return;
     // The same attempt: the refused message is here, in no runner's hands, so the

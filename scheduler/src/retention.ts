@@ -1,4 +1,4 @@
-import { systemClock, type Clock, type EndedJobPosition, type Logger, type Store } from '@orloj/common';
+import { CONFIG_DEFAULTS, systemClock, type Clock, type EndedJobPosition, type Logger, type Store } from '@orloj/common';
 
 export interface RetentionConfig {
   /** Ended jobs older than this go, with their log lines; undefined: kept forever. */
@@ -16,15 +16,9 @@ export interface RetentionConfig {
   pauseMs: number;
 }
 
-export const DEFAULT_RETENTION_CONFIG: RetentionConfig = {
-  jobsMs: 90 * 86_400_000,
-  jobLogsMs: 30 * 86_400_000,
-  notificationsMs: 90 * 86_400_000,
-  keepJobs: 20,
-  intervalMs: 3_600_000,
-  batchSize: 500,
-  pauseMs: 20,
-};
+/** Configuration's defaults (CONFIG_DEFAULTS in common's config.ts). */
+const { checkEveryMs: CHECK_EVERY_MS, ...retentionDefaults } = CONFIG_DEFAULTS.retention;
+export const DEFAULT_RETENTION_CONFIG: RetentionConfig = { ...retentionDefaults };
 
 export interface SweepResult {
   jobs: number;
@@ -80,7 +74,7 @@ export class RetentionSweeper {
     const { signal } = this.abort;
     let last = -Infinity;
     while (!signal.aborted) {
-      await systemClock.sleep(this.deps.checkEveryMs ?? 60_000, signal);
+      await systemClock.sleep(this.deps.checkEveryMs ?? CHECK_EVERY_MS, signal);
       if (signal.aborted || !this.deps.mayRun() || clock.now() - last < this.config.intervalMs) continue;
       last = clock.now();
       try {

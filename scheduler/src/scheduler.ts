@@ -1,4 +1,4 @@
-import { MESSAGE_TYPES, newId, QUEUES, systemClock, TOPICS, type Clock, type Logger, type SignedBus, type Store, type Subscription } from '@orloj/common';
+import { CONFIG_DEFAULTS, MESSAGE_TYPES, newId, QUEUES, systemClock, TOPICS, type Clock, type Logger, type SignedBus, type Store, type Subscription } from '@orloj/common';
 import type { SchedulerContext } from './context.js';
 import { HandOut } from './hand-out.js';
 import { JOB_EVENT_TYPES, JobEvents, type JobEvent } from './job-events.js';
@@ -65,19 +65,20 @@ export interface SchedulerConfig {
   maxActivePerUser?: number | undefined;
 }
 
+/** The defaults are configuration's (CONFIG_DEFAULTS in common's config.ts); no per-user cap. */
 export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
-  tickMs: 1_000,
-  leaderLeaseTtlMs: 15_000,
-  jobLeaseTtlMs: 30_000,
-  queueTimeoutMs: 10 * 60_000,
-  unsentTimeoutMs: 15_000,
-  buildTimeoutMs: 5 * 60_000,
-  maxAttempts: 3,
-  batchSize: 500,
-  passGapMs: 50,
-  maxQueued: 2_000,
-  stopResendMs: 30_000,
-  eventPrefetch: 128,
+  tickMs: CONFIG_DEFAULTS.scheduler.tickMs,
+  leaderLeaseTtlMs: CONFIG_DEFAULTS.scheduler.leaderLeaseTtlMs,
+  jobLeaseTtlMs: CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs,
+  queueTimeoutMs: CONFIG_DEFAULTS.scheduler.queueTimeoutMs,
+  unsentTimeoutMs: CONFIG_DEFAULTS.scheduler.unsentTimeoutMs,
+  buildTimeoutMs: CONFIG_DEFAULTS.scheduler.buildTimeoutMs,
+  maxAttempts: CONFIG_DEFAULTS.scheduler.maxAttempts,
+  batchSize: CONFIG_DEFAULTS.scheduler.batchSize,
+  passGapMs: CONFIG_DEFAULTS.scheduler.passGapMs,
+  maxQueued: CONFIG_DEFAULTS.scheduler.maxQueued,
+  stopResendMs: CONFIG_DEFAULTS.scheduler.stopResendMs,
+  eventPrefetch: CONFIG_DEFAULTS.scheduler.eventPrefetch,
 };
 
 export interface SchedulerDeps {

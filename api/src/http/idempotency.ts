@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
 import type { Context } from 'koa';
-import { OrlojError, type Clock, type Store } from '@orloj/common';
+import { CONFIG_DEFAULTS, OrlojError, type Clock, type Store } from '@orloj/common';
 
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+export const IDEMPOTENCY_TTL_MS = CONFIG_DEFAULTS.http.idempotencyTtlMs;
 const MAX_KEY_BYTES = 255;
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 

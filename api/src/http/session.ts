@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { sealData, unsealData } from 'iron-session';
 import { serialize } from 'cookie';
 import type { Context, Middleware } from 'koa';
-import { newId, OrlojError, type ActiveSession, type Clock, type ResolvedConfig, type Store } from '@orloj/common';
+import { CONFIG_DEFAULTS, newId, OrlojError, type ActiveSession, type Clock, type ResolvedConfig, type Store } from '@orloj/common';
 
 export const SESSION_COOKIE = 'session';
 export const CSRF_COOKIE = 'csrf';
@@ -27,7 +27,7 @@ interface SealedSession {
 export class SessionManager {
   /** Unsealing costs ~0.5 ms of crypto; a seal always opens to the same id, so opened seals are remembered. */
   private readonly opened = new Map<string, string>();
-  private static readonly MAX_OPENED = 10_000;
+  private static readonly MAX_OPENED = CONFIG_DEFAULTS.http.maxOpenedSessions;
 
   constructor(
     private readonly store: Store,
@@ -101,7 +101,7 @@ export class SessionManager {
     if (!match) return false;
     const issuedAt = Number(match[1]);
     const now = this.clock.now();
-    if (issuedAt < session.createdAt || issuedAt > now + 60_000 || now >= issuedAt + this.config.csrfTtlMs) return false;
+    if (issuedAt < session.createdAt || issuedAt > now + CONFIG_DEFAULTS.http.csrfFutureSkewMs || now >= issuedAt + this.config.csrfTtlMs) return false;
     const expected = Buffer.from(this.csrfMac(session.id, issuedAt));
     const given = Buffer.from(match[2]!);
     return expected.length === given.length && crypto.timingSafeEqual(expected, given);

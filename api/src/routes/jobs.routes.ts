@@ -1,14 +1,13 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import {
+  createManualJob,
   decodeCursor,
   encodeCursor,
   isUuid,
   JOB_STATUSES,
   JOB_TRIGGERS,
-  newJob,
   notFound,
-  OrlojError,
   validationError,
   type FieldError,
 } from '@orloj/common';
@@ -75,15 +74,8 @@ export function jobsRoutes(deps: ApiDeps): Router {
       // Locked so a concurrent terminate or update cannot slip between the check and the insert.
       const workflow = await tx.workflows.findForUser(userId, id, { lock: true });
       if (!workflow) throw notFound('The workflow');
-      if (workflow.terminatedAt !== null) {
-        throw new OrlojError('workflow_terminated', 'The workflow is terminated: update it (PUT) to reactivate it first.');
-      }
-      if (workflow.buildStatus === 'FAILED') {
-        throw new OrlojError('workflow_build_failed', "The workflow's build failed: update it (PUT) to rebuild it first.");
-      }
-      const now = clock.now();
       // A manual run: due now, waits its turn behind a running job; the automatic schedule is untouched.
-      const job = newJob(workflow, 'MANUAL', now, now);
+      const job = createManualJob(workflow, clock.now());
       await tx.jobs.insert(job);
       return { status: 201, body: { id: job.id } };
     });

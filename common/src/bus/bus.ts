@@ -1,3 +1,4 @@
+import { CONFIG_DEFAULTS } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
 import { OrlojError } from '../errors.js';
 
@@ -65,9 +66,10 @@ export interface BusOptions {
   maxDeliveries?: number;
 }
 
-export const DEFAULT_BUS_PREFIX = 'orloj.';
-export const DEFAULT_MAX_DELIVERIES = 5;
-export const DEFAULT_PREFETCH = 1;
+// Configuration's defaults (CONFIG_DEFAULTS in config.ts), under the names the bus exports.
+export const DEFAULT_BUS_PREFIX = CONFIG_DEFAULTS.bus.prefix;
+export const DEFAULT_MAX_DELIVERIES = CONFIG_DEFAULTS.bus.maxDeliveries;
+export const DEFAULT_PREFETCH = CONFIG_DEFAULTS.bus.prefetch;
 export const DEAD_LETTER_SUFFIX = '.dead';
 
 export interface ResolvedBusOptions {

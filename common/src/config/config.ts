@@ -2,11 +2,166 @@ import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import os from 'node:os';
-import { parseDuration } from '../domain/duration.js';
+import { formatDuration, parseDuration } from '../domain/duration.js';
 import { makePrivateDir, tightenFile } from './data-dir.js';
 import { readTlsFiles, type TlsFiles } from './tls.js';
 
 export type { TlsFiles } from './tls.js';
+
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/**
+ * The default of every timing and cap of orloj's jobs and roles, defined here
+ * only. loadConfig falls back to these when a variable is unset (the README
+ * lists them); a role built without a Config (tests, embedding) falls back to
+ * the same values by reading them from here, never from a copy. Durations in
+ * milliseconds.
+ */
+export const CONFIG_DEFAULTS = deepFreeze({
+  jobs: {
+    /** A HEARTBEAT payload's `timeout` when it names none, and the most it may name. */
+    heartbeatTimeoutMs: 10 * SECOND,
+    heartbeatTimeoutMaxMs: 5 * MINUTE,
+    /** A CONTAINER payload's `timeout` when it names none, and the most any installation allows (CONTAINER_MAX_TIMEOUT's ceiling). */
+    containerTimeoutMs: 30 * SECOND,
+    containerTimeoutMaxMs: 1 * HOUR,
+    /** CONTAINER_MAX_TIMEOUT: the most this installation allows. */
+    containerInstallationMaxTimeoutMs: 30 * MINUTE,
+  },
+  scheduler: {
+    /** SCHEDULER_TICK: how often the leader scans. */
+    tickMs: 1 * SECOND,
+    /** LEADER_LEASE_TTL. */
+    leaderLeaseTtlMs: 15 * SECOND,
+    /** JOB_LEASE_TTL: a RUNNING job whose runner has not renewed for this long is presumed lost (runners renew at a third of it). */
+    jobLeaseTtlMs: 30 * SECOND,
+    /** JOB_QUEUE_TIMEOUT: a QUEUED job not started for this long is handed out again as a new attempt. */
+    queueTimeoutMs: 10 * MINUTE,
+    /** A QUEUED job whose message the bus never confirmed for this long is handed out again. */
+    unsentTimeoutMs: 15 * SECOND,
+    /** BUILD_TIMEOUT. */
+    buildTimeoutMs: 5 * MINUTE,
+    /** Runner attempts per job before a SYSTEM failure becomes final. */
+    maxAttempts: 3,
+    /** Rows each leader step handles per batch. */
+    batchSize: 500,
+    /** Shortest real-time pause between two leader passes. */
+    passGapMs: 50,
+    /** SCHEDULER_MAX_QUEUED. */
+    maxQueued: 2_000,
+    /** How often a stop request for a running job of a terminated workflow is repeated. */
+    stopResendMs: 30 * SECOND,
+    /** Runner events held (and applied in one transaction) at once. */
+    eventPrefetch: 128,
+    /** Refusals of one job handed out again from `jobs.dead` before it is left to the queue timeout. */
+    maxRefusals: 20,
+    /** The real-time pause before a refused job is handed out again: doubles per refusal of the same job, up to the cap. */
+    refusalPauseMs: 250,
+    refusalPauseMaxMs: 10 * SECOND,
+    /** Jobs whose refusals the leader counts at once (the count starts over beyond it). */
+    refusalsTracked: 10_000,
+  },
+  runner: {
+    /** RUNNER_CONCURRENCY. */
+    concurrency: 4,
+    /** Image builds at once. */
+    buildConcurrency: 2,
+    /** RUNNER_SHUTDOWN_GRACE: how long stop() waits for running jobs before it aborts them. */
+    shutdownGraceMs: 30 * SECOND,
+    /** How long aborted jobs get to report their result. */
+    abortGraceMs: 10 * SECOND,
+  },
+  notifier: {
+    /** NOTIFIER_POLL_INTERVAL: the outbox relay's pause when the outbox had nothing more to publish. */
+    pollMs: 500,
+    /** Outbox events the relay claims per round. */
+    relayBatchSize: 200,
+    /** How long a relay's claim keeps other relays off an event (a relay that dies mid-publish). */
+    relayClaimMs: 30 * SECOND,
+    /** How long an applied event's identity is remembered for deduplication, and how often old ones are forgotten. */
+    dedupeRetentionMs: 7 * DAY,
+    dedupePurgeEveryMs: 1 * HOUR,
+  },
+  bus: {
+    /** BUS_PREFIX: prepended to every queue and exchange name. */
+    prefix: 'orloj.',
+    /** Deliveries before a message is dead-lettered; part of the queue's declaration, so every process must agree. */
+    maxDeliveries: 5,
+    /** Unacknowledged messages a consumer holds, unless it asks for more. */
+    prefetch: 1,
+  },
+  health: {
+    /** How far past its slot a run that has not started makes the workflow `late`. */
+    lateAfterMs: 1 * MINUTE,
+    /** The window uptime is counted over. */
+    uptimeWindowMs: 1 * DAY,
+  },
+  http: {
+    /** Longer than a load balancer's idle timeout (often 60 s), so the proxy closes idle connections first. */
+    keepAliveTimeoutMs: 65 * SECOND,
+    headersTimeoutMs: 66 * SECOND,
+    /** The longest a request (a log download included) may take. */
+    requestTimeoutMs: 5 * MINUTE,
+    /** How long /readyz waits for each check. */
+    readinessCheckTimeoutMs: 2 * SECOND,
+    /** How often the api deletes expired idempotency records and dead sessions. */
+    maintenanceEveryMs: 10 * MINUTE,
+    /** Sessions expired longer ago than this are deleted. */
+    sessionPurgeAfterMs: 1 * DAY,
+    /** How long an Idempotency-Key is remembered. */
+    idempotencyTtlMs: 1 * DAY,
+    /** How far in the future a CSRF token's issue time may lie (clock skew between replicas). */
+    csrfFutureSkewMs: 1 * MINUTE,
+    /** Sessions opened (decrypted) kept in memory per process. */
+    maxOpenedSessions: 10_000,
+    /** A nudge to the scheduler leader expires after this long (the tick finds the work anyway). */
+    schedulerWakeTtlMs: 1 * MINUTE,
+  },
+  database: {
+    /** DB_POOL_SIZE: PostgreSQL connections per process. */
+    poolSize: 10,
+    /** How long SQLite waits for another writer's lock before it fails a statement. */
+    sqliteBusyTimeoutMs: 5 * SECOND,
+    /** The same wait for `orloj backup`, which copies the whole database under the lock. */
+    sqliteBackupBusyTimeoutMs: 10 * SECOND,
+    /** How often SQLite refreshes its planner statistics. */
+    sqliteOptimizeEveryMs: 1 * MINUTE,
+  },
+  tenants: {
+    /** MAX_WORKFLOWS_PER_USER. */
+    maxWorkflowsPerUser: 500,
+    /** MAX_ACTIVE_JOBS_PER_USER. */
+    maxActiveJobsPerUser: 2,
+  },
+  retention: {
+    /** RETENTION_JOBS. */
+    jobsMs: 90 * DAY,
+    /** RETENTION_JOB_LOGS. */
+    jobLogsMs: 30 * DAY,
+    /** RETENTION_NOTIFICATIONS. */
+    notificationsMs: 90 * DAY,
+    /** RETENTION_KEEP_JOBS. */
+    keepJobs: 20,
+    /** RETENTION_INTERVAL. */
+    intervalMs: 1 * HOUR,
+    /** RETENTION_BATCH_SIZE. */
+    batchSize: 500,
+    /** Real-time pause between two delete statements. */
+    pauseMs: 20,
+    /** How often a replica looks whether a sweep is due (and whether it leads). */
+    checkEveryMs: 1 * MINUTE,
+  },
+});
+
+type DeepReadonly<T> = { readonly [K in keyof T]: T[K] extends object ? DeepReadonly<T[K]> : T[K] };
+
+function deepFreeze<T extends object>(o: T): DeepReadonly<T> {
+  for (const v of Object.values(o)) if (typeof v === 'object' && v !== null) deepFreeze(v as object);
+  return Object.freeze(o) as DeepReadonly<T>;
+}
 
 /**
  * Configuration, read once from environment variables, validated, frozen.
@@ -171,12 +326,14 @@ class Reader {
     return fallback;
   }
 
-  duration(name: string, fallback: string): number {
-    const v = this.raw(name) ?? fallback;
+  /** A duration such as "30s" or "10m", in milliseconds. */
+  duration(name: string, fallbackMs: number): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallbackMs;
     const ms = parseDuration(v);
     if (ms === undefined) {
       this.problems.push(`${name} must be a duration such as "7d", "12h" or "30m" (got "${v}")`);
-      return parseDuration(fallback)!;
+      return fallbackMs;
     }
     return ms;
   }
@@ -245,8 +402,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (sameSite === 'None' && !secureCookies) {
     r.problems.push('SERVER_SAME_SITE_MODE=None needs an https SERVER_HOST_URL (browsers drop such cookies otherwise)');
   }
-  const sessionTtlMs = r.duration('SESSION_EXPIRY', '7d');
-  const csrfTtlMs = r.duration('CSRF_EXPIRY', '7d');
+  const sessionTtlMs = r.duration('SESSION_EXPIRY', 7 * DAY);
+  const csrfTtlMs = r.duration('CSRF_EXPIRY', 7 * DAY);
   if (csrfTtlMs > sessionTtlMs) r.problems.push('CSRF_EXPIRY must not be longer than SESSION_EXPIRY');
 
   const config: Config = {
@@ -255,7 +412,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     dashboardDir: r.raw('DASHBOARD_DIR') === undefined ? undefined : path.resolve(r.raw('DASHBOARD_DIR')!),
     databaseUrl: r.string('DATABASE_URL', `sqlite:${path.join(dataDir, 'orloj.db')}`),
-    dbPoolSize: r.int('DB_POOL_SIZE', 10, 1, 1000),
+    dbPoolSize: r.int('DB_POOL_SIZE', CONFIG_DEFAULTS.database.poolSize, 1, 1000),
     listCacheBytes: r.int('LIST_CACHE_MB', 32, 0, 65_536) * 1024 * 1024,
     serverHostUrl,
     allowedOrigins: r.list('SERVER_ALLOWED_ORIGINS').map((o) => normalizeOrigin(o, 'SERVER_ALLOWED_ORIGINS', r.problems)),
@@ -276,56 +433,56 @@ export function loadConfig(env: Env = process.env): Config {
     },
     trustedProxies: r.list('TRUSTED_PROXIES'),
     busUrl: r.string('BUS_URL', 'memory:'),
-    busPrefix: r.string('BUS_PREFIX', 'orloj.'),
+    busPrefix: r.string('BUS_PREFIX', CONFIG_DEFAULTS.bus.prefix),
     busTls: readTlsFiles('BUS_TLS', (name) => r.raw(name), r.problems),
     databaseTls: readTlsFiles('DATABASE_TLS', (name) => r.raw(name), r.problems),
     scheduler: {
       // Unique per process even in containers (pid 1, shared hostnames); the lease holder adds an instance suffix anyway.
       id: r.string('SCHEDULER_ID', `scheduler-${os.hostname()}-${process.pid}-${instanceSuffix}`),
-      tickMs: r.duration('SCHEDULER_TICK', '1s'),
-      leaderLeaseTtlMs: r.duration('LEADER_LEASE_TTL', '15s'),
-      jobLeaseTtlMs: r.duration('JOB_LEASE_TTL', '30s'),
-      queueTimeoutMs: r.duration('JOB_QUEUE_TIMEOUT', '10m'),
-      buildTimeoutMs: r.duration('BUILD_TIMEOUT', '5m'),
-      maxQueued: r.int('SCHEDULER_MAX_QUEUED', 2_000, 1, 1_000_000),
+      tickMs: r.duration('SCHEDULER_TICK', CONFIG_DEFAULTS.scheduler.tickMs),
+      leaderLeaseTtlMs: r.duration('LEADER_LEASE_TTL', CONFIG_DEFAULTS.scheduler.leaderLeaseTtlMs),
+      jobLeaseTtlMs: r.duration('JOB_LEASE_TTL', CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs),
+      queueTimeoutMs: r.duration('JOB_QUEUE_TIMEOUT', CONFIG_DEFAULTS.scheduler.queueTimeoutMs),
+      buildTimeoutMs: r.duration('BUILD_TIMEOUT', CONFIG_DEFAULTS.scheduler.buildTimeoutMs),
+      maxQueued: r.int('SCHEDULER_MAX_QUEUED', CONFIG_DEFAULTS.scheduler.maxQueued, 1, 1_000_000),
     },
     runner: {
       // Unique per process by default: a runner only ever removes containers carrying its own id (docs/runners.md).
       id: r.string('RUNNER_ID', `runner-${os.hostname()}-${instanceSuffix}`),
-      concurrency: r.int('RUNNER_CONCURRENCY', 4, 1, 1024),
+      concurrency: r.int('RUNNER_CONCURRENCY', CONFIG_DEFAULTS.runner.concurrency, 1, 1024),
       allowTargets: r.list('RUNNER_ALLOW_TARGETS'),
       denyTargets: r.list('RUNNER_DENY_TARGETS'),
       dockerHost: r.raw('DOCKER_HOST') ?? (fs.existsSync('/var/run/docker.sock') ? 'unix:///var/run/docker.sock' : undefined),
-      shutdownGraceMs: r.duration('RUNNER_SHUTDOWN_GRACE', '30s'),
+      shutdownGraceMs: r.duration('RUNNER_SHUTDOWN_GRACE', CONFIG_DEFAULTS.runner.shutdownGraceMs),
     },
     notifier: {
-      pollMs: r.duration('NOTIFIER_POLL_INTERVAL', '500ms'),
+      pollMs: r.duration('NOTIFIER_POLL_INTERVAL', CONFIG_DEFAULTS.notifier.pollMs),
     },
     containers: {
       registries: registryList(r),
       networkEnabled: r.bool('CONTAINER_NETWORK_ENABLED', false),
       maxMemoryMb: r.int('CONTAINER_MAX_MEMORY_MB', 1024, 6, 65_536),
       maxCpus: decimal(r, 'CONTAINER_MAX_CPUS', 1, 64),
-      maxTimeoutMs: r.duration('CONTAINER_MAX_TIMEOUT', '30m'),
+      maxTimeoutMs: r.duration('CONTAINER_MAX_TIMEOUT', CONFIG_DEFAULTS.jobs.containerInstallationMaxTimeoutMs),
       maxLogLines: r.int('JOB_LOG_MAX_LINES', 100_000, 1, 100_000_000),
       maxLogBytes: r.int('JOB_LOG_MAX_MB', 32, 1, 1_048_576) * 1024 * 1024,
     },
     tenants: {
-      maxWorkflowsPerUser: r.int('MAX_WORKFLOWS_PER_USER', 500, 1, 10_000_000),
-      maxActiveJobsPerUser: r.int('MAX_ACTIVE_JOBS_PER_USER', 2, 1, 1_000_000),
+      maxWorkflowsPerUser: r.int('MAX_WORKFLOWS_PER_USER', CONFIG_DEFAULTS.tenants.maxWorkflowsPerUser, 1, 10_000_000),
+      maxActiveJobsPerUser: r.int('MAX_ACTIVE_JOBS_PER_USER', CONFIG_DEFAULTS.tenants.maxActiveJobsPerUser, 1, 1_000_000),
     },
     opsPort: r.int('OPS_PORT', 9464, 0, 65535),
     retention: {
-      jobsMs: retentionAge(r, 'RETENTION_JOBS', '90d'),
-      jobLogsMs: retentionAge(r, 'RETENTION_JOB_LOGS', '30d'),
-      notificationsMs: retentionAge(r, 'RETENTION_NOTIFICATIONS', '90d'),
-      keepJobs: r.int('RETENTION_KEEP_JOBS', 20, 0, 10_000),
-      intervalMs: r.duration('RETENTION_INTERVAL', '1h'),
-      batchSize: r.int('RETENTION_BATCH_SIZE', 500, 1, 100_000),
+      jobsMs: retentionAge(r, 'RETENTION_JOBS', CONFIG_DEFAULTS.retention.jobsMs),
+      jobLogsMs: retentionAge(r, 'RETENTION_JOB_LOGS', CONFIG_DEFAULTS.retention.jobLogsMs),
+      notificationsMs: retentionAge(r, 'RETENTION_NOTIFICATIONS', CONFIG_DEFAULTS.retention.notificationsMs),
+      keepJobs: r.int('RETENTION_KEEP_JOBS', CONFIG_DEFAULTS.retention.keepJobs, 0, 10_000),
+      intervalMs: r.duration('RETENTION_INTERVAL', CONFIG_DEFAULTS.retention.intervalMs),
+      batchSize: r.int('RETENTION_BATCH_SIZE', CONFIG_DEFAULTS.retention.batchSize, 1, 100_000),
     },
     clock: parseClock(r),
   };
-  if (config.containers.maxTimeoutMs > 60 * 60_000) r.problems.push('CONTAINER_MAX_TIMEOUT must be at most 1h');
+  if (config.containers.maxTimeoutMs > CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs) r.problems.push(`CONTAINER_MAX_TIMEOUT must be at most ${formatDuration(CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs)}`);
   if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(config.runner.id)) {
     r.problems.push(`RUNNER_ID must be 1-128 letters, digits or _ . : - (got "${config.runner.id}")`);
   }
@@ -380,10 +537,10 @@ function registryList(r: Reader): string[] {
 }
 
 /** How long rows are kept: a duration of at least an hour, or `off` (kept forever). */
-function retentionAge(r: Reader, name: string, fallback: string): number | undefined {
+function retentionAge(r: Reader, name: string, fallbackMs: number): number | undefined {
   if (r.raw(name)?.toLowerCase() === 'off') return undefined;
-  const ms = r.duration(name, fallback);
-  if (ms < 3_600_000) {
+  const ms = r.duration(name, fallbackMs);
+  if (ms < HOUR) {
     r.problems.push(`${name} must be at least 1h, or off (got "${r.raw(name)}")`);
     return undefined;
   }

@@ -1,5 +1,4 @@
-import type { JobStatus, JobTrigger, ReasonCode } from './job.js';
-import type { Job } from './job-record.js';
+import type { Job, JobStatus, JobTrigger, ReasonCode } from './job.js';
 import type { Workflow, WorkflowKind } from './workflow.js';
 
 /**

@@ -1,3 +1,4 @@
+import { CONFIG_DEFAULTS } from '../config/config.js';
 import type { CheckResult } from './check.js';
 import type { JobStatus } from './job.js';
 import type { WorkflowSummary } from './workflow.js';
@@ -23,11 +24,11 @@ export const HEALTH_STATES = ['up', 'down', 'late', 'paused', 'building', 'pendi
 export type HealthState = (typeof HEALTH_STATES)[number];
 
 /** How far past its slot a run that has not started makes the workflow `late`. */
-export const LATE_AFTER_MS = 60_000;
+export const LATE_AFTER_MS = CONFIG_DEFAULTS.health.lateAfterMs;
 /** Runs shown in a workflow's strip of recent runs. */
 export const RECENT_RUNS = 20;
 /** The window uptime is counted over. */
-export const UPTIME_WINDOW_MS = 24 * 60 * 60_000;
+export const UPTIME_WINDOW_MS = CONFIG_DEFAULTS.health.uptimeWindowMs;
 
 /** A finished run as the strip shows it. */
 export interface RunSummary {

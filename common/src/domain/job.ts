@@ -1,3 +1,13 @@
+import { newId } from '../ids.js';
+import type { CheckResult } from './check.js';
+import type { Workflow } from './workflow.js';
+
+/**
+ * The job: its record as the store keeps it, how a new one is made, its
+ * statuses, triggers and reason codes. How a job moves between statuses (the
+ * state table and one unit per transition) is in job-state.ts.
+ */
+
 export const JOB_STATUSES = ['PENDING', 'QUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELED'];
@@ -23,6 +33,60 @@ export interface JobReason {
   code: ReasonCode;
   /** A fixed, user-safe sentence plus the numbers that matter; never raw library error text. */
   message: string;
+}
+
+/** A job as the store keeps it. */
+export interface Job {
+  id: string;
+  workflowId: string;
+  userId: string;
+  generation: number;
+  trigger: JobTrigger;
+  status: JobStatus;
+  /** AUTOMATIC: the due slot (unique per workflow); MANUAL: the request time. */
+  slotAt: number;
+  scheduledAt: number;
+  attempts: number;
+  queuedAt: number | null;
+  runnerId: string | null;
+  leaseExpiresAt: number | null;
+  containerId: string | null;
+  startedAt: number | null;
+  completedAt: number | null;
+  statusReasonCode: ReasonCode | null;
+  statusReasonMessage: string | null;
+  createdAt: number;
+  updatedAt: number;
+  /** The log reached the per-job cap (JOB_LOG_MAX_LINES / JOB_LOG_MAX_MB); read from the store, absent on new jobs. */
+  logTruncated?: boolean;
+  /** HEARTBEAT jobs once finished: what the request did; null (or absent) otherwise. */
+  check?: CheckResult | null;
+}
+
+/** A new PENDING job of the workflow's current generation, due at `slotAt`. */
+export function newJob(w: Workflow, trigger: JobTrigger, slotAt: number, now: number): Job {
+  return {
+    id: newId(),
+    workflowId: w.id,
+    userId: w.userId,
+    generation: w.generation,
+    trigger,
+    status: 'PENDING',
+    slotAt,
+    scheduledAt: slotAt,
+    attempts: 0,
+    queuedAt: null,
+    runnerId: null,
+    leaseExpiresAt: null,
+    containerId: null,
+    startedAt: null,
+    completedAt: null,
+    statusReasonCode: null,
+    statusReasonMessage: null,
+    createdAt: now,
+    updatedAt: now,
+    check: null,
+  };
 }
 
 /** The canonical reason messages. Runners and the scheduler build reasons only through these. */

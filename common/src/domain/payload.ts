@@ -1,4 +1,5 @@
 import { Ajv, type ErrorObject } from 'ajv';
+import { CONFIG_DEFAULTS } from '../config/config.js';
 import type { FieldError } from '../errors.js';
 import { parseDuration } from './duration.js';
 import type { ContainerPayload, HeartbeatPayload, WorkflowKind } from './workflow.js';
@@ -9,8 +10,7 @@ import { illFormedFields } from './well-formed.js';
  * string). Returns the parsed, defaulted payload or the list of failing fields,
  * each prefixed with `payload.`.
  */
-const HEARTBEAT_TIMEOUT_MAX_MS = 5 * 60_000;
-const CONTAINER_TIMEOUT_MAX_MS = 60 * 60_000;
+const { heartbeatTimeoutMs, heartbeatTimeoutMaxMs, containerTimeoutMs, containerTimeoutMaxMs } = CONFIG_DEFAULTS.jobs;
 
 const headerName = '^[!#$%&\'*+.^_`|~0-9A-Za-z-]{1,256}$';
 // Reference grammar of the distribution spec: [registry[:port]/]path[:tag][@digest]
@@ -196,7 +196,7 @@ export function parsePayload(kind: WorkflowKind, text: string): PayloadResult {
     if (schemaOk && p.body_contains !== undefined && method === 'HEAD') {
       errors.push({ field: 'payload.body_contains', message: 'cannot be checked with method HEAD' });
     }
-    const timeout = flagged(errors, 'payload.timeout') ? 0 : durationField(p.timeout, 'payload.timeout', 10_000, HEARTBEAT_TIMEOUT_MAX_MS, errors);
+    const timeout = flagged(errors, 'payload.timeout') ? 0 : durationField(p.timeout, 'payload.timeout', heartbeatTimeoutMs, heartbeatTimeoutMaxMs, errors);
     if (errors.length) return { ok: false, errors };
     const payload: HeartbeatPayload = {
       endpoint: p.endpoint,
@@ -214,7 +214,7 @@ export function parsePayload(kind: WorkflowKind, text: string): PayloadResult {
   if (typeof p.image === 'string' && !flagged(errors, 'payload.image') && !IMAGE_REFERENCE.test(p.image)) {
     errors.push({ field: 'payload.image', message: 'must be a valid image reference such as "alpine:3.20"' });
   }
-  const timeout = flagged(errors, 'payload.timeout') ? 0 : durationField(p.timeout, 'payload.timeout', 30_000, CONTAINER_TIMEOUT_MAX_MS, errors);
+  const timeout = flagged(errors, 'payload.timeout') ? 0 : durationField(p.timeout, 'payload.timeout', containerTimeoutMs, containerTimeoutMaxMs, errors);
   if (errors.length) return { ok: false, errors };
   const payload: ContainerPayload = {
     image: p.image,

@@ -1,3 +1,5 @@
+import { CONFIG_DEFAULTS } from '../config/config.js';
+
 /**
  * Readiness of one process: named checks, each cheap, each bounded by a
  * timeout. `/readyz` answers 200 when all pass and 503 naming the ones that
@@ -20,7 +22,7 @@ export class Health {
   private readonly checks: HealthCheck[] = [];
   private running: Promise<ReadinessReport> | undefined;
 
-  constructor(private readonly timeoutMs = 2_000) {}
+  constructor(private readonly timeoutMs: number = CONFIG_DEFAULTS.http.readinessCheckTimeoutMs) {}
 
   add(check: HealthCheck): this {
     this.checks.push(check);

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { CONFIG_DEFAULTS } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
 import type { Health } from './health.js';
 import type { OrlojMetrics } from './metrics.js';
@@ -43,8 +44,8 @@ export class OpsServer {
 
   async start(): Promise<AddressInfo> {
     const server = http.createServer((req, res) => void this.handle(req, res));
-    server.keepAliveTimeout = 65_000;
-    server.headersTimeout = 66_000;
+    server.keepAliveTimeout = CONFIG_DEFAULTS.http.keepAliveTimeoutMs;
+    server.headersTimeout = CONFIG_DEFAULTS.http.headersTimeoutMs;
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) =>

@@ -21,6 +21,7 @@ import { foldCase, postgresHelpers, sqliteHelpers, SQLITE_CONTAINS_FOLDED_FUNCTI
 import { MIGRATION_NAMES, migrationProvider } from './migrations/index.js';
 import type { HeldConnection, RowReader } from './compiled-read.js';
 import { tlsMaterial, type TlsFiles } from '../config/tls.js';
+import { CONFIG_DEFAULTS } from '../config/config.js';
 
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
@@ -153,7 +154,7 @@ function openSqlite(file: string): DatabaseHandle {
   if (file !== ':memory:') for (const f of sqliteFiles(file)) tightenFile(f);
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma(`busy_timeout = ${CONFIG_DEFAULTS.database.sqliteBusyTimeoutMs}`);
   registerFunctions(sqlite);
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(new SqliteDialect({ database: withStatementCache(sqlite) })) });
   const stopOptimizing = keepPlannerStatistics(sqlite);
@@ -236,7 +237,7 @@ class SqliteReader implements RowReader {
   private open(): SQLite.Database {
     if (!this.connection) {
       const sqlite = new SQLite(this.file, { fileMustExist: true });
-      sqlite.pragma('busy_timeout = 5000');
+      sqlite.pragma(`busy_timeout = ${CONFIG_DEFAULTS.database.sqliteBusyTimeoutMs}`);
       sqlite.pragma('query_only = ON');
       registerFunctions(sqlite);
       this.connection = sqlite;
@@ -263,7 +264,7 @@ function preparedOnce(cache: Map<string, SQLite.Statement>, source: string, sqli
 }
 
 /** How often SQLite re-checks its planner statistics (cheap when nothing changed). */
-const OPTIMIZE_EVERY_MS = 60_000;
+const OPTIMIZE_EVERY_MS = CONFIG_DEFAULTS.database.sqliteOptimizeEveryMs;
 /** `PRAGMA optimize` mask: analyze every table that needs it, not only those this connection queried. */
 const OPTIMIZE_ALL_TABLES = 0x10002;
 
@@ -328,7 +329,7 @@ function withStatementCache(sqlite: SQLite.Database, max = 500): SQLite.Database
 function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   const pool = new pg.Pool({
     connectionString: url,
-    max: options.poolSize ?? 10,
+    max: options.poolSize ?? CONFIG_DEFAULTS.database.poolSize,
     // int8 columns hold epoch milliseconds and counters: all within 2^53.
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>

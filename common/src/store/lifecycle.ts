@@ -1,7 +1,7 @@
 import type { Store } from './store.js';
-import type { Job } from '../domain/job-record.js';
 import type { Workflow } from '../domain/workflow.js';
-import { reasons } from '../domain/job.js';
+import type { Job } from '../domain/job.js';
+import { cancelReason } from '../domain/job-state.js';
 import { mostRecentSlot } from '../domain/due-slots.js';
 import { domainEvents } from '../domain/events.js';
 
@@ -29,13 +29,13 @@ export async function terminateWorkflow(tx: Store, userId: string, workflowId: s
   const terminated = await tx.workflows.terminate(userId, workflowId, now);
   if (!terminated) return false;
   await tx.outbox.add(domainEvents.workflowTerminated(terminated, now, automatic));
-  await cancelJobs(tx, terminated, await tx.jobs.cancelOpen(workflowId, reasons.workflowTerminated(), now), now);
+  await cancelJobs(tx, terminated, await tx.jobs.cancelOpen(workflowId, cancelReason('terminated'), now), now);
   return true;
 }
 
 /** After a PUT: the PENDING and QUEUED jobs of older generations belong to the old definition. */
 export async function cancelOutdatedJobs(tx: Store, workflow: Workflow, now: number): Promise<void> {
-  await cancelJobs(tx, workflow, await tx.jobs.cancelOpen(workflow.id, reasons.workflowUpdated(), now, workflow.generation + 1), now);
+  await cancelJobs(tx, workflow, await tx.jobs.cancelOpen(workflow.id, cancelReason('updated'), now, workflow.generation + 1), now);
 }
 
 async function cancelJobs(tx: Store, workflow: Workflow, canceled: readonly Job[], now: number): Promise<void> {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
+import { CONFIG_DEFAULTS } from '../config/config.js';
 
 export interface SqliteBackupResult {
   /** The backup written, as an absolute path. */
@@ -32,7 +33,7 @@ export function backupSqlite(source: string, target: string): SqliteBackupResult
   try {
     const db = new SQLite(source, { fileMustExist: true });
     try {
-      db.pragma('busy_timeout = 10000');
+      db.pragma(`busy_timeout = ${CONFIG_DEFAULTS.database.sqliteBackupBusyTimeoutMs}`);
       db.prepare('vacuum into ?').run(temporary);
     } finally {
       db.close();

@@ -2,11 +2,10 @@ import { type Expression, type ExpressionBuilder, type Insertable, type Kysely, 
 import { openJobOf, saturatedUsers } from './open-jobs.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 import type { Database, JobsTable } from '../schema.js';
-import type { Job } from '../../domain/job-record.js';
-import type { JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js';
+import type { Job, JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js';
 import type { CheckFailure, CheckResult } from '../../domain/check.js';
 import { RECENT_RUNS, type OpenRun, type RunCounts, type RunSummary } from '../../domain/health.js';
-import { ALLOWED_FROM } from '../../domain/job-state.js';
+import { ALLOWED_FROM, CANCELED_WITH_WORKFLOW, LEASED_STATUS, type JobTransition, type TransitionFields, type TransitionGuard } from '../../domain/job-state.js';
 import type { KeysetPosition } from '../../cursor.js';
 
 export function toJob(r: Selectable<JobsTable>): Job {
@@ -45,27 +44,6 @@ function toCheck(r: CheckColumns): CheckResult | null {
 
 function checkColumns(c: CheckResult | null): CheckColumns {
   return { check_status_code: c?.statusCode ?? null, check_response_ms: c?.responseTimeMs ?? null, check_failure: c?.failure ?? null };
-}
-
-/** Columns a transition may set besides the status. */
-export interface TransitionFields {
-  attempts?: number;
-  queuedAt?: number | null;
-  runnerId?: string | null;
-  leaseExpiresAt?: number | null;
-  containerId?: string | null;
-  startedAt?: number | null;
-  completedAt?: number | null;
-  reason?: { code: ReasonCode; message: string } | null;
-  /** The attempt's log reached the per-job cap. */
-  logTruncated?: boolean;
-  /** What a HEARTBEAT job's request did. */
-  check?: CheckResult | null;
-}
-
-export interface TransitionGuard {
-  /** Only when the job is on this attempt (a message about an older attempt changes nothing). */
-  attempts?: number;
 }
 
 export interface JobListFilter {
@@ -238,6 +216,16 @@ export class JobsRepo {
     return row && toJob(row as Selectable<JobsTable>);
   }
 
+  /** Applies a lifecycle unit's move (domain/job-state.ts): transition() with its target, fields and guard. */
+  async apply(id: string, t: JobTransition, now: number): Promise<Job | undefined> {
+    return this.transition(id, t.to, now, t.fields, t.guard);
+  }
+
+  /** apply() without reading the job back: whether it moved. */
+  async tryApply(id: string, t: JobTransition, now: number): Promise<boolean> {
+    return this.tryTransition(id, t.to, now, t.fields, t.guard);
+  }
+
   /**
    * transition() without reading the job back: whether it moved. For callers
    * that need nothing of the updated row (a runner's start event, one a job).
@@ -319,19 +307,19 @@ export class JobsRepo {
       .updateTable('jobs')
       .set({ lease_expires_at: leaseExpiresAt, updated_at: now })
       .where('id', '=', id)
-      .where('status', '=', 'RUNNING')
+      .where('status', '=', LEASED_STATUS)
       .where('attempts', '=', attempts)
       .executeTakeFirst();
     return Number(r.numUpdatedRows) === 1;
   }
 
-  /** Cancels the workflow's PENDING and QUEUED jobs (optionally only those of older generations). */
+  /** Cancels the workflow's PENDING and QUEUED jobs (CANCELED_WITH_WORKFLOW; optionally only those of older generations). */
   async cancelOpen(workflowId: string, reason: { code: ReasonCode; message: string }, now: number, olderThanGeneration?: number): Promise<Job[]> {
     let q = this.db
       .updateTable('jobs')
       .set({ status: 'CANCELED', status_reason_code: reason.code, status_reason_message: reason.message, completed_at: now, updated_at: now })
       .where('workflow_id', '=', workflowId)
-      .where('status', 'in', ['PENDING', 'QUEUED']);
+      .where('status', 'in', CANCELED_WITH_WORKFLOW);
     if (olderThanGeneration !== undefined) q = q.where('generation', '<', olderThanGeneration);
     return (await q.returningAll().execute()).map(toJob);
   }
@@ -494,7 +482,7 @@ export class JobsRepo {
     const rows = await this.db
       .selectFrom('jobs')
       .selectAll()
-      .where('status', '=', 'RUNNING')
+      .where('status', '=', LEASED_STATUS)
       .where('lease_expires_at', '<', now)
       .orderBy('lease_expires_at')
       .limit(limit)
