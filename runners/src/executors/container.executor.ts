@@ -22,12 +22,12 @@ import { reasons, systemClock, type Clock, type Logger } from '@orloj/common';
 import { ContainerRun } from './container/container-run.js';
 import { createOptions, MANAGED_LABEL } from './container/create-options.js';
 import { ImageStore, type EnsureImageOptions, type EnsureImageResult } from './container/image.js';
-import { isUnavailable, RuntimeClient, statusCodeOf } from './container/runtime-client.js';
+import { isUnavailable, RuntimeClient, statusCodeOf, type CallObserver } from './container/runtime-client.js';
 import type { ContainerRunHooks, ContainerRunResult, ContainerRunSpec, RunOutcome } from './container/types.js';
 
 export { DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT, JOB_ID_LABEL, MANAGED_LABEL } from './container/create-options.js';
 export { normalizeImageRef, type EnsureImageResult } from './container/image.js';
-export { dockerOptionsFromHost } from './container/runtime-client.js';
+export { dockerOptionsFromHost, type CallObserver } from './container/runtime-client.js';
 export type { ContainerLogLine, ContainerRunHooks, ContainerRunResult, ContainerRunSpec } from './container/types.js';
 
 export interface ContainerExecutorOptions {
@@ -51,6 +51,8 @@ export interface ContainerExecutorOptions {
    * SYSTEM_ERROR instead of waiting forever on a dead connection. Default 5 s.
    */
   healthCheckMs?: number;
+  /** Told how long each runtime call and step took, for profiles. */
+  onCall?: CallObserver;
 }
 
 export class ContainerExecutor {
@@ -63,7 +65,7 @@ export class ContainerExecutor {
 
   constructor(options: ContainerExecutorOptions) {
     this.logger = options.logger;
-    this.client = new RuntimeClient(options.dockerHost, options.apiTimeoutMs ?? 30_000, this.logger);
+    this.client = new RuntimeClient(options.dockerHost, options.apiTimeoutMs ?? 30_000, this.logger, options.onCall);
     this.images = new ImageStore(this.client, options.pullTimeoutMs ?? 5 * 60_000, this.logger);
     this.clock = options.clock ?? systemClock;
     this.logDrainIdleMs = options.logDrainIdleMs ?? 10_000;

@@ -111,7 +111,9 @@ export class ContainerRun {
     );
     this.watchdog.started(this.spec.timeoutMs);
 
+    const waitStarted = performance.now();
     const exit = await this.awaitExit(output.ended);
+    this.ctx.client.observe(`exit seen (${exit.kind === 'exited' && exit.confirmed ? 'output end + inspect' : 'wait'})`, waitStarted);
     this.watchdog.markExited();
     await output.done; // rethrows an onLine failure
     await this.watchdog.settled();

@@ -84,6 +84,9 @@ export function dockerOptionsFromHost(dockerHost: string): Docker.DockerOptions 
   }
 }
 
+/** Told how long each runtime call took (ms), answered or not; for profiles (bench/containers.bench.ts). */
+export type CallObserver = (what: string, ms: number) => void;
+
 /** dockerode with a time limit on each short call; a timeout counts as the runtime being unavailable. */
 export class RuntimeClient {
   readonly docker: Docker;
@@ -93,25 +96,34 @@ export class RuntimeClient {
     /** Limit for one short API call (create, start, kill, inspect, remove). */
     readonly apiTimeoutMs: number,
     private readonly logger: Logger,
+    private readonly observer?: CallObserver,
   ) {
     this.docker = new Docker(dockerOptionsFromHost(dockerHost));
   }
 
   /** One API call with a time limit. */
   call<T>(what: string, call: () => Promise<T>, ms: number = this.apiTimeoutMs): Promise<T> {
+    const started = performance.now();
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => reject(new ApiTimeoutError(what, ms)), ms);
       call().then(
         (v) => {
           clearTimeout(timer);
+          this.observe(what, started);
           resolve(v);
         },
         (e: unknown) => {
           clearTimeout(timer);
+          this.observe(what, started);
           reject(e instanceof Error ? e : new Error(String(e)));
         },
       );
     });
+  }
+
+  /** Reports a step that began at `started` (a performance.now() value) to the observer, if any. */
+  observe(what: string, started: number): void {
+    this.observer?.(what, performance.now() - started);
   }
 
   /** True when the runtime answers its ping endpoint. */
