@@ -6,10 +6,15 @@
  * it, which it does when it exits; the container is then inspected at once
  * (a few times over the next ~0.6 s if it still shows as running). Podman's
  * `wait` endpoint answers 200-300 ms after the exit (it polls), which was
- * most of a short job's time; `wait` still runs beside the inspections and
- * decides whenever the output ends early, breaks off, or was never attached.
+ * most of a short job's time. Only a clean exit (0) is taken from that early
+ * inspection; `wait`, which runs beside it, decides everything else: a
+ * non-zero exit (an outside `rm -f` kills before it removes), output that
+ * ends early, breaks off, or was never attached.
+ *
  * An exit code only counts when the runtime still has the container to
- * report it: one removed behind our back is a SYSTEM failure, never COMPLETED.
+ * report it: one removed behind our back is a SYSTEM failure, never
+ * COMPLETED — checked by an inspection after `wait`, and for an early clean
+ * exit by our own removal finding the container already gone.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
@@ -45,6 +50,8 @@ export class ContainerRun {
   private readonly watchdog: RunWatchdog;
   private stream: LogStream | undefined;
   private output: OutputReader | undefined;
+  /** The exit code came from an inspection as the output ended, not from wait. */
+  private exitReadEarly = false;
 
   constructor(
     private readonly ctx: ContainerRunContext,
@@ -72,10 +79,11 @@ export class ContainerRun {
    * throws (the container is killed and removed first).
    */
   async execute(): Promise<RunOutcome> {
+    let outcome: RunOutcome;
+    let removal: 'removed' | 'gone' | 'failed';
     try {
-      const outcome = await this.steps();
+      outcome = await this.steps();
       this.finishedAt = this.ctx.clock.now();
-      return outcome;
     } catch (err) {
       // onLine failed (or an unexpected bug): make sure the container is gone, then report it.
       this.log.error({ err }, 'container run aborted');
@@ -85,8 +93,16 @@ export class ContainerRun {
     } finally {
       await this.watchdog.dispose();
       if (!this.output) this.stream?.destroy?.(); // attached, but the container never ran
-      await this.ctx.client.remove(this.container, this.log);
+      removal = await this.ctx.client.remove(this.container, this.log);
     }
+    // A clean exit read early (while the output ended) from a container that
+    // someone else removed before we could: it may have been stopped by that
+    // removal, so it does not count as COMPLETED.
+    if (outcome.status === 'COMPLETED' && this.exitReadEarly && removal === 'gone') {
+      this.log.error('the container was removed by someone else as it exited');
+      return { status: 'FAILED', reason: reasons.containerRemoved() };
+    }
+    return outcome;
   }
 
   private async steps(): Promise<RunOutcome> {
@@ -180,7 +196,14 @@ export class ContainerRun {
       const state = await this.exitState();
       if (state === 'gone') return { kind: 'gone' };
       if (state === undefined) break;
-      if (state !== 'running') return { kind: 'exited', exitCode: state, confirmed: true };
+      if (state === 0) {
+        this.exitReadEarly = true;
+        return { kind: 'exited', exitCode: 0, confirmed: true };
+      }
+      // Any other exit may be a removal from outside in progress (its kill
+      // ends the output too; the container vanishes a moment later): wait,
+      // then the inspection after it, decide. Only failures take this path.
+      if (state !== 'running') break;
     }
     return never<ExitSeen>();
   }

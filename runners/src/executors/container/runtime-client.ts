@@ -137,14 +137,16 @@ export class RuntimeClient {
     }
   }
 
-  /** Force-removes a container with its anonymous volumes; a container already gone is no error. */
-  async remove(container: Docker.Container, log: Logger): Promise<void> {
+  /** Force-removes a container with its anonymous volumes: 'gone' when the runtime no longer had it. */
+  async remove(container: Docker.Container, log: Logger): Promise<'removed' | 'gone' | 'failed'> {
     try {
       await this.call('container remove', () => container.remove({ force: true, v: true }));
       log.debug('container removed');
+      return 'removed';
     } catch (err) {
-      if (statusCodeOf(err) === 404) return;
+      if (statusCodeOf(err) === 404) return 'gone';
       log.error({ err }, 'container remove failed; it will be removed by the orphan sweep');
+      return 'failed';
     }
   }
 
