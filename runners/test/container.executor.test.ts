@@ -191,6 +191,76 @@ describe('ContainerExecutor with a scripted runtime', () => {
     );
     assert.ok(fake.requests.includes(`DELETE /containers/${id}`), 'the container was not removed');
   });
+
+  /** A runtime whose output ends at once and whose wait answers only when `waitAnswer` says so. */
+  function exitingRuntime(inspect: (res: http.ServerResponse) => void, waitAnswer?: unknown, removed = true): FakeRuntime {
+    return new FakeRuntime((req, res) => {
+      const url = req.url ?? '';
+      if (url.startsWith('/containers/create')) return json(res, 201, { Id: id, Warnings: [] });
+      if (url.endsWith('/start')) return void res.writeHead(204).end();
+      if (url.includes('/attach')) {
+        res.writeHead(200, { 'content-type': 'application/vnd.docker.raw-stream' });
+        return void res.end(logFrame(1, 'bye\n'));
+      }
+      if (url.endsWith('/wait')) {
+        if (waitAnswer !== undefined) return void setTimeout(() => json(res, 200, waitAnswer), 50);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.flushHeaders(); // Podman's wait, much slower than the exit
+      }
+      if (req.method === 'GET' && url.startsWith(`/containers/${id}/json`)) return inspect(res);
+      if (url.endsWith('/_ping')) return void res.writeHead(200).end('OK');
+      if (req.method === 'DELETE') return removed ? void res.writeHead(204).end() : json(res, 404, { message: `no such container ${id}` });
+      json(res, 404, { message: 'no such thing' });
+    });
+  }
+
+  const exited = (code: number) => (res: http.ServerResponse) => json(res, 200, { Id: id, State: { Status: 'exited', Running: false, ExitCode: code } });
+  const runSpec: ContainerRunSpec = { jobId: 'j', image: 'img:1', cmd: ['x'], env: {}, timeoutMs: 10_000, network: 'none' };
+
+  it('takes a clean exit from an inspection once the output ends, without waiting for wait', async () => {
+    fake = exitingRuntime(exited(0));
+    const ex = new ContainerExecutor({ dockerHost: await fake.listen(), logger });
+    const lines: ContainerLogLine[] = [];
+    const result = await ex.run(runSpec, { onLine: (l) => void lines.push(l) });
+    assert.equal(result.status, 'COMPLETED');
+    assert.deepEqual(
+      lines.map((l) => l.message),
+      ['bye'],
+    );
+    assert.ok(fake.requests.includes(`DELETE /containers/${id}`), 'the container was not removed');
+  });
+
+  it('leaves a non-zero exit to wait and the inspection after it', async () => {
+    fake = exitingRuntime(exited(3), { StatusCode: 3 });
+    const ex = new ContainerExecutor({ dockerHost: await fake.listen(), logger });
+    const result = await ex.run(runSpec, { onLine: () => undefined });
+    assert.ok(result.status === 'FAILED', `got ${result.status}`);
+    assert.deepEqual(result.reason, reasons.nonZeroExit(3));
+  });
+
+  it('reports a clean exit as removed from outside when the container was gone before our removal', async () => {
+    fake = exitingRuntime(exited(0), undefined, false);
+    const ex = new ContainerExecutor({ dockerHost: await fake.listen(), logger });
+    const result = await ex.run(runSpec, { onLine: () => undefined });
+    assert.ok(result.status === 'FAILED', `got ${result.status}`);
+    assert.deepEqual(result.reason, reasons.containerRemoved());
+  });
+
+  it('waits for wait when the output ends but the container still runs', async () => {
+    fake = exitingRuntime((res) => json(res, 200, { Id: id, State: { Status: 'running', Running: true, ExitCode: 0 } }), { StatusCode: 4 });
+    const ex = new ContainerExecutor({ dockerHost: await fake.listen(), logger });
+    const result = await ex.run(runSpec, { onLine: () => undefined });
+    assert.ok(result.status === 'FAILED', `got ${result.status}`);
+    assert.deepEqual(result.reason, reasons.nonZeroExit(4));
+  });
+
+  it('reports a container gone when its output ends as removed from outside, never COMPLETED', async () => {
+    fake = exitingRuntime((res) => json(res, 404, { message: `no such container ${id}` }));
+    const ex = new ContainerExecutor({ dockerHost: await fake.listen(), logger });
+    const result = await ex.run(runSpec, { onLine: () => undefined });
+    assert.ok(result.status === 'FAILED', `got ${result.status}`);
+    assert.deepEqual(result.reason, reasons.containerRemoved());
+  });
 });
 
 describe('ContainerExecutor against a real runtime', function () {

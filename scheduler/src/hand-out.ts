@@ -4,7 +4,6 @@ import {
   MESSAGE_TYPES,
   queueNextAttempt,
   QUEUES,
-  reasons,
   TOPICS,
   type Job,
   type JobReason,
