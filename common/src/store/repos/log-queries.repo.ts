@@ -1,5 +1,8 @@
 import { foldCase, type DialectHelpers } from '../dialect.js';
+import type { ExpressionBuilder } from 'kysely';
 import { slot, type CompiledRead, type ReadRunner } from '../compiled-read.js';
+import type { Database } from '../schema.js';
+import { needleProbes } from '../log-blocks.js';
 
 /**
  * The read side of job logs: pages for list and search (newest first), and
@@ -59,9 +62,13 @@ export class LogMatcher {
   /** The needle folded. */
   readonly folded: string;
 
+  /** The skip index's probes for the needle (log-blocks.ts); undefined when it is too short to skip anything. */
+  readonly probes: readonly number[] | undefined;
+
   constructor(readonly needle: string) {
     if (needle.length === 0) throw new RangeError('a search needle must not be empty');
     this.folded = foldCase(needle);
+    this.probes = needleProbes(this.folded);
   }
 
   /** Whether the message contains the needle (what the SQL filter answers). */
@@ -88,6 +95,22 @@ export class LogMatcher {
 }
 
 // ---- queries -----------------------------------------------------------------
+
+/**
+ * The current attempt of the job `jobId`, found only when the job is
+ * `userId`'s, in `workflowId`, and its workflow keeps logs: the access check
+ * of ownedPage, in the statement that reads the rows.
+ */
+const ownedAttempt = (eb: ExpressionBuilder<Database, any>) =>
+  eb
+    .selectFrom('jobs as j')
+    .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
+    .select('j.attempts')
+    .where('j.id', '=', slot<string>('jobId'))
+    .where('j.workflow_id', '=', slot<string>('workflowId'))
+    .where('j.user_id', '=', slot<string>('userId'))
+    .where('w.user_id', '=', slot<string>('userId'))
+    .where('w.log_retention', '=', 1);
 
 /** The columns of a LogLine read, in the order of LineRow (the job comes from the filter). */
 const LINE_COLUMNS = ['sequence_num', 'stream', 'message', 'timestamp', 'attempt'] as const;
@@ -118,9 +141,72 @@ export class LogQueriesRepo {
     owner: { userId: string; workflowId: string },
     f: Omit<LogFilter, 'attempt'> & { before?: number; limit: number },
   ): Promise<{ attempt: number; lines: LogLine[] } | undefined> {
+    if (f.match?.probes) {
+      const page = await this.skippingPage(owner, f, f.match.probes);
+      if (page !== 'scan') return page;
+    }
     const read = this.linesRead(f, { order: 'desc', bounded: f.before !== undefined, attempt: 'owner' });
     const lines = await this.lines(read, f, { ...owner, bound: f.before });
     return lines.length ? { attempt: lines[0]!.attempt, lines } : undefined;
+  }
+
+  /**
+   * ownedPage for a search, with the skip index (docs/adr/0007): first the
+   * blocks below `before` whose filters rule the needle out (one statement,
+   * with the same access check), then the plain search in each stretch of
+   * sequence numbers between them, newest first, until the page is full. The
+   * rows of a skipped block cannot match, so the page is the one the plain
+   * scan returns. 'scan' when no block can be skipped (the plain scan is then
+   * the same work) or the job's attempt changed between the statements.
+   */
+  private async skippingPage(
+    owner: { userId: string; workflowId: string },
+    f: Omit<LogFilter, 'attempt'> & { before?: number; limit: number },
+    probes: readonly number[],
+  ): Promise<{ attempt: number; lines: LogLine[] } | undefined | 'scan'> {
+    const bounded = f.before !== undefined;
+    const skipped = (await this.runner.rows(this.skipsRead(bounded), {
+      jobId: f.jobId,
+      ...owner,
+      probes: this.dialect.probesParam(probes),
+      bound: f.before,
+    })) as [attempt: number, seqFrom: number, seqTo: number][];
+    if (skipped.length === 0) return 'scan';
+    const attempt = Number(skipped[0]![0]);
+    const lines: LogLine[] = [];
+    // Skipped ranges, newest first, merged where they touch; the stretches between them are scanned.
+    let upper = f.before; // exclusive
+    const scanDown = async (from: number): Promise<boolean> => {
+      if (upper !== undefined && upper <= from) return true;
+      const read = this.linesRead(f, { order: 'desc', bounded: upper !== undefined, attempt: 'owner', floor: true });
+      const got = await this.lines(read, { ...f, limit: f.limit - lines.length }, { ...owner, bound: upper, floor: from });
+      for (const line of got) if (line.attempt !== attempt) return false;
+      lines.push(...got);
+      return true;
+    };
+    const ranges = skipped.map(([, from, to]) => [Number(from), Number(to)] as const).sort((x, y) => y[1] - x[1]);
+    for (const [from, to] of ranges) {
+      if (upper !== undefined && from >= upper) continue;
+      if (!(await scanDown(to + 1))) return 'scan';
+      if (lines.length >= f.limit) break;
+      upper = upper === undefined ? from : Math.min(upper, from);
+    }
+    if (lines.length < f.limit && !(await scanDown(0))) return 'scan';
+    return lines.length ? { attempt, lines } : undefined;
+  }
+
+  /** The blocks of the owner's current attempt whose filters lack one of the probes (below `bound` when bounded). */
+  private skipsRead(bounded: boolean): CompiledRead {
+    return this.runner.reads.get(`logs.skips:${bounded ? 'bound' : ''}`, (db) => {
+      let q = db
+        .selectFrom('job_log_blocks')
+        .select(['attempt', 'seq_from', 'seq_to'])
+        .where('job_id', '=', slot<string>('jobId'))
+        .where('attempt', '=', ownedAttempt)
+        .where(({ ref }) => this.dialect.bloomLacks(ref('bloom'), slot<unknown>('probes')));
+      if (bounded) q = q.where('seq_from', '<', slot<number>('bound'));
+      return q.orderBy('block_num', 'desc');
+    });
   }
 
   /** Oldest first: the lines of the attempt with sequence_num above `after` (all when absent). */
@@ -145,27 +231,19 @@ export class LogQueriesRepo {
    * current attempt) runs for a filter of this shape: compiled once per shape,
    * so list, search and live tails skip building SQL per call.
    */
-  linesRead(f: Omit<LogFilter, 'attempt'>, shape: { order: 'asc' | 'desc'; bounded: boolean; attempt: 'given' | 'owner' }): CompiledRead {
-    const key = `logs.lines:${shape.order}:${shape.attempt}:${f.stream ? 'stream' : ''}:${f.match ? 'match' : ''}:${shape.bounded ? 'bound' : ''}`;
+  linesRead(
+    f: Omit<LogFilter, 'attempt'>,
+    shape: { order: 'asc' | 'desc'; bounded: boolean; attempt: 'given' | 'owner'; floor?: boolean },
+  ): CompiledRead {
+    const key = `logs.lines:${shape.order}:${shape.attempt}:${f.stream ? 'stream' : ''}:${f.match ? 'match' : ''}:${shape.bounded ? 'bound' : ''}:${shape.floor ? 'floor' : ''}`;
     return this.runner.reads.get(key, (db) => {
       let q = db.selectFrom('job_logs').select(LINE_COLUMNS).where('job_id', '=', slot<string>('jobId'));
-      q =
-        shape.attempt === 'given'
-          ? q.where('attempt', '=', slot<number>('attempt'))
-          : q.where('attempt', '=', (eb) =>
-              eb
-                .selectFrom('jobs as j')
-                .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
-                .select('j.attempts')
-                .where('j.id', '=', slot<string>('jobId'))
-                .where('j.workflow_id', '=', slot<string>('workflowId'))
-                .where('j.user_id', '=', slot<string>('userId'))
-                .where('w.user_id', '=', slot<string>('userId'))
-                .where('w.log_retention', '=', 1),
-            );
+      q = shape.attempt === 'given' ? q.where('attempt', '=', slot<number>('attempt')) : q.where('attempt', '=', ownedAttempt);
       if (f.stream) q = q.where('stream', '=', slot<LogStream>('stream'));
       if (f.match) q = q.where(({ ref }) => this.dialect.containsFolded(ref('message'), slot<string>('folded')));
       if (shape.bounded) q = q.where('sequence_num', shape.order === 'desc' ? '<' : '>', slot<number>('bound'));
+      // The lowest sequence_num of a stretch between skipped blocks (skippingPage).
+      if (shape.floor) q = q.where('sequence_num', '>=', slot<number>('floor'));
       return q.orderBy('sequence_num', shape.order).limit(slot<number>('limit'));
     });
   }
