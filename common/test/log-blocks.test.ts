@@ -149,6 +149,23 @@ describeEachEngine('log search with the skip index', (db) => {
     assert.deepEqual(await searchAll(store, j, 'timeout', 50), await scanAll(store, j.jobId, 'timeout'));
   });
 
+  it('walks many blocks in growing chunks, a page at a time, exactly as the plain scan', async function () {
+    this.timeout(60_000);
+    const { store } = db();
+    const j = await insertJob(store);
+    const total = BLOCK_LINES * 75 + 5;
+    const hits = new Set([3, BLOCK_LINES * 9 + 1, BLOCK_LINES * 9 + 2, BLOCK_LINES * 64 - 1, BLOCK_LINES * 64, BLOCK_LINES * 70 + 7, total - 1]);
+    const all: LogLineInput[] = Array.from({ length: total }, (_, i) => ({ sequence_num: i, stream: i % 3 ? 'stdout' : 'stderr', message: hits.has(i) ? `x Needle ${i}` : `l ${i % 97}`, timestamp: i }));
+    for (let from = 0; from < total; from += 5000) await store.transaction((tx) => tx.logs.insertBatch(j.jobId, 1, all.slice(from, from + 5000)));
+    // a stretch without blocks in the middle, as if indexed by nobody
+    await store.db.deleteFrom('job_log_blocks').where('job_id', '=', j.jobId).where('block_num', 'in', [20, 21, 40]).execute();
+    for (const [needle, limits] of [['needle', [1, 2, 3, 100]], ['x needle', [1, 100]], ['absent!', [1]], ['l 96', [70, 100]]] as const) {
+      const expected = await scanAll(store, j.jobId, needle);
+      for (const limit of limits) assert.deepEqual(await searchAll(store, j, needle, limit), expected, `${needle} / ${limit}`);
+      assert.deepEqual(await searchAll(store, j, needle, limits[0], 'stderr'), await scanAll(store, j.jobId, needle, 'stderr'), `${needle} stderr`);
+    }
+  });
+
   it('scans lines stored without blocks (before the migration) as before', async () => {
     const { store } = db();
     const j = await insertJob(store);

@@ -2,7 +2,7 @@ import { foldCase, type DialectHelpers } from '../dialect.js';
 import type { ExpressionBuilder } from 'kysely';
 import { slot, type CompiledRead, type ReadRunner } from '../compiled-read.js';
 import type { Database } from '../schema.js';
-import { needleProbes } from '../log-blocks.js';
+import { BLOCK_LINES, needleProbes } from '../log-blocks.js';
 
 /**
  * The read side of job logs: pages for list and search (newest first), and
@@ -151,61 +151,80 @@ export class LogQueriesRepo {
   }
 
   /**
-   * ownedPage for a search, with the skip index (docs/adr/0007): first the
-   * blocks below `before` whose filters rule the needle out (one statement,
-   * with the same access check), then the plain search in each stretch of
-   * sequence numbers between them, newest first, until the page is full. The
-   * rows of a skipped block cannot match, so the page is the one the plain
-   * scan returns. 'scan' when no block can be skipped (the plain scan is then
-   * the same work) or the job's attempt changed between the statements.
+   * ownedPage for a search, with the skip index (docs/adr/0007): walks the
+   * attempt's blocks newest first, a few filters per statement (the same
+   * access check in it), and runs the plain search only on the stretches of
+   * sequence numbers between blocks whose filters rule the needle out, until
+   * the page is full. Rows of a skipped block cannot match, so the page is
+   * the one the plain scan returns. Chunks grow (8, 64, 512 … filters), so a
+   * term found near the end reads a handful of filters and a rare one a few
+   * statements. 'scan' when the attempt has no blocks, or it changed between
+   * the statements.
    */
   private async skippingPage(
     owner: { userId: string; workflowId: string },
     f: Omit<LogFilter, 'attempt'> & { before?: number; limit: number },
     probes: readonly number[],
   ): Promise<{ attempt: number; lines: LogLine[] } | undefined | 'scan'> {
-    const bounded = f.before !== undefined;
-    const skipped = (await this.runner.rows(this.skipsRead(bounded), {
-      jobId: f.jobId,
-      ...owner,
-      probes: this.dialect.probesParam(probes),
-      bound: f.before,
-    })) as [attempt: number, seqFrom: number, seqTo: number][];
-    if (skipped.length === 0) return 'scan';
-    const attempt = Number(skipped[0]![0]);
+    const probesParam = this.dialect.probesParam(probes);
     const lines: LogLine[] = [];
-    // Skipped ranges, newest first, merged where they touch; the stretches between them are scanned.
-    let upper = f.before; // exclusive
+    let attempt: number | undefined;
+    let upper = f.before; // exclusive: everything at and above it is done
+    // Scans [from, upper) with the plain statement; false when its rows are another attempt's.
     const scanDown = async (from: number): Promise<boolean> => {
       if (upper !== undefined && upper <= from) return true;
       const read = this.linesRead(f, { order: 'desc', bounded: upper !== undefined, attempt: 'owner', floor: true });
       const got = await this.lines(read, { ...f, limit: f.limit - lines.length }, { ...owner, bound: upper, floor: from });
-      for (const line of got) if (line.attempt !== attempt) return false;
+      if (got.some((line) => line.attempt !== attempt)) return false;
       lines.push(...got);
+      upper = from;
       return true;
     };
-    const ranges = skipped.map(([, from, to]) => [Number(from), Number(to)] as const).sort((x, y) => y[1] - x[1]);
-    for (const [from, to] of ranges) {
-      if (upper !== undefined && from >= upper) continue;
-      if (!(await scanDown(to + 1))) return 'scan';
-      if (lines.length >= f.limit) break;
-      upper = upper === undefined ? from : Math.min(upper, from);
+    let below = f.before === undefined ? undefined : Math.floor(f.before / BLOCK_LINES) + 1;
+    for (let chunk = 8; ; chunk = Math.min(chunk * 8, 4096)) {
+      const blocks = (await this.runner.rows(this.blocksRead(below !== undefined), {
+        jobId: f.jobId,
+        ...owner,
+        probes: probesParam,
+        below,
+        limit: chunk,
+      })) as [attempt: number, blockNum: number, seqFrom: number, seqTo: number, lacks: unknown][];
+      if (blocks.length === 0 && attempt === undefined) return 'scan';
+      for (const [a, blockNum, seqFrom, seqTo, lacks] of blocks) {
+        attempt ??= Number(a);
+        if (Number(a) !== attempt) return 'scan';
+        below = Number(blockNum);
+        // Blocks never overlap (a block's range lies within its BLOCK_LINES), so
+        // block order is sequence order.
+        if (lacks === true || lacks === 1) {
+          if (!(await scanDown(Number(seqTo) + 1))) return 'scan';
+          if (lines.length >= f.limit) return { attempt, lines };
+          upper = upper === undefined ? Number(seqFrom) : Math.min(upper, Number(seqFrom));
+        }
+      }
+      if (blocks.length < chunk) break;
+      // The candidates at the chunk's end, before reading more filters.
+      if (!(await scanDown(Number(blocks[blocks.length - 1]![2])))) return 'scan';
+      if (lines.length >= f.limit) return { attempt: attempt!, lines };
     }
-    if (lines.length < f.limit && !(await scanDown(0))) return 'scan';
-    return lines.length ? { attempt, lines } : undefined;
+    if (!(await scanDown(0))) return 'scan';
+    return lines.length ? { attempt: attempt!, lines } : undefined;
   }
 
-  /** The blocks of the owner's current attempt whose filters lack one of the probes (below `bound` when bounded). */
-  private skipsRead(bounded: boolean): CompiledRead {
-    return this.runner.reads.get(`logs.skips:${bounded ? 'bound' : ''}`, (db) => {
+  /**
+   * `limit` blocks of the owner's current attempt, newest first (below block
+   * `below` when bounded), each with whether its filter lacks a probe.
+   */
+  private blocksRead(bounded: boolean): CompiledRead {
+    return this.runner.reads.get(`logs.blocks:${bounded ? 'bound' : ''}`, (db) => {
       let q = db
         .selectFrom('job_log_blocks')
-        .select(['attempt', 'seq_from', 'seq_to'])
+        .select(['attempt', 'block_num', 'seq_from', 'seq_to'])
+        .select(({ ref }) => this.dialect.bloomLacks(ref('bloom'), slot<unknown>('probes')).as('lacks'))
         .where('job_id', '=', slot<string>('jobId'))
-        .where('attempt', '=', ownedAttempt)
-        .where(({ ref }) => this.dialect.bloomLacks(ref('bloom'), slot<unknown>('probes')));
-      if (bounded) q = q.where('seq_from', '<', slot<number>('bound'));
-      return q.orderBy('block_num', 'desc');
+        .where('attempt', '=', ownedAttempt);
+      if (bounded) q = q.where('block_num', '<', slot<number>('below'));
+      return q.orderBy('block_num', 'desc').limit(slot<number>('limit'));
     });
   }
 
