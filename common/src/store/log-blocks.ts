@@ -23,17 +23,12 @@ import { foldCase, type DialectHelpers } from './dialect.js';
 export const BLOCK_LINES = 1024;
 /** Bytes of a block's filter (a power of two). */
 export const BLOOM_BYTES = 2048;
-/** Bit positions set per trigram. */
-const HASHES = 3;
-
-function mix(x: number): number {
-  x ^= x >>> 16;
-  x = Math.imul(x, 0x85ebca6b);
-  x ^= x >>> 13;
-  x = Math.imul(x, 0xc2b2ae35);
-  x ^= x >>> 16;
-  return x >>> 0;
-}
+/*
+ * One bit per trigram (k = 1): a needle has as many trigrams as characters
+ * less two, and every one of them must be present, so the false positive
+ * rate of a block falls with the needle's length anyway; one hash keeps the
+ * ingest hook at a few nanoseconds a character (docs/adr/0007, "Measurement").
+ */
 
 /** The UTF-16 unit at `i` of `s` as stored: NUL and lone surrogates read back as U+FFFD. */
 function storedUnit(s: string, i: number): number {
@@ -48,30 +43,31 @@ function storedUnit(s: string, i: number): number {
   return prev >= 0xd800 && prev <= 0xdbff ? c : 0xfffd;
 }
 
-/** Calls `visit` with the HASHES hash values of every trigram of `text` (already folded). */
-function eachTrigramHash(text: string, visit: (h: number) => void): void {
+/** The hash of the trigram (a, b, c) of UTF-16 units: a multiply-xorshift, whose low bits pick the bit. */
+function trigramHash(a: number, b: number, c: number): number {
+  let h = Math.imul(Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca77) ^ c, 0xc2b2ae3d);
+  h ^= h >>> 15;
+  h = Math.imul(h, 0x2c1b3c6d);
+  h ^= h >>> 12;
+  return h >>> 0;
+}
+
+/** Adds the trigrams of one stored line to a filter. The hot loop of the ingest hook, so written out. */
+export function addLine(bloom: Uint8Array, message: string): void {
+  const text = foldCase(message);
+  const mask = bloom.length * 8 - 1;
   let a = -1;
   let b = -1;
   for (let i = 0; i < text.length; i++) {
-    const c = storedUnit(text, i);
+    let c = text.charCodeAt(i);
+    if (c === 0 || (c >= 0xd800 && c <= 0xdfff)) c = storedUnit(text, i);
     if (a >= 0) {
-      const x = Math.imul(a, 0x9e3779b1) ^ Math.imul(b + 0x7f4a7c15, 0x85ebca77) ^ Math.imul(c + 0x165667b1, 0xc2b2ae3d);
-      const h1 = mix(x);
-      const h2 = mix(x ^ 0x5bd1e995) | 1;
-      for (let k = 0; k < HASHES; k++) visit((h1 + Math.imul(k, h2)) >>> 0);
+      const bit = trigramHash(a, b, c) & mask;
+      bloom[bit >>> 3]! |= 1 << (bit & 7);
     }
     a = b;
     b = c;
   }
-}
-
-/** Adds the trigrams of one stored line to a filter. */
-export function addLine(bloom: Uint8Array, message: string): void {
-  const mask = bloom.length * 8 - 1;
-  eachTrigramHash(foldCase(message), (h) => {
-    const bit = h & mask;
-    bloom[bit >>> 3]! |= 1 << (bit & 7);
-  });
 }
 
 /**
@@ -82,7 +78,7 @@ export function addLine(bloom: Uint8Array, message: string): void {
 export function needleProbes(folded: string): number[] | undefined {
   if (folded.length < 3) return undefined;
   const probes = new Set<number>();
-  eachTrigramHash(folded, (h) => probes.add(h));
+  for (let i = 2; i < folded.length; i++) probes.add(trigramHash(storedUnit(folded, i - 2), storedUnit(folded, i - 1), storedUnit(folded, i)));
   return [...probes];
 }
 
