@@ -52,10 +52,34 @@ function trigramHash(a: number, b: number, c: number): number {
   return h >>> 0;
 }
 
-/** Adds the trigrams of one stored line to a filter. The hot loop of the ingest hook, so written out. */
+/**
+ * Adds the trigrams of one stored line to a filter. The hot loop of the
+ * ingest hook, so written out: an ASCII line (most log lines) is folded as it
+ * is read, without building its lowercase copy; any other line is folded
+ * whole by foldCase first (bits set twice for an ASCII prefix do no harm).
+ */
 export function addLine(bloom: Uint8Array, message: string): void {
-  const text = foldCase(message);
   const mask = bloom.length * 8 - 1;
+  let a = -1;
+  let b = -1;
+  for (let i = 0; i < message.length; i++) {
+    let c = message.charCodeAt(i);
+    if (c >= 0x80) {
+      addFolded(bloom, foldCase(message), mask);
+      return;
+    }
+    if (c >= 0x41 && c <= 0x5a) c += 0x20;
+    else if (c === 0) c = 0xfffd;
+    if (a >= 0) {
+      const bit = trigramHash(a, b, c) & mask;
+      bloom[bit >>> 3]! |= 1 << (bit & 7);
+    }
+    a = b;
+    b = c;
+  }
+}
+
+function addFolded(bloom: Uint8Array, text: string, mask: number): void {
   let a = -1;
   let b = -1;
   for (let i = 0; i < text.length; i++) {
