@@ -16,7 +16,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { newId, openDatabase, Store, type DatabaseHandle, type LogLineInput, type LogMatcher } from '@orloj/common';
+import { newId, openDatabase, Store, type DatabaseHandle, type LogLineInput } from '@orloj/common';
+
+type LogMatcher = ReturnType<Store['logQueries']['matcher']>;
 import { createBenchSchema, DEFAULT_BENCH_DATABASE_URL } from './lib/postgres.js';
 
 const ENGINES = (process.env.SKIP_BENCH_ENGINES ?? 'sqlite,postgres').split(',');
