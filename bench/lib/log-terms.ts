@@ -5,3 +5,5 @@
 export const RARE_TERM = 'Needle-7F3A';
 /** In every 10th line of a seeded job (several on every page of 100). */
 export const COMMON_TERM = 'timeout';
+/** In no line of any seeded job (the needle of the absent search: the skip index rules out every block). */
+export const ABSENT_TERM = 'zzqxj-absent';

@@ -133,6 +133,12 @@ export class RetentionSweeper {
         if (n < batchSize) break;
         await this.pause();
       }
+      // The search blocks over those lines (one per 1 024 lines, so rarely more than one statement).
+      for (;;) {
+        if (!this.mayGoOn()) return false;
+        if ((await retention.deleteLogBlocks(ids, batchSize)) < batchSize) break;
+        await this.pause();
+      }
       if (deleteJobs) result.jobs += await retention.deleteJobs(ids);
       if (page.length < batchSize) return true;
       await this.pause();

@@ -78,6 +78,7 @@ describeEachEngine('retention sweep', (db) => {
 
   const ids = async (w: Workflow) => new Set((await store.jobs.list({ workflowId: w.id, limit: 1000 })).map((j) => j.id));
   const lines = async (job: Job) => (await db().handle.db.selectFrom('job_logs').select((eb) => eb.fn.countAll<number>().as('n')).where('job_id', '=', job.id).executeTakeFirstOrThrow()).n;
+  const blocks = async (job: Job) => (await db().handle.db.selectFrom('job_log_blocks').select((eb) => eb.fn.countAll<number>().as('n')).where('job_id', '=', job.id).executeTakeFirstOrThrow()).n;
 
   it('does nothing while its replica does not lead', async () => {
     const sweeper = new RetentionSweeper({ store, clock: new ManualClock(NOW), logger: silentLogger, mayRun: () => false, config: CONFIG });
@@ -99,7 +100,9 @@ describeEachEngine('retention sweep', (db) => {
     for (const j of jobs.old!) assert.ok(!daily_.has(j.id), 'an old ended job is pruned');
     for (const j of [...jobs.middle!, ...jobs.recent!, stuck]) assert.ok(daily_.has(j.id));
     for (const j of jobs.middle!) assert.equal(Number(await lines(j)), 0, 'logs older than RETENTION_JOB_LOGS are pruned');
+    for (const j of jobs.middle!) assert.equal(Number(await blocks(j)), 0, 'and their search blocks');
     for (const j of jobs.recent!) assert.equal(Number(await lines(j)), LINES_PER_JOB);
+    for (const j of jobs.recent!) assert.equal(Number(await blocks(j)), 1);
     // Fewer jobs than RETENTION_KEEP_JOBS: all kept, with their logs, however old.
     assert.deepEqual(await ids(rare), new Set(jobs.rare!.map((j) => j.id)));
     for (const j of jobs.rare!) assert.equal(Number(await lines(j)), LINES_PER_JOB);

@@ -17,7 +17,8 @@ import {
 } from 'kysely';
 import type { Database } from './schema.js';
 import { makePrivateDir, preparePrivateFile, sqliteFiles, tightenFile } from '../config/data-dir.js';
-import { foldCase, postgresHelpers, sqliteHelpers, SQLITE_CONTAINS_FOLDED_FUNCTION, SQLITE_FOLD_FUNCTION, type DialectHelpers } from './dialect.js';
+import { foldCase, postgresHelpers, sqliteHelpers, SQLITE_BLOOM_LACKS_FUNCTION, SQLITE_CONTAINS_FOLDED_FUNCTION, SQLITE_FOLD_FUNCTION, type DialectHelpers } from './dialect.js';
+import { sqliteBloomLacks } from './log-blocks.js';
 import { MIGRATION_NAMES, migrationProvider } from './migrations/index.js';
 import type { HeldConnection, RowReader } from './compiled-read.js';
 import { tlsMaterial, type TlsFiles } from '../config/tls.js';
@@ -205,6 +206,8 @@ function registerFunctions(sqlite: SQLite.Database): void {
   sqlite.function(SQLITE_CONTAINS_FOLDED_FUNCTION, { deterministic: true }, (text: unknown, needle: unknown) =>
     typeof text === 'string' && typeof needle === 'string' && foldCase(text).includes(needle) ? 1 : 0,
   );
+  // The log search skip index (log-blocks.ts): whether a block's filter rules the needle out.
+  sqlite.function(SQLITE_BLOOM_LACKS_FUNCTION, { deterministic: true }, sqliteBloomLacks);
 }
 
 /**

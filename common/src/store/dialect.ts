@@ -22,6 +22,15 @@ export interface DialectHelpers {
    * characters. An empty needle matches everything. Used by log search.
    */
   containsFolded(haystack: Expression<string>, foldedNeedle: string): RawBuilder<SqlBool>;
+  /**
+   * The bloom filter `bloom` (a blob whose length is a power of two) lacks
+   * one of `probes` (hash values from log-blocks.ts, bound as
+   * {@link DialectHelpers.probesParam} made them): its block cannot hold the
+   * needle. Used by log search to skip blocks (docs/adr/0007).
+   */
+  bloomLacks(bloom: Expression<Uint8Array>, probes: unknown): RawBuilder<SqlBool>;
+  /** The probes of {@link DialectHelpers.bloomLacks} as a bound value: an array (PostgreSQL) or decimal text (SQLite). */
+  probesParam(probes: readonly number[]): unknown;
   /** Whether SELECT … FOR UPDATE is available (PostgreSQL) or implied by the single writer (SQLite). */
   readonly rowLocks: boolean;
   /** Most bind parameters one statement may carry (SQLite 32 766, PostgreSQL 65 535). */
@@ -62,6 +71,8 @@ export const SQLITE_FOLD_FUNCTION = 'orloj_fold';
  * to UTF-8 for instr().
  */
 export const SQLITE_CONTAINS_FOLDED_FUNCTION = 'orloj_contains_folded';
+/** `orloj_bloom_lacks(bloom, probes)`: what bloomLacks uses on SQLite (log-blocks.ts's sqliteBloomLacks). */
+export const SQLITE_BLOOM_LACKS_FUNCTION = 'orloj_bloom_lacks';
 
 export const postgresHelpers: DialectHelpers = {
   name: 'postgres',
@@ -69,6 +80,11 @@ export const postgresHelpers: DialectHelpers = {
   bigintType: 'bigint',
   contains: (haystack, needle) => sql<SqlBool>`strpos(${haystack}, ${needle}) > 0`,
   containsFolded: (haystack, foldedNeedle) => sql<SqlBool>`strpos(lower(${haystack}), ${foldedNeedle}) > 0`,
+  // The bit `h mod bits` of the filter, for every probe h: bytea stays in the row
+  // (storage plain, migration 0013), so get_byte() reads it in place.
+  bloomLacks: (bloom, probes) =>
+    sql<SqlBool>`exists (select 1 from unnest(${probes}::bigint[]) as p(h) where get_byte(${bloom}, ((p.h % (octet_length(${bloom}) * 8)) / 8)::integer) & (1 << (p.h % 8)::integer) = 0)`,
+  probesParam: (probes) => probes,
   rowLocks: true,
   maxParameters: 65_535,
   isUniqueViolation: (e) => (e as { code?: string } | null)?.code === '23505',
@@ -80,6 +96,8 @@ export const sqliteHelpers: DialectHelpers = {
   bigintType: 'integer',
   contains: (haystack, needle) => sql<SqlBool>`instr(${haystack}, ${needle}) > 0`,
   containsFolded: (haystack, foldedNeedle) => sql<SqlBool>`${sql.raw(SQLITE_CONTAINS_FOLDED_FUNCTION)}(${haystack}, ${foldedNeedle})`,
+  bloomLacks: (bloom, probes) => sql<SqlBool>`${sql.raw(SQLITE_BLOOM_LACKS_FUNCTION)}(${bloom}, ${probes})`,
+  probesParam: (probes) => probes.join(','),
   rowLocks: false,
   maxParameters: 32_766,
   isUniqueViolation: (e) => {

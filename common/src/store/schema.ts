@@ -94,6 +94,16 @@ export interface JobLogCountsTable {
   lines: number;
 }
 
+/** The log search skip index (migration 0013, docs/adr/0007). */
+export interface JobLogBlocksTable {
+  job_id: string;
+  attempt: number;
+  block_num: number;
+  seq_from: number;
+  seq_to: number;
+  bloom: Uint8Array;
+}
+
 export interface LeasesTable {
   name: string;
   holder: string;
@@ -165,6 +175,7 @@ export interface Database {
   jobs: JobsTable;
   job_logs: JobLogsTable;
   job_log_counts: JobLogCountsTable;
+  job_log_blocks: JobLogBlocksTable;
   leases: LeasesTable;
   domain_events: DomainEventsTable;
   applied_events: AppliedEventsTable;

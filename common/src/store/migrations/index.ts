@@ -11,6 +11,7 @@ import * as m0008 from './0008-skipped-slots.js';
 import * as m0009 from './0009-job-log-truncated.js';
 import * as m0011 from './0011-retention.js';
 import * as m0012 from './0012-job-checks.js';
+import * as m0013 from './0013-job-log-blocks.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0009-job-log-truncated': m0009,
   '0011-retention': m0011,
   '0012-job-checks': m0012,
+  '0013-job-log-blocks': m0013,
 };
 
 /** The names of the migrations this build knows, in application order. */

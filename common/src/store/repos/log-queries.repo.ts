@@ -1,5 +1,8 @@
 import { foldCase, type DialectHelpers } from '../dialect.js';
+import type { ExpressionBuilder } from 'kysely';
 import { slot, type CompiledRead, type ReadRunner } from '../compiled-read.js';
+import type { Database } from '../schema.js';
+import { BLOCK_LINES, needleProbes } from '../log-blocks.js';
 
 /**
  * The read side of job logs: pages for list and search (newest first), and
@@ -59,9 +62,13 @@ export class LogMatcher {
   /** The needle folded. */
   readonly folded: string;
 
+  /** The skip index's probes for the needle (log-blocks.ts); undefined when it is too short to skip anything. */
+  readonly probes: readonly number[] | undefined;
+
   constructor(readonly needle: string) {
     if (needle.length === 0) throw new RangeError('a search needle must not be empty');
     this.folded = foldCase(needle);
+    this.probes = needleProbes(this.folded);
   }
 
   /** Whether the message contains the needle (what the SQL filter answers). */
@@ -88,6 +95,22 @@ export class LogMatcher {
 }
 
 // ---- queries -----------------------------------------------------------------
+
+/**
+ * The current attempt of the job `jobId`, found only when the job is
+ * `userId`'s, in `workflowId`, and its workflow keeps logs: the access check
+ * of ownedPage, in the statement that reads the rows.
+ */
+const ownedAttempt = (eb: ExpressionBuilder<Database, any>) =>
+  eb
+    .selectFrom('jobs as j')
+    .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
+    .select('j.attempts')
+    .where('j.id', '=', slot<string>('jobId'))
+    .where('j.workflow_id', '=', slot<string>('workflowId'))
+    .where('j.user_id', '=', slot<string>('userId'))
+    .where('w.user_id', '=', slot<string>('userId'))
+    .where('w.log_retention', '=', 1);
 
 /** The columns of a LogLine read, in the order of LineRow (the job comes from the filter). */
 const LINE_COLUMNS = ['sequence_num', 'stream', 'message', 'timestamp', 'attempt'] as const;
@@ -118,9 +141,91 @@ export class LogQueriesRepo {
     owner: { userId: string; workflowId: string },
     f: Omit<LogFilter, 'attempt'> & { before?: number; limit: number },
   ): Promise<{ attempt: number; lines: LogLine[] } | undefined> {
+    if (f.match?.probes) {
+      const page = await this.skippingPage(owner, f, f.match.probes);
+      if (page !== 'scan') return page;
+    }
     const read = this.linesRead(f, { order: 'desc', bounded: f.before !== undefined, attempt: 'owner' });
     const lines = await this.lines(read, f, { ...owner, bound: f.before });
     return lines.length ? { attempt: lines[0]!.attempt, lines } : undefined;
+  }
+
+  /**
+   * ownedPage for a search, with the skip index (docs/adr/0007): walks the
+   * attempt's blocks newest first, a few filters per statement (the same
+   * access check in it), and runs the plain search only on the stretches of
+   * sequence numbers between blocks whose filters rule the needle out, until
+   * the page is full. Rows of a skipped block cannot match, so the page is
+   * the one the plain scan returns. Chunks grow (8, 64, 512 … filters), so a
+   * term found near the end reads a handful of filters and a rare one a few
+   * statements. 'scan' when the attempt has no blocks, or it changed between
+   * the statements.
+   */
+  private async skippingPage(
+    owner: { userId: string; workflowId: string },
+    f: Omit<LogFilter, 'attempt'> & { before?: number; limit: number },
+    probes: readonly number[],
+  ): Promise<{ attempt: number; lines: LogLine[] } | undefined | 'scan'> {
+    const probesParam = this.dialect.probesParam(probes);
+    const lines: LogLine[] = [];
+    let attempt: number | undefined;
+    let upper = f.before; // exclusive: everything at and above it is done
+    // Scans [from, upper) with the plain statement; false when its rows are another attempt's.
+    const scanDown = async (from: number): Promise<boolean> => {
+      if (upper !== undefined && upper <= from) return true;
+      const read = this.linesRead(f, { order: 'desc', bounded: upper !== undefined, attempt: 'owner', floor: true });
+      const got = await this.lines(read, { ...f, limit: f.limit - lines.length }, { ...owner, bound: upper, floor: from });
+      if (got.some((line) => line.attempt !== attempt)) return false;
+      lines.push(...got);
+      upper = from;
+      return true;
+    };
+    let below = f.before === undefined ? undefined : Math.floor(f.before / BLOCK_LINES) + 1;
+    for (let chunk = 8; ; chunk = Math.min(chunk * 8, 4096)) {
+      const blocks = (await this.runner.rows(this.blocksRead(below !== undefined), {
+        jobId: f.jobId,
+        ...owner,
+        probes: probesParam,
+        below,
+        limit: chunk,
+      })) as [attempt: number, blockNum: number, seqFrom: number, seqTo: number, lacks: unknown][];
+      if (blocks.length === 0 && attempt === undefined) return 'scan';
+      for (const [a, blockNum, seqFrom, seqTo, lacks] of blocks) {
+        attempt ??= Number(a);
+        if (Number(a) !== attempt) return 'scan';
+        below = Number(blockNum);
+        // Blocks never overlap (a block's range lies within its BLOCK_LINES), so
+        // block order is sequence order.
+        if (lacks === true || lacks === 1) {
+          if (!(await scanDown(Number(seqTo) + 1))) return 'scan';
+          if (lines.length >= f.limit) return { attempt, lines };
+          upper = upper === undefined ? Number(seqFrom) : Math.min(upper, Number(seqFrom));
+        }
+      }
+      if (blocks.length < chunk) break;
+      // The candidates at the chunk's end, before reading more filters.
+      if (!(await scanDown(Number(blocks[blocks.length - 1]![2])))) return 'scan';
+      if (lines.length >= f.limit) return { attempt: attempt!, lines };
+    }
+    if (!(await scanDown(0))) return 'scan';
+    return lines.length ? { attempt: attempt!, lines } : undefined;
+  }
+
+  /**
+   * `limit` blocks of the owner's current attempt, newest first (below block
+   * `below` when bounded), each with whether its filter lacks a probe.
+   */
+  private blocksRead(bounded: boolean): CompiledRead {
+    return this.runner.reads.get(`logs.blocks:${bounded ? 'bound' : ''}`, (db) => {
+      let q = db
+        .selectFrom('job_log_blocks')
+        .select(['attempt', 'block_num', 'seq_from', 'seq_to'])
+        .select(({ ref }) => this.dialect.bloomLacks(ref('bloom'), slot<unknown>('probes')).as('lacks'))
+        .where('job_id', '=', slot<string>('jobId'))
+        .where('attempt', '=', ownedAttempt);
+      if (bounded) q = q.where('block_num', '<', slot<number>('below'));
+      return q.orderBy('block_num', 'desc').limit(slot<number>('limit'));
+    });
   }
 
   /** Oldest first: the lines of the attempt with sequence_num above `after` (all when absent). */
@@ -145,27 +250,19 @@ export class LogQueriesRepo {
    * current attempt) runs for a filter of this shape: compiled once per shape,
    * so list, search and live tails skip building SQL per call.
    */
-  linesRead(f: Omit<LogFilter, 'attempt'>, shape: { order: 'asc' | 'desc'; bounded: boolean; attempt: 'given' | 'owner' }): CompiledRead {
-    const key = `logs.lines:${shape.order}:${shape.attempt}:${f.stream ? 'stream' : ''}:${f.match ? 'match' : ''}:${shape.bounded ? 'bound' : ''}`;
+  linesRead(
+    f: Omit<LogFilter, 'attempt'>,
+    shape: { order: 'asc' | 'desc'; bounded: boolean; attempt: 'given' | 'owner'; floor?: boolean },
+  ): CompiledRead {
+    const key = `logs.lines:${shape.order}:${shape.attempt}:${f.stream ? 'stream' : ''}:${f.match ? 'match' : ''}:${shape.bounded ? 'bound' : ''}:${shape.floor ? 'floor' : ''}`;
     return this.runner.reads.get(key, (db) => {
       let q = db.selectFrom('job_logs').select(LINE_COLUMNS).where('job_id', '=', slot<string>('jobId'));
-      q =
-        shape.attempt === 'given'
-          ? q.where('attempt', '=', slot<number>('attempt'))
-          : q.where('attempt', '=', (eb) =>
-              eb
-                .selectFrom('jobs as j')
-                .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
-                .select('j.attempts')
-                .where('j.id', '=', slot<string>('jobId'))
-                .where('j.workflow_id', '=', slot<string>('workflowId'))
-                .where('j.user_id', '=', slot<string>('userId'))
-                .where('w.user_id', '=', slot<string>('userId'))
-                .where('w.log_retention', '=', 1),
-            );
+      q = shape.attempt === 'given' ? q.where('attempt', '=', slot<number>('attempt')) : q.where('attempt', '=', ownedAttempt);
       if (f.stream) q = q.where('stream', '=', slot<LogStream>('stream'));
       if (f.match) q = q.where(({ ref }) => this.dialect.containsFolded(ref('message'), slot<string>('folded')));
       if (shape.bounded) q = q.where('sequence_num', shape.order === 'desc' ? '<' : '>', slot<number>('bound'));
+      // The lowest sequence_num of a stretch between skipped blocks (skippingPage).
+      if (shape.floor) q = q.where('sequence_num', '>=', slot<number>('floor'));
       return q.orderBy('sequence_num', shape.order).limit(slot<number>('limit'));
     });
   }

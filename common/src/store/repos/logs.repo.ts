@@ -1,6 +1,7 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
 import type { DialectHelpers } from '../dialect.js';
+import { indexLogBlocks } from '../log-blocks.js';
 
 /** One captured line as log-ingest writes it. */
 export interface LogLineInput {
@@ -70,6 +71,14 @@ export class LogsRepo {
    * lines newly stored.
    */
   async insertBatch(jobId: string, attempt: number, lines: readonly LogLineInput[]): Promise<number> {
+    const inserted = await this.insertLines(jobId, attempt, lines);
+    // The search skip index (log-blocks.ts), in the same transaction. A batch
+    // stored before (nothing new) was indexed with it then.
+    if (inserted > 0) await indexLogBlocks(this.db, this.dialect, jobId, attempt, lines);
+    return inserted;
+  }
+
+  private async insertLines(jobId: string, attempt: number, lines: readonly LogLineInput[]): Promise<number> {
     if (lines.length === 0) return 0;
     if (this.dialect.name === 'postgres') return this.insertUnnest(jobId, attempt, lines);
     let inserted = 0;

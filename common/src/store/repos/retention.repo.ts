@@ -80,6 +80,34 @@ export class RetentionRepo {
     return Number(r.numDeletedRows);
   }
 
+  /**
+   * Deletes up to `limit` log search blocks (docs/adr/0007) of the jobs `ids`;
+   * returns how many. Their lines go first: a block over deleted lines only
+   * ever skips rows that are not there.
+   */
+  async deleteLogBlocks(ids: readonly string[], limit: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const r = await this.db
+      .deleteFrom('job_log_blocks')
+      .where((eb) =>
+        eb(
+          eb.refTuple('job_id', 'attempt', 'block_num'),
+          'in',
+          eb
+            .selectFrom('job_log_blocks')
+            .select(['job_id', 'attempt', 'block_num'])
+            .where('job_id', 'in', ids)
+            .orderBy('job_id')
+            .orderBy('attempt')
+            .orderBy('block_num')
+            .limit(limit)
+            .$asTuple('job_id', 'attempt', 'block_num'),
+        ),
+      )
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+
   /** Deletes the ended jobs `ids` (their log lines should be gone already, in bounded batches). */
   async deleteJobs(ids: readonly string[]): Promise<number> {
     if (ids.length === 0) return 0;
