@@ -43,6 +43,8 @@ interface Run {
   /** From the first line (runner's timestamp) to all stored: the pipeline without the container's start. */
   pipelineLinesPerS: number;
   orlojCpu: number | undefined;
+  /** The split of orlojCpu on PostgreSQL + RabbitMQ: the orloj process, postgres (every backend), beam.smp. */
+  split?: { orloj: number | undefined; postgres: number | undefined; broker: number | undefined };
   /** podman's API service, conmon and the container's own processes */
   runtimeCpu: number | undefined;
   otherCpu: number | undefined;
@@ -71,6 +73,7 @@ async function measure(ctx: SuiteContext, s: Settings, engine: Engine, dockerHos
     const cpuPids: () => number[] = engine === 'postgres' ? () => [orloj!.pid, ...pidsNamed('postgres'), ...pidsNamed('beam.smp')] : () => [orloj!.pid];
     for (let i = 0; i < s.runs; i++) {
       const orlojCpu = meterCpu(cpuPids);
+      const parts = engine === 'postgres' ? { orloj: meterCpu(() => [orloj!.pid]), postgres: meterCpu(() => pidsNamed('postgres')), broker: meterCpu(() => pidsNamed('beam.smp')) } : undefined;
       const runtimeCpu = meterCpu(runtimePids);
       const machine = meterMachineCpu();
       const jobId = await scheduleJob(orloj, cookie, id);
@@ -78,6 +81,7 @@ async function measure(ctx: SuiteContext, s: Settings, engine: Engine, dockerHos
       await until(read, (c) => c.stored >= s.lines, `${s.lines} stored lines of job ${jobId}`, 10 * 60_000);
       const storedAt = Date.now() - POLL_MS / 2; // the poll found it at most POLL_MS late
       const ours = orlojCpu.stop();
+      const split = parts && { orloj: parts.orloj.stop(), postgres: parts.postgres.stop(), broker: parts.broker.stop() };
       const runtimeUsed = runtimeCpu.stop();
       const whole = machine.stop();
       const job = await until(
@@ -97,10 +101,12 @@ async function measure(ctx: SuiteContext, s: Settings, engine: Engine, dockerHos
         linesPerS: (s.lines / elapsed) * 1000,
         pipelineLinesPerS: (s.lines / Math.max(1, storedAt - (final.first ?? started))) * 1000,
         orlojCpu: ours,
+        ...(split ? { split } : {}),
         runtimeCpu: runtimeUsed,
         otherCpu: whole === undefined ? undefined : Math.max(0, whole - (ours ?? 0) - (runtimeUsed ?? 0)),
       });
-      ctx.log(`${label}: run ${i + 1}/${s.runs}: ${fmt(s.lines)} lines stored ${fmt(elapsed)} ms after the job started (${fmt((s.lines / elapsed) * 1000)} lines/s)`);
+      const splitText = split ? `; CPU orloj ${pct(split.orloj)}, postgres ${pct(split.postgres)}, rabbitmq ${pct(split.broker)}` : '';
+      ctx.log(`${label}: run ${i + 1}/${s.runs}: ${fmt(s.lines)} lines stored ${fmt(elapsed)} ms after the job started (${fmt((s.lines / elapsed) * 1000)} lines/s)${splitText}`);
     }
     return {
       label,
