@@ -20,6 +20,8 @@ export const DISTRIBUTED_ROLES = ['api', 'scheduler', 'runners', 'log-ingest', '
 export type DistributedRole = (typeof DISTRIBUTED_ROLES)[number];
 
 export interface DistributedOrloj {
+  /** The api's base URL. */
+  url: string;
   /** pid of each role's process. */
   pids: Record<DistributedRole, number>;
   /** application_name of every PostgreSQL connection the roles open (to find their backends). */
@@ -122,6 +124,7 @@ export async function startDistributedOrloj(databaseUrl: string, amqpUrl: string
     throw err;
   }
   return {
+    url: `http://127.0.0.1:${children.find((c) => c.role === 'api')!.port}`,
     pids: Object.fromEntries(children.map((c) => [c.role, c.child.pid!])) as Record<DistributedRole, number>,
     applicationName,
     settings,
