@@ -509,6 +509,7 @@ export const scheduling: BenchSuite = {
         'How well the embedded orloj (`startOrloj` with api + scheduler + runners in one child process, SQLite, `BUS_URL=memory:`) keeps a schedule on the real clock.',
         'N built HEARTBEAT workflows with a one-minute interval are inserted straight into the SQLite file, their slots spread evenly over the minute (build anchors i × 60 s / N apart); each job is one HTTP GET to a local node:http target in another child process that answers 200.',
         'After a warm-up the suite measures a window, waits a tail so that the window\'s last slots get their jobs, stops orloj and reads the jobs table.',
+        'The rows "roles in separate processes" run the same schedule with api, scheduler, runners, log-ingest and notifier as separate `orloj start --roles <role>` processes on PostgreSQL (a fresh schema) and RabbitMQ (a fresh prefix), right after the embedded run of the same size; their CPU is read from /proc for each role process, the PostgreSQL backends serving them (by application_name) and beam.smp, and CPU per job is compared with the embedded run.',
         `The burst row seeds workflows whose first slot is one and the same instant (interval ${BURST_INTERVAL_MINUTES} min, so no second round interferes) and measures how long it takes until all their jobs are COMPLETED in the store.`,
       ].join(' '),
       settings: [
@@ -516,7 +517,7 @@ export const scheduling: BenchSuite = {
         ['orloj', `all roles in one child process (TypeScript sources via tsx), \`NODE_ENV=production\`, \`BUS_URL=memory:\`, SQLite in a temp file, \`SCHEDULER_TICK=${s.tick ?? '1s (default)'}\`, \`RUNNER_CONCURRENCY=${s.concurrency}\`, \`RUNNER_ALLOW_TARGETS=127.0.0.0/8\`, \`LOG_LEVEL=warn\`, \`MAX_ACTIVE_JOBS_PER_USER\` and \`MAX_WORKFLOWS_PER_USER\` out of the way (one user owns every workflow), real clock, other settings default`],
         ['Steady state', `N = ${s.sizes.map((n) => fmt(n)).join(' and ')}; ${s.durationS} s measured after ${s.warmupS} s of schedule, orloj stopped ${s.tailS} s after the window`],
         ['Burst', s.burst > 0 ? `${fmt(s.burst)} workflows, one slot instant, at most ${s.burstTimeoutS} s` : 'skipped (BENCH_SCHED_BURST=0)'],
-        ['Overrides', 'BENCH_SCHED_SIZES (comma-separated N), BENCH_SCHED_DURATION, BENCH_SCHED_WARMUP, BENCH_SCHED_TAIL (s), BENCH_SCHED_BURST (N, 0 skips), BENCH_SCHED_BURST_TIMEOUT (s), BENCH_SCHED_CONCURRENCY, BENCH_SCHED_TICK (SCHEDULER_TICK), BENCH_CPU_PROF (adds orloj-embedded-<run>-<pid>.cpuprofile: the orloj process during each measured window)'],
+        ['Overrides', 'BENCH_SCHED_SIZES (comma-separated N), BENCH_SCHED_DURATION, BENCH_SCHED_WARMUP, BENCH_SCHED_TAIL (s), BENCH_SCHED_BURST (N, 0 skips), BENCH_SCHED_BURST_TIMEOUT (s), BENCH_SCHED_CONCURRENCY, BENCH_SCHED_TICK (SCHEDULER_TICK), BENCH_SCHED_DISTRIBUTED (sizes also run with the roles in separate processes on PostgreSQL + RabbitMQ; default: every size; 0: none), BENCH_AMQP_URL, BENCH_DATABASE_URL, BENCH_CPU_PROF (adds orloj-embedded-<run>-<pid>.cpuprofile: the orloj process during each measured window; the role processes write a profile of their whole life)'],
       ],
       table: {
         columns: ['Run', 'due slots', 'jobs/s', 'missed', 'lag p50 / p99 / max ms', 'time to drain', 'orloj CPU', 'orloj peak RSS', 'CPU elsewhere', 'FAILED jobs (whole run)'],
