@@ -1,7 +1,9 @@
-import { startEmbeddedOrloj, type EmbeddedOrloj } from './lib/embedded.js';
+import pg from 'pg';
+import { DISTRIBUTED_ROLES, startDistributedOrloj } from './lib/distributed.js';
+import { startEmbeddedOrloj } from './lib/embedded.js';
 import { api, createContainerWorkflow, IMAGE, podmanVersion, runtimeOrSkipped, POLL_MS, scheduleJob, until } from './lib/container.js';
 import { meterCpu, meterMachineCpu, pidsNamed } from './lib/cpu.js';
-import { createBenchDatabase, type Engine } from './lib/orloj.js';
+import { createBenchDatabase, registerUser, type Engine } from './lib/orloj.js';
 import { redactUrl } from './lib/postgres.js';
 import { envInt, fmt, ms, summarize } from './lib/stats.js';
 import type { BenchSuite, SuiteContext, SuiteReport } from './lib/suite.js';
@@ -16,7 +18,21 @@ interface Settings {
   lines: number;
   runs: number;
   postgres: boolean;
+  /** Also the roles in separate processes on PostgreSQL + RabbitMQ. */
+  distributed: boolean;
   amqpUrl: string;
+}
+
+type Topology = 'embedded' | 'same-process' | 'distributed';
+
+/** What measure() needs of orloj, however its roles are laid out. */
+interface Under {
+  url: string;
+  /** The processes whose CPU counts as orloj's. */
+  pids(): number[];
+  registerUser(): Promise<{ cookie: string }>;
+  storedLines(jobId: string): Promise<{ stored: number; counted: number; first?: number }>;
+  stop(): Promise<void>;
 }
 
 function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
@@ -24,6 +40,7 @@ function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
     lines: envInt('BENCH_INGEST_LINES', 200_000, 1),
     runs: envInt('BENCH_INGEST_RUNS', 3, 1),
     postgres: env.BENCH_INGEST_POSTGRES?.trim() !== '0',
+    distributed: env.BENCH_INGEST_DISTRIBUTED?.trim() !== '0',
     amqpUrl: env.BENCH_AMQP_URL?.trim() || DEFAULT_AMQP,
   };
 }
@@ -43,6 +60,8 @@ interface Run {
   /** From the first line (runner's timestamp) to all stored: the pipeline without the container's start. */
   pipelineLinesPerS: number;
   orlojCpu: number | undefined;
+  /** The split of orlojCpu on PostgreSQL + RabbitMQ: the orloj process, postgres (every backend), beam.smp. */
+  split?: { orloj: number | undefined; postgres: number | undefined; broker: number | undefined };
   /** podman's API service, conmon and the container's own processes */
   runtimeCpu: number | undefined;
   otherCpu: number | undefined;
@@ -55,29 +74,78 @@ interface Target {
   details?: string;
 }
 
-async function measure(ctx: SuiteContext, s: Settings, engine: Engine, dockerHost: string): Promise<Target> {
-  const label = engine === 'sqlite' ? 'SQLite + BUS_URL=memory: (embedded default)' : 'PostgreSQL + RabbitMQ';
-  const db = await createBenchDatabase(engine);
-  let orloj: EmbeddedOrloj | undefined;
-  try {
-    orloj = await startEmbeddedOrloj(db.url, {
-      DOCKER_HOST: dockerHost,
+const LABELS: Record<Topology, string> = {
+  embedded: 'SQLite + BUS_URL=memory: (embedded default)',
+  'same-process': 'PostgreSQL + RabbitMQ',
+  distributed: 'PostgreSQL + RabbitMQ, roles in separate processes',
+};
+
+/** Counts a job's stored lines through a connection of the parent's own (the distributed roles answer no such call). */
+async function pgStoredLines(client: pg.Client, jobId: string): Promise<{ stored: number; counted: number; first?: number }> {
+  const { rows } = await client.query<{ stored: string; counted: string | null; first: string | null }>(
+    `select (select count(*) from job_logs where job_id = $1) as stored,
+            (select sum(lines) from job_log_counts where job_id = $1) as counted,
+            (select min("timestamp") from job_logs where job_id = $1) as first`,
+    [jobId],
+  );
+  const r = rows[0]!;
+  return { stored: Number(r.stored), counted: Number(r.counted ?? 0), ...(r.first === null ? {} : { first: Number(r.first) }) };
+}
+
+async function startUnder(topology: Topology, databaseUrl: string, s: Settings, dockerHost: string): Promise<Under> {
+  const common = { DOCKER_HOST: dockerHost, CONTAINER_REGISTRIES: 'docker.io,localhost', JOB_LOG_MAX_LINES: '100000000', JOB_LOG_MAX_MB: '1048576' };
+  if (topology !== 'distributed') {
+    const o = await startEmbeddedOrloj(databaseUrl, {
+      ...common,
       BENCH_ROLES: 'api,scheduler,runners,log-ingest',
-      ...(engine === 'postgres' ? { BUS_URL: s.amqpUrl } : {}),
+      ...(topology === 'same-process' ? { BUS_URL: s.amqpUrl } : {}),
     });
+    return {
+      url: o.url,
+      pids: () => [o.pid],
+      registerUser: () => o.registerUser(),
+      storedLines: (jobId) => o.call<{ stored: number; counted: number; first?: number }>('storedLines', { jobId }),
+      stop: () => o.stop(),
+    };
+  }
+  const o = await startDistributedOrloj(databaseUrl, s.amqpUrl, common);
+  const reader = new pg.Client({ connectionString: databaseUrl });
+  await reader.connect();
+  return {
+    url: o.url,
+    pids: () => DISTRIBUTED_ROLES.map((r) => o.pids[r]),
+    registerUser: () => registerUser(o.url),
+    storedLines: (jobId) => pgStoredLines(reader, jobId),
+    async stop() {
+      await reader.end();
+      await o.stop();
+    },
+  };
+}
+
+async function measure(ctx: SuiteContext, s: Settings, topology: Topology, dockerHost: string): Promise<Target> {
+  const label = LABELS[topology];
+  const engine: Engine = topology === 'embedded' ? 'sqlite' : 'postgres';
+  const db = await createBenchDatabase(engine);
+  let orloj: Under | undefined;
+  try {
+    orloj = await startUnder(topology, db.url, s, dockerHost);
     const { cookie } = await orloj.registerUser();
     const { id } = await createContainerWorkflow(orloj, cookie, 'bench log lines', { image: IMAGE, cmd: command(s.lines), timeout: '10m' }, { log_retention: true });
     const runs: Run[] = [];
-    const cpuPids: () => number[] = engine === 'postgres' ? () => [orloj!.pid, ...pidsNamed('postgres'), ...pidsNamed('beam.smp')] : () => [orloj!.pid];
+    const under = orloj;
+    const cpuPids: () => number[] = engine === 'postgres' ? () => [...under.pids(), ...pidsNamed('postgres'), ...pidsNamed('beam.smp')] : () => under.pids();
     for (let i = 0; i < s.runs; i++) {
       const orlojCpu = meterCpu(cpuPids);
+      const parts = engine === 'postgres' ? { orloj: meterCpu(() => under.pids()), postgres: meterCpu(() => pidsNamed('postgres')), broker: meterCpu(() => pidsNamed('beam.smp')) } : undefined;
       const runtimeCpu = meterCpu(runtimePids);
       const machine = meterMachineCpu();
       const jobId = await scheduleJob(orloj, cookie, id);
-      const read = () => orloj!.call<{ stored: number; counted: number; first?: number }>('storedLines', { jobId });
+      const read = () => under.storedLines(jobId);
       await until(read, (c) => c.stored >= s.lines, `${s.lines} stored lines of job ${jobId}`, 10 * 60_000);
       const storedAt = Date.now() - POLL_MS / 2; // the poll found it at most POLL_MS late
       const ours = orlojCpu.stop();
+      const split = parts && { orloj: parts.orloj.stop(), postgres: parts.postgres.stop(), broker: parts.broker.stop() };
       const runtimeUsed = runtimeCpu.stop();
       const whole = machine.stop();
       const job = await until(
@@ -97,10 +165,12 @@ async function measure(ctx: SuiteContext, s: Settings, engine: Engine, dockerHos
         linesPerS: (s.lines / elapsed) * 1000,
         pipelineLinesPerS: (s.lines / Math.max(1, storedAt - (final.first ?? started))) * 1000,
         orlojCpu: ours,
+        ...(split ? { split } : {}),
         runtimeCpu: runtimeUsed,
         otherCpu: whole === undefined ? undefined : Math.max(0, whole - (ours ?? 0) - (runtimeUsed ?? 0)),
       });
-      ctx.log(`${label}: run ${i + 1}/${s.runs}: ${fmt(s.lines)} lines stored ${fmt(elapsed)} ms after the job started (${fmt((s.lines / elapsed) * 1000)} lines/s)`);
+      const splitText = split ? `; CPU orloj ${pct(split.orloj)}, postgres ${pct(split.postgres)}, rabbitmq ${pct(split.broker)}` : '';
+      ctx.log(`${label}: run ${i + 1}/${s.runs}: ${fmt(s.lines)} lines stored ${fmt(elapsed)} ms after the job started (${fmt((s.lines / elapsed) * 1000)} lines/s)${splitText}`);
     }
     return {
       label,
@@ -132,21 +202,22 @@ export const logIngest: BenchSuite = {
     const description = [
       `Lines per second from one container to the store: a CONTAINER workflow (log retention on) whose image \`${IMAGE}\` prints ${fmt(s.lines)} numbered lines of about 100 bytes as fast as it can (\`seq | sed\`), started as a manual job with \`POST /workflows/{id}/jobs/schedule\`.`,
       'The clock runs from the job\'s `started_at` (the runner took it) to the moment all lines are in `job_logs` (polled every 20 ms in the orloj process); it covers the container\'s output, the runner\'s capture and `BusLogSink` batches, the bus queue `logs`, and `LogIngester`\'s bulk inserts with the `job_log_counts` upsert (docs/logs.md).',
-      'The embedded default is all roles in one process (api, scheduler, runners, log-ingest) over SQLite with `BUS_URL=memory:`; the second row is the same process over PostgreSQL and RabbitMQ.',
+      'The embedded default is all roles in one process (api, scheduler, runners, log-ingest) over SQLite with `BUS_URL=memory:`; the second row is the same process over PostgreSQL and RabbitMQ; the third runs api, scheduler, runners, log-ingest and notifier as separate processes (`orloj start --roles <role>`, keys in a shared DATA_DIR) on PostgreSQL and RabbitMQ, and counts stored lines through a connection of the parent.',
     ].join(' ');
     const settings: Array<[string, string]> = [
       ['Code', codeVersion()],
       ['orloj', 'roles api, scheduler, runners, log-ingest in one child process (TypeScript sources via tsx), `NODE_ENV=production`, `LOG_LEVEL=warn`, `RUNNER_CONCURRENCY=4` (default), `CONTAINER_REGISTRIES=docker.io,localhost`, per-user and log caps out of the way, `DOCKER_HOST` = the podman service of `scripts/container-runtime.sh`; `BusLogSink` and `LogIngester` with their defaults'],
       ['Jobs', `${s.runs} jobs one after another, each printing ${fmt(s.lines)} lines (\`sh -c "seq 1 ${s.lines} | sed 's|$|…|'"\`)`],
-      ['Overrides', 'BENCH_INGEST_LINES, BENCH_INGEST_RUNS, BENCH_INGEST_POSTGRES (0 skips the PostgreSQL + RabbitMQ row), BENCH_DATABASE_URL, BENCH_AMQP_URL (default amqp://guest:guest@127.0.0.1:5672), ORLOJ_PODMAN_DIR'],
+      ['Overrides', 'BENCH_INGEST_LINES, BENCH_INGEST_RUNS, BENCH_INGEST_POSTGRES (0 skips the same-process PostgreSQL + RabbitMQ row), BENCH_INGEST_DISTRIBUTED (0 skips the separate-processes row), BENCH_DATABASE_URL, BENCH_AMQP_URL (default amqp://guest:guest@127.0.0.1:5672), ORLOJ_PODMAN_DIR'],
     ];
     const columns = ['Target', 'jobs', 'lines/s (median)', 'lines/s (min … max)', 'started → all stored, ms (median)', 'first line → all stored, lines/s (median)', 'started → container done, ms (median)', 'CPU orloj (+ db, broker)', 'CPU podman, conmon, container', 'CPU other processes'];
     const target = `Target: ≥ ${fmt(TARGET_LINES_PER_S)} lines/s end to end on the embedded default (SQLite + \`BUS_URL=memory:\`).`;
 
     const runtime = runtimeOrSkipped(ctx, { description, settings, columns, target: target });
     if (runtime.skipped) return runtime.skipped;
-    const targets = [await measure(ctx, s, 'sqlite', runtime.dockerHost)];
-    if (s.postgres) targets.push(await measure(ctx, s, 'postgres', runtime.dockerHost));
+    const targets = [await measure(ctx, s, 'embedded', runtime.dockerHost)];
+    if (s.postgres) targets.push(await measure(ctx, s, 'same-process', runtime.dockerHost));
+    if (s.distributed) targets.push(await measure(ctx, s, 'distributed', runtime.dockerHost));
 
     const rows = targets.map((t) => {
       if (!t.runs.length) return [t.label, `not run: ${t.failure ?? '?'}`, '', '', '', '', '', '', '', ''];
@@ -180,7 +251,7 @@ export const logIngest: BenchSuite = {
         ...targets.slice(1).map((t) => (t.runs.length ? `- ${t.label} (no target of its own): median ${fmt(summarize(t.runs.map((r) => r.linesPerS)).p50)} lines/s` : `- ${t.label}: not measured`)),
       ],
       notes: [
-        '- One process does everything here (container capture, batching, the bus, inserts, counts), so the rate is what one orloj process sustains on this machine; CPU is per process during the measured jobs, in % of one core ("+ db, broker": the PostgreSQL and RabbitMQ processes on the second row).',
+        '- In the first two rows one process does everything (container capture, batching, the bus, inserts, counts), so the rate is what one orloj process sustains on this machine; in the third the runner and log-ingest have a process each. CPU is per process during the measured jobs, in % of one core ("+ db, broker": every postgres and beam.smp process, shared with anything else using them).',
         '- "first line → all stored" starts at the runner\'s timestamp of line 0 instead of the job\'s start, leaving out the container\'s creation and start: the rate of the log pipeline itself. The verdict uses the end-to-end rate.',
         '- "started → container done" is the job\'s `completed_at` − `started_at`: the runner reports the job only after every line is published, so it includes back-pressure from ingest; the lines are stored a moment later.',
         ...targets.filter((t) => t.details).map((t) => `- ${t.label}: ${t.details}.`),

@@ -1,5 +1,6 @@
 import { startServer, type ServerProcess } from './lib/child.js';
-import { meterCpu, meterMachineCpu, meterOwnCpu, type CpuMeter } from './lib/cpu.js';
+import { meterCpu, meterMachineCpu, meterOwnCpu, pidsNamed, type CpuMeter } from './lib/cpu.js';
+import { DISTRIBUTED_ROLES, startDistributedOrloj, type DistributedOrloj, type DistributedRole } from './lib/distributed.js';
 import { startEmbeddedOrloj, usageBetween, type EmbeddedOrloj, type UsageBetween } from './lib/embedded.js';
 import { createBenchDatabase } from './lib/orloj.js';
 import { startScheduleDb, type Phases, type ScheduleDb, type SlotAnalysis, type WindowAnalysis } from './lib/schedule-db.js';
@@ -10,6 +11,11 @@ import { codeVersion } from './lib/versions.js';
 // Targets from the issue: 100k one-minute workflows with no missed slot, p99 lag ≤ 250 ms, under half a core on average.
 const TARGET_P99_MS = 250;
 const TARGET_CPU_PERCENT = 50;
+// Issue 19: the same schedule with the roles in separate processes on PostgreSQL + RabbitMQ.
+const TARGET_DIST_P99_MS = 500;
+/** CPU per job (orloj processes + PostgreSQL + RabbitMQ) at most this many times the embedded default's. */
+const TARGET_DIST_CPU_RATIO = 2;
+const DEFAULT_AMQP = 'amqp://guest:guest@127.0.0.1:5672';
 /** Slots begin this long after orloj is up and their schedule was moved into place. */
 const LEAD_MS = 3_000;
 const BURST_INTERVAL_MINUTES = 60;
@@ -24,18 +30,27 @@ interface Settings {
   concurrency: number;
   /** SCHEDULER_TICK for orloj; undefined: orloj's default. */
   tick: string | undefined;
+  /** Sizes also run with the roles in separate processes on PostgreSQL + RabbitMQ (after the embedded run of the same size). */
+  distributedSizes: number[];
+  amqpUrl: string;
 }
 
-function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
-  const sizes = (env.BENCH_SCHED_SIZES?.trim() || '10000,100000')
+function sizesFrom(value: string, name: string): number[] {
+  return value
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
     .map((s) => {
       const n = Number(s.replace(/_/g, ''));
-      if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_SCHED_SIZES must list positive integers (got "${s}")`);
+      if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must list positive integers (got "${s}")`);
       return n;
     });
+}
+
+function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
+  const sizes = sizesFrom(env.BENCH_SCHED_SIZES?.trim() || '10000,100000', 'BENCH_SCHED_SIZES');
+  const dist = env.BENCH_SCHED_DISTRIBUTED?.trim();
+  const distributedSizes = dist === '0' ? [] : dist ? sizesFrom(dist, 'BENCH_SCHED_DISTRIBUTED') : sizes;
   return {
     sizes,
     durationS: envInt('BENCH_SCHED_DURATION', 180, 10),
@@ -45,6 +60,8 @@ function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
     burstTimeoutS: envInt('BENCH_SCHED_BURST_TIMEOUT', 300, 10),
     concurrency: envInt('BENCH_SCHED_CONCURRENCY', 64, 1),
     tick: env.BENCH_SCHED_TICK?.trim() || undefined,
+    distributedSizes,
+    amqpUrl: env.BENCH_AMQP_URL?.trim() || DEFAULT_AMQP,
   };
 }
 
@@ -84,7 +101,37 @@ interface Common {
 }
 type SteadyRun = Common & { kind: 'steady'; analysis: WindowAnalysis; windowS: number };
 type BurstRun = Common & { kind: 'burst'; analysis: SlotAnalysis; drained: boolean };
-type Run = SteadyRun | BurstRun | { kind: 'failed'; label: string; failure: string };
+/** CPU over the window, % of one core, by process group. */
+interface DistributedCpu {
+  roles: Record<DistributedRole, number | undefined>;
+  /** The PostgreSQL backends serving the roles (found by application_name). */
+  backends: number | undefined;
+  /** Every postgres process (shared with anything else using this cluster). */
+  postgresAll: number | undefined;
+  /** beam.smp (shared with anything else using this broker). */
+  broker: number | undefined;
+  target: number | undefined;
+  dbTool: number | undefined;
+  other: number | undefined;
+}
+type DistributedRun = {
+  kind: 'distributed';
+  label: string;
+  workflows: number;
+  seededMs: number;
+  startupMs: number;
+  targetRequests: number;
+  analysis: WindowAnalysis;
+  windowS: number;
+  cpu: DistributedCpu;
+};
+type Run = SteadyRun | BurstRun | DistributedRun | { kind: 'failed'; label: string; failure: string };
+
+const sum = (xs: Array<number | undefined>) => xs.reduce<number>((a, b) => a + (b ?? 0), 0);
+/** orloj's roles + their PostgreSQL backends + RabbitMQ, % of one core. */
+const distributedTotal = (c: DistributedCpu) => sum([...Object.values(c.roles), c.backends, c.broker]);
+/** CPU ms per job completed in the window. */
+const cpuMsPerJob = (cpuPercent: number, windowS: number, jobs: number) => (jobs > 0 ? (cpuPercent / 100) * windowS * 1000 / jobs : Number.NaN);
 
 const sleepUntil = (t: number) => sleep(t - Date.now());
 
@@ -162,6 +209,86 @@ async function steady(ctx: SuiteContext, s: Settings, n: number): Promise<Run> {
   }
 }
 
+/** The steady run with api, scheduler, runners, log-ingest and notifier in separate processes on PostgreSQL + RabbitMQ. */
+async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number): Promise<Run> {
+  const label = `${fmt(n)} workflows, every minute, roles in separate processes (PostgreSQL + RabbitMQ)`;
+  const db = await createBenchDatabase('postgres');
+  const target = await startServer('http-target', {});
+  let tool: ScheduleDb | undefined;
+  let orloj: DistributedOrloj | undefined;
+  try {
+    tool = await startScheduleDb(db.url);
+    const seeded = await tool.seedHeartbeats({ count: n, intervalMinutes: 1, spreadMs: 60_000, endpoint: `${target.url}/health` });
+    ctx.log(`${label}: ${fmt(n)} workflows seeded in ${fmt(seeded.ms)} ms (${await tool.engine()}); starting the roles`);
+    const started = performance.now();
+    orloj = await startDistributedOrloj(db.url, s.amqpUrl, {
+      RUNNER_CONCURRENCY: String(s.concurrency),
+      RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
+      ...(s.tick ? { SCHEDULER_TICK: s.tick } : {}),
+    });
+    const startupMs = Math.round(performance.now() - started);
+    const firstDue = Date.now() + LEAD_MS;
+    const shifted = await tool.shiftSchedule(firstDue);
+    const windowStart = firstDue + s.warmupS * 1000;
+    const windowEnd = windowStart + s.durationS * 1000;
+    ctx.log(`${label}: roles up in ${fmt(startupMs)} ms, schedule moved in ${fmt(shifted.ms)} ms; measuring ${s.durationS} s after ${s.warmupS} s warm-up`);
+    await sleepUntil(windowStart);
+    const backends = await orloj.backendPids();
+    const pids = orloj.pids;
+    const roleMeters = DISTRIBUTED_ROLES.map((role) => [role, meterCpu(() => [pids[role]])] as const);
+    const meters = {
+      backends: meterCpu(() => backends),
+      postgresAll: meterCpu(() => pidsNamed('postgres')),
+      broker: meterCpu(() => pidsNamed('beam.smp')),
+      target: meterCpu(() => [target.pid]),
+      dbTool: meterCpu(() => [tool!.pid]),
+      machine: meterMachineCpu(),
+    };
+    const requests0 = (await target.call<{ requests: number }>('stats')).requests;
+    for (let t = windowStart + 30_000; t < windowEnd; t += 30_000) {
+      await sleepUntil(t);
+      const r = (await target.call<{ requests: number }>('stats')).requests;
+      ctx.log(`${label}: ${Math.round((t - windowStart) / 1000)} s, ${fmt((r - requests0) / ((t - windowStart) / 1000))} checks/s (needed ${fmt(n / 60)})`);
+    }
+    await sleepUntil(windowEnd);
+    const roles = Object.fromEntries(roleMeters.map(([role, m]) => [role, m.stop()])) as Record<DistributedRole, number | undefined>;
+    const cpu: Omit<DistributedCpu, 'other'> = {
+      roles,
+      backends: meters.backends.stop(),
+      postgresAll: meters.postgresAll.stop(),
+      broker: meters.broker.stop(),
+      target: meters.target.stop(),
+      dbTool: meters.dbTool.stop(),
+    };
+    const machine = meters.machine.stop();
+    const ours = sum([...Object.values(roles), cpu.postgresAll, cpu.broker, cpu.target, cpu.dbTool]);
+    const requests1 = (await target.call<{ requests: number }>('stats')).requests;
+    await sleepUntil(windowEnd + s.tailS * 1000);
+    const stopAt = Date.now();
+    await orloj.stop();
+    orloj = undefined;
+    const analysis = await tool.analyzeWindow({ windowStart, windowEnd, stopAt });
+    const full: DistributedCpu = { ...cpu, other: machine === undefined ? undefined : Math.max(0, machine - ours) };
+    ctx.log(
+      `${label}: ${fmt(analysis.completedInWindow / s.durationS, 1)} jobs/s, missed ${fmt(analysis.skipped)} + ${fmt(analysis.noJob)} of ${fmt(analysis.dueSlots)}, lag p50 ${lagText(analysis.lag.p50)} p99 ${lagText(analysis.lag.p99)} ms, CPU ${fmt(distributedTotal(full))} % (${cpuText(full)})`,
+    );
+    return { kind: 'distributed', label, workflows: n, seededMs: seeded.ms, startupMs, targetRequests: requests1 - requests0, analysis, windowS: s.durationS, cpu: full };
+  } catch (err) {
+    ctx.log(`${label}: FAILED: ${err instanceof Error ? err.message : String(err)}`);
+    return { kind: 'failed', label, failure: err instanceof Error ? err.message : String(err) };
+  } finally {
+    await orloj?.stop().catch((err: unknown) => ctx.log(`${label}: stopping orloj failed: ${String(err)}`));
+    await tool?.stop();
+    await target.stop();
+    await db.drop();
+  }
+}
+
+function cpuText(c: DistributedCpu): string {
+  const roles = DISTRIBUTED_ROLES.map((r) => `${r} ${pct(c.roles[r])}`).join(', ');
+  return `${roles}, PostgreSQL backends ${pct(c.backends)} (all postgres processes ${pct(c.postgresAll)}), RabbitMQ ${pct(c.broker)}`;
+}
+
 async function burst(ctx: SuiteContext, s: Settings, n: number): Promise<Run> {
   const label = `burst: ${fmt(n)} workflows due at one instant`;
   try {
@@ -229,12 +356,33 @@ export const scheduling: BenchSuite = {
   async run(ctx) {
     const s = settingsFromEnv();
     const runs: Run[] = [];
-    for (const n of s.sizes) runs.push(await steady(ctx, s, n));
+    for (const n of s.sizes) {
+      runs.push(await steady(ctx, s, n));
+      if (s.distributedSizes.includes(n)) runs.push(await steadyDistributed(ctx, s, n));
+    }
+    for (const n of s.distributedSizes.filter((d) => !s.sizes.includes(d))) runs.push(await steadyDistributed(ctx, s, n));
     if (s.burst > 0) runs.push(await burst(ctx, s, s.burst));
 
     const rows = runs.map((r) => {
       if (r.kind === 'failed') return [r.label, `not run: ${r.failure.split('\n')[0]}`, '', '', '', '', '', '', '', ''];
-      const cpu = `${pct(r.usage.cpuPercent)} (loop busy ${fmt(r.usage.eventLoopUtilization * 100)} %)`;
+      if (r.kind === 'distributed') {
+        const a = r.analysis;
+        const total = distributedTotal(r.cpu);
+        return [
+          r.label,
+          `${fmt(a.dueSlots)}`,
+          `${fmt(a.completedInWindow / r.windowS, 1)} (needed ${fmt(r.workflows / 60, 1)})`,
+          `${fmt(a.skipped + a.noJob)} (${fmt(a.skipped)} skipped, ${fmt(a.noJob)} no job)`,
+          `${lagText(a.lag.p50)} / ${lagText(a.lag.p99)} / ${lagText(a.lag.max)}`,
+          '—',
+          `${pct(total)} (5 role processes + their PostgreSQL backends + RabbitMQ; ${fmt(cpuMsPerJob(total, r.windowS, a.completedInWindow), 2)} ms CPU/job)`,
+          'n/a',
+          `target ${pct(r.cpu.target)}, other processes ${pct(r.cpu.other)}`,
+          `${fmt(a.allJobs.FAILED ?? 0)}`,
+        ];
+      }
+      const perJob = r.kind === 'steady' ? `; ${fmt(cpuMsPerJob(r.usage.cpuPercent, r.windowS, r.analysis.completedInWindow), 2)} ms CPU/job` : '';
+      const cpu = `${pct(r.usage.cpuPercent)} (loop busy ${fmt(r.usage.eventLoopUtilization * 100)} %${perJob})`;
       const lag = `${lagText(r.analysis.lag.p50)} / ${lagText(r.analysis.lag.p99)} / ${lagText(r.analysis.lag.max)}`;
       const others = `target ${pct(r.interference.target)}, other processes ${pct(r.interference.other)}`;
       if (r.kind === 'steady') {
@@ -288,7 +436,29 @@ export const scheduling: BenchSuite = {
       if (r.kind === 'burst') verdict.push(`- ${r.label}: no target; ${r.drained ? `drained in ${fmt(r.analysis.lastCompleted / 1000, 1)} s` : `**not drained** within ${s.burstTimeoutS} s`}.`);
     }
 
-    const measured = runs.filter((r): r is SteadyRun | BurstRun => r.kind !== 'failed');
+    const distributed = runs.filter((r): r is DistributedRun => r.kind === 'distributed');
+    if (distributed.length) {
+      verdict.push(
+        '',
+        `Targets (issue 19), roles in separate processes on PostgreSQL + RabbitMQ: 0 missed slots, p99 lag ≤ ${TARGET_DIST_P99_MS} ms, CPU per job (orloj processes + PostgreSQL + RabbitMQ) ≤ ${TARGET_DIST_CPU_RATIO}× the embedded default's in the same run.`,
+        '',
+      );
+    }
+    for (const r of distributed) {
+      const a = r.analysis;
+      const missed = a.skipped + a.noJob;
+      const okLag = a.lag.p99.v !== null && Number.isFinite(a.lag.p99.v) && !a.lag.p99.censored && a.lag.p99.v <= TARGET_DIST_P99_MS;
+      const perJob = cpuMsPerJob(distributedTotal(r.cpu), r.windowS, a.completedInWindow);
+      const base = runs.find((b): b is SteadyRun => b.kind === 'steady' && b.workflows === r.workflows);
+      const basePerJob = base ? cpuMsPerJob(base.usage.cpuPercent, base.windowS, base.analysis.completedInWindow) : Number.NaN;
+      const ratio = perJob / basePerJob;
+      const okCpu = Number.isFinite(ratio) && ratio <= TARGET_DIST_CPU_RATIO;
+      verdict.push(
+        `- ${r.label}: missed ${fmt(missed)} (${missed === 0 ? 'met' : 'missed'}), p99 lag ${lagText(a.lag.p99)} ms (${okLag ? 'met' : 'missed'}), CPU ${fmt(perJob, 2)} ms/job = ${Number.isFinite(ratio) ? `${fmt(ratio, 2)}×` : 'n/a ×'} the embedded ${fmt(basePerJob, 2)} ms/job (${okCpu ? 'met' : 'missed'}) → **${missed === 0 && okLag && okCpu ? 'met' : 'missed'}**`,
+      );
+    }
+
+    const measured = runs.filter((r): r is SteadyRun | BurstRun => r.kind === 'steady' || r.kind === 'burst');
     const notes: string[] = [
       '- Lag = `started_at − slot_at` of the job (the runner stamps `started_at` when it takes the job). "≥" marks a lower bound: some jobs had not started when orloj stopped, and they count with (stop − slot). Missed: a due slot in the window without an AUTOMATIC job, either skipped (the workflow already has a job for a later slot: orloj runs only the most recent missed slot) or with no job at all when orloj stopped, tail seconds after the window.',
       '- Jobs/s: jobs whose `completed_at` falls in the window, per second; "needed" is workflows / 60. CPU: `process.cpuUsage()` of the orloj process over the window (100 % = one core); "loop busy" is its event-loop utilisation (not meaningful under BENCH_CPU_PROF); peak RSS is getrusage maxRSS of the orloj process. "target" is the HTTP target process, "other processes" the rest of the machine (interference: the db tool, the load generator and anything else).',
@@ -305,6 +475,12 @@ export const scheduling: BenchSuite = {
           return `- ${r.label}: after the slot, the last job was created at +${ms(a.lastCreated)} ms, QUEUED at +${ms(a.lastQueued)} ms, started at +${ms(a.lastStarted)} ms, finished at +${ms(a.lastFinished)} ms, COMPLETED in the store at +${ms(a.lastCompleted)} ms.`;
         }),
     ];
+    for (const r of distributed) {
+      notes.push(
+        phaseLine(r.label, r.analysis.phases),
+        `- ${r.label}: where the CPU went, % of one core over the window: ${cpuText(r.cpu)}; the HEARTBEAT target ${pct(r.cpu.target)}, the db tool ${pct(r.cpu.dbTool)}, other processes ${pct(r.cpu.other)}. Seeded in ${fmt(r.seededMs)} ms, roles up in ${fmt(r.startupMs)} ms; ${fmt(r.targetRequests)} HEARTBEAT requests reached the target during the measurement; jobs at the end: ${JSON.stringify(r.analysis.allJobs)}.`,
+      );
+    }
     const disturbed = measured.filter((r) => (r.interference.other ?? 0) > 25);
     if (disturbed.length) {
       notes.push(
@@ -318,7 +494,11 @@ export const scheduling: BenchSuite = {
       const f = Object.entries(r.analysis.failures);
       if (f.length) notes.push(`- ${r.label}: FAILED jobs by reason: ${f.map(([reason, n]) => `${fmt(n)} × ${reason}`).join('; ')}.`);
     }
-    const broken = measured.filter((r) => Object.keys(r.analysis.failures).some((reason) => !OVERLOAD.test(reason)));
+    for (const r of distributed) {
+      const f = Object.entries(r.analysis.failures);
+      if (f.length) notes.push(`- ${r.label}: FAILED jobs by reason: ${f.map(([reason, n]) => `${fmt(n)} × ${reason}`).join('; ')}.`);
+    }
+    const broken = [...measured, ...distributed].filter((r) => Object.keys(r.analysis.failures).some((reason) => !OVERLOAD.test(reason)));
     const invalid = runs.some((r) => r.kind === 'failed') || broken.length > 0;
     if (broken.length) {
       notes.push(`- **Invalid run**: jobs in ${broken.map((r) => `"${r.label}"`).join(', ')} FAILED for a reason other than overload (time limit, lost lease): the setup, not orloj's speed, is in question.`);
@@ -329,6 +509,7 @@ export const scheduling: BenchSuite = {
         'How well the embedded orloj (`startOrloj` with api + scheduler + runners in one child process, SQLite, `BUS_URL=memory:`) keeps a schedule on the real clock.',
         'N built HEARTBEAT workflows with a one-minute interval are inserted straight into the SQLite file, their slots spread evenly over the minute (build anchors i × 60 s / N apart); each job is one HTTP GET to a local node:http target in another child process that answers 200.',
         'After a warm-up the suite measures a window, waits a tail so that the window\'s last slots get their jobs, stops orloj and reads the jobs table.',
+        'The rows "roles in separate processes" run the same schedule with api, scheduler, runners, log-ingest and notifier as separate `orloj start --roles <role>` processes on PostgreSQL (a fresh schema) and RabbitMQ (a fresh prefix), right after the embedded run of the same size; their CPU is read from /proc for each role process, the PostgreSQL backends serving them (by application_name) and beam.smp, and CPU per job is compared with the embedded run.',
         `The burst row seeds workflows whose first slot is one and the same instant (interval ${BURST_INTERVAL_MINUTES} min, so no second round interferes) and measures how long it takes until all their jobs are COMPLETED in the store.`,
       ].join(' '),
       settings: [
@@ -336,7 +517,7 @@ export const scheduling: BenchSuite = {
         ['orloj', `all roles in one child process (TypeScript sources via tsx), \`NODE_ENV=production\`, \`BUS_URL=memory:\`, SQLite in a temp file, \`SCHEDULER_TICK=${s.tick ?? '1s (default)'}\`, \`RUNNER_CONCURRENCY=${s.concurrency}\`, \`RUNNER_ALLOW_TARGETS=127.0.0.0/8\`, \`LOG_LEVEL=warn\`, \`MAX_ACTIVE_JOBS_PER_USER\` and \`MAX_WORKFLOWS_PER_USER\` out of the way (one user owns every workflow), real clock, other settings default`],
         ['Steady state', `N = ${s.sizes.map((n) => fmt(n)).join(' and ')}; ${s.durationS} s measured after ${s.warmupS} s of schedule, orloj stopped ${s.tailS} s after the window`],
         ['Burst', s.burst > 0 ? `${fmt(s.burst)} workflows, one slot instant, at most ${s.burstTimeoutS} s` : 'skipped (BENCH_SCHED_BURST=0)'],
-        ['Overrides', 'BENCH_SCHED_SIZES (comma-separated N), BENCH_SCHED_DURATION, BENCH_SCHED_WARMUP, BENCH_SCHED_TAIL (s), BENCH_SCHED_BURST (N, 0 skips), BENCH_SCHED_BURST_TIMEOUT (s), BENCH_SCHED_CONCURRENCY, BENCH_SCHED_TICK (SCHEDULER_TICK), BENCH_CPU_PROF (adds orloj-embedded-<run>-<pid>.cpuprofile: the orloj process during each measured window)'],
+        ['Overrides', 'BENCH_SCHED_SIZES (comma-separated N), BENCH_SCHED_DURATION, BENCH_SCHED_WARMUP, BENCH_SCHED_TAIL (s), BENCH_SCHED_BURST (N, 0 skips), BENCH_SCHED_BURST_TIMEOUT (s), BENCH_SCHED_CONCURRENCY, BENCH_SCHED_TICK (SCHEDULER_TICK), BENCH_SCHED_DISTRIBUTED (sizes also run with the roles in separate processes on PostgreSQL + RabbitMQ; default: every size; 0: none), BENCH_AMQP_URL, BENCH_DATABASE_URL, BENCH_CPU_PROF (adds orloj-embedded-<run>-<pid>.cpuprofile: the orloj process during each measured window; the role processes write a profile of their whole life)'],
       ],
       table: {
         columns: ['Run', 'due slots', 'jobs/s', 'missed', 'lag p50 / p99 / max ms', 'time to drain', 'orloj CPU', 'orloj peak RSS', 'CPU elsewhere', 'FAILED jobs (whole run)'],

@@ -126,7 +126,7 @@ async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<vo
  * BENCH_CPU_PROF=<dir>: every server child also writes a V8 CPU profile of its
  * whole life there when it exits (open in Chrome DevTools).
  */
-function profileArgs(): string[] {
+export function profileArgs(): string[] {
   const dir = process.env.BENCH_CPU_PROF?.trim();
   return dir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(dir)}`] : [];
 }

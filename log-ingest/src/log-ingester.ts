@@ -16,7 +16,11 @@
  *   at a time in arrival order (runners publish them in sequence order), so
  *   the stored lines of an attempt are always a prefix without gaps, and live
  *   lines arrive in order. Different attempts are written concurrently (up
- *   to `prefetch` batches).
+ *   to `prefetch` batches). Batches of one attempt that queue up while an
+ *   earlier one is written are merged into one transaction (at most
+ *   `maxMergeLines` lines), so a fast container is not held to one store
+ *   round trip per batch; each is still broadcast as it came, in order,
+ *   while the next write runs.
  */
 import {
   MESSAGE_TYPES,
@@ -49,6 +53,11 @@ export interface LogIngesterOptions {
    * Default 60 s.
    */
   maxRetryMs?: number;
+  /**
+   * Most lines written in one transaction when batches of one attempt queue
+   * up behind the one being written (they are then merged). Default 50 000.
+   */
+  maxMergeLines?: number;
   /** On stop: keep consuming until no batch arrived for quietMs … Default 250. */
   quietMs?: number;
   /** … but for no longer than this (clock ms). Default 5 000. */
@@ -81,6 +90,14 @@ export interface LogIngesterMetrics {
 }
 
 const DEFAULT_PREFETCH = 16;
+const DEFAULT_MAX_MERGE_LINES = 50_000;
+
+/** One received batch waiting for its attempt's turn. */
+interface Queued {
+  batch: LogBatchMessage;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
 
 export class LogIngester {
   private readonly store: Store;
@@ -92,11 +109,16 @@ export class LogIngester {
   private readonly quietMs: number;
   private readonly drainMs: number;
   private readonly maxLinesPerJob: number | undefined;
+  private readonly maxMergeLines: number;
 
   private readonly counts = { batches: 0, stored: 0, duplicates: 0, orphaned: 0, malformed: 0, retries: 0, liveFailures: 0 };
-  /** The last step of each attempt's chain of batches. */
-  private readonly chains = new Map<string, Promise<void>>();
+  /** Batches of each attempt waiting behind the one being written (an entry exists while the attempt is being written). */
+  private readonly queues = new Map<string, Queued[]>();
   private inFlight = 0;
+  /** The last live broadcast of each attempt (they go out in order, behind the writes). */
+  private readonly live = new Map<string, Promise<void>>();
+  /** Live broadcasts queued or being sent. */
+  private broadcasting = 0;
   private lastActivity = 0;
   private readonly stopping = new AbortController();
   private sub: Subscription | undefined;
@@ -113,6 +135,7 @@ export class LogIngester {
     this.quietMs = nonNegativeInt('quietMs', options.quietMs ?? 250);
     this.drainMs = nonNegativeInt('drainMs', options.drainMs ?? 5_000);
     this.maxLinesPerJob = options.maxLinesPerJob === undefined ? undefined : positiveInt('maxLinesPerJob', options.maxLinesPerJob);
+    this.maxMergeLines = positiveInt('maxMergeLines', options.maxMergeLines ?? DEFAULT_MAX_MERGE_LINES);
   }
 
   /** Starts consuming QUEUES.logs. Memoised. */
@@ -139,7 +162,7 @@ export class LogIngester {
     this.stopped ??= (async () => {
       await this.starting?.catch(() => undefined);
       const deadline = this.clock.now() + this.drainMs;
-      while (this.sub && this.clock.now() < deadline && (this.inFlight > 0 || this.clock.now() - this.lastActivity < this.quietMs)) {
+      while (this.sub && this.clock.now() < deadline && (this.inFlight > 0 || this.broadcasting > 0 || this.clock.now() - this.lastActivity < this.quietMs)) {
         await this.clock.sleep(Math.min(50, Math.max(1, this.quietMs)));
       }
       this.stopping.abort();
@@ -169,36 +192,126 @@ export class LogIngester {
       // One attempt's batches are stored and broadcast one after the other, in
       // arrival order: what a reader finds stored is a prefix of the attempt
       // (no gap a live tail could skip), and live lines come in order.
-      await this.inOrder(`${read.job_id}:${read.attempt}`, async () => this.finish(read, await this.applyPatiently(read)));
+      await this.inOrder(`${read.job_id}:${read.attempt}`, read);
     } finally {
       this.inFlight -= 1;
       this.lastActivity = this.clock.now();
     }
   }
 
-  /** Runs fn after the fns of every earlier batch of the same attempt have settled. */
-  private async inOrder(key: string, fn: () => Promise<void>): Promise<void> {
-    const previous = this.chains.get(key);
-    const run = previous ? previous.then(fn) : fn();
-    const tail = run.catch(() => undefined);
-    this.chains.set(key, tail);
-    try {
-      await run;
-    } finally {
-      if (this.chains.get(key) === tail) this.chains.delete(key);
-    }
+  /**
+   * Queues the batch behind its attempt's earlier ones and settles once it is
+   * stored (and broadcast). Batches that queued up while the attempt was
+   * being written go together in one transaction: a fast
+   * container's lines arrive faster than one transaction a batch can take
+   * them (the fixed cost of a round trip to the store and one to the broker),
+   * and merging keeps the order, the prefix property and idempotence.
+   */
+  private inOrder(key: string, batch: LogBatchMessage): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const queue = this.queues.get(key);
+      if (queue) {
+        queue.push({ batch, resolve, reject });
+        return;
+      }
+      this.queues.set(key, [{ batch, resolve, reject }]);
+      void this.drain(key);
+    });
   }
 
-  private async finish(batch: LogBatchMessage, applied: number | undefined): Promise<void> {
-    if (applied === undefined) {
-      this.counts.orphaned += 1;
-      this.log.info({ jobId: batch.job_id, attempt: batch.attempt, lines: batch.lines.length }, 'dropped log lines of a job that no longer exists');
+  /** Writes the attempt's queued batches, the earliest first, merging what waits together. */
+  private async drain(key: string): Promise<void> {
+    const queue = this.queues.get(key)!;
+    while (queue.length > 0) {
+      const group = this.takeGroup(queue);
+      try {
+        if (group.length === 1) {
+          this.finish([group[0]!.batch], await this.applyPatiently(group[0]!.batch));
+        } else {
+          await this.applyGroup(group.map((q) => q.batch));
+        }
+        for (const q of group) q.resolve();
+      } catch (err) {
+        for (const q of group) q.reject(err);
+      }
+    }
+    this.queues.delete(key);
+  }
+
+  /** Takes the first queued batch and those after it that can share its transaction. */
+  private takeGroup(queue: Queued[]): Queued[] {
+    const first = queue[0]!.batch;
+    let lines = first.lines.length;
+    let n = 1;
+    while (n < queue.length) {
+      const next = queue[n]!.batch;
+      if (next.retain !== first.retain || next.workflow_id !== first.workflow_id || lines + next.lines.length > this.maxMergeLines) break;
+      lines += next.lines.length;
+      n++;
+    }
+    return queue.splice(0, n);
+  }
+
+  /**
+   * Several batches of one attempt in one transaction. When
+   * that fails for good, each is tried alone, so a batch that cannot be stored
+   * fails (and goes back to the bus) by itself, as without merging.
+   */
+  private async applyGroup(batches: LogBatchMessage[]): Promise<void> {
+    const first = batches[0]!;
+    const merged: LogBatchMessage = {
+      job_id: first.job_id,
+      workflow_id: first.workflow_id,
+      attempt: first.attempt,
+      retain: first.retain,
+      lines: batches.flatMap((b) => b.lines),
+      line_count: Math.max(...batches.map((b) => b.line_count ?? 0)),
+    };
+    let applied: number | undefined;
+    try {
+      applied = await this.applyPatiently(merged);
+    } catch (err) {
+      if (this.stopping.signal.aborted) throw err;
+      for (const b of batches) this.finish([b], await this.applyPatiently(b));
       return;
     }
-    this.counts.batches += 1;
+    this.finish(batches, applied, merged);
+  }
+
+  /** Counts the applied batches (stored together: `merged` when more than one) and queues their live broadcasts. */
+  private finish(batches: LogBatchMessage[], applied: number | undefined, merged: LogBatchMessage = batches[0]!): void {
+    if (applied === undefined) {
+      this.counts.orphaned += batches.length;
+      this.log.info({ jobId: merged.job_id, attempt: merged.attempt, lines: merged.lines.length }, 'dropped log lines of a job that no longer exists');
+      return;
+    }
+    this.counts.batches += batches.length;
     this.counts.stored += applied;
-    if (batch.retain) this.counts.duplicates += batch.lines.length - applied;
-    if (batch.retain && batch.lines.length > 0) await this.broadcast(batch);
+    if (merged.retain) this.counts.duplicates += merged.lines.length - applied;
+    this.broadcastInOrder(batches);
+  }
+
+  /**
+   * Broadcasts the stored batches for live tails, after the attempt's earlier
+   * broadcasts, without holding up the next write: one live message per batch
+   * as received (live tails see the same messages whether or not batches were
+   * merged). Best effort, like broadcast(); stop() waits for them.
+   */
+  private broadcastInOrder(batches: LogBatchMessage[]): void {
+    const todo = batches.filter((b) => b.retain && b.lines.length > 0);
+    if (todo.length === 0) return;
+    const key = `${todo[0]!.job_id}:${todo[0]!.attempt}`;
+    this.broadcasting += 1;
+    const sent: Promise<void> = (this.live.get(key) ?? Promise.resolve())
+      .then(async () => {
+        for (const b of todo) await this.broadcast(b);
+      })
+      .finally(() => {
+        this.broadcasting -= 1;
+        this.lastActivity = this.clock.now();
+        if (this.live.get(key) === sent) this.live.delete(key);
+      });
+    this.live.set(key, sent);
   }
 
   /**

@@ -255,6 +255,22 @@ describeEachEngine('log-ingest', (db, engine) => {
     assert.equal(await count(job, 2), 31);
   });
 
+  it('merges batches of one attempt that queued up, storing each line once and broadcasting each batch in order', async () => {
+    const job = await insertJob(db().store);
+    const n = 30;
+    // Queued before the ingester starts: they arrive together and wait behind the first write.
+    for (let b = 0; b < n; b++) await publishBatch(runners, job, lines(b * 20, b * 20 + 20));
+    await publishBatch(runners, job, lines(100, 120)); // a redelivered overlap in the middle of a merge
+    await startIngester({ prefetch: 16, maxMergeLines: 200 });
+    await batchesDone(n + 1);
+    const received = await live.take(n + 1, 'every live broadcast', 20_000);
+    assert.deepEqual(received.slice(0, n).map((m) => m.lines[0]!.sequence_num), Array.from({ length: n }, (_, b) => b * 20));
+    assert.equal(await rowCount(db().store, job.jobId), n * 20);
+    assert.equal(await count(job, 1), n * 20);
+    assert.equal(ingester!.metrics().stored, n * 20);
+    assert.equal(ingester!.metrics().duplicates, 20);
+  });
+
   it('stores a large batch in chunks (over the SQLite parameter limit in one statement)', async () => {
     const job = await insertJob(db().store);
     await startIngester();

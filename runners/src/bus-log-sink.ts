@@ -47,7 +47,7 @@ export interface BusLogSinkOptions {
   clock: Clock;
   /** Most lines in one batch. Default 5 000. */
   maxBatchLines?: number;
-  /** A batch is cut once its lines reach about this many bytes (UTF-8 text plus ~80 bytes of JSON per line). Default 256 KiB. */
+  /** A batch is cut once its lines reach about this many bytes (UTF-8 text plus ~80 bytes of JSON per line). Default 1 MiB. */
   maxBatchBytes?: number;
   /** Lines held (waiting or being published) over all attempts before write() waits. Default 10 000. */
   bufferLines?: number;
@@ -112,7 +112,7 @@ export class BusLogSink implements LogSink {
     this.log = options.logger.child({ component: 'log-sink' });
     this.clock = options.clock;
     this.maxBatchLines = positiveInt('maxBatchLines', options.maxBatchLines ?? 5_000);
-    this.maxBatchBytes = positiveInt('maxBatchBytes', options.maxBatchBytes ?? 256 * 1024);
+    this.maxBatchBytes = positiveInt('maxBatchBytes', options.maxBatchBytes ?? 1024 * 1024);
     this.bufferLines = positiveInt('bufferLines', options.bufferLines ?? 10_000);
     this.bufferBytes = positiveInt('bufferBytes', options.bufferBytes ?? 16 * 1024 * 1024);
     this.countIntervalMs = positiveInt('countIntervalMs', options.countIntervalMs ?? 1_000);
