@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { newId, type NotificationKind } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import type { NotificationKind } from '@orloj/common/store';
 import { describeApi } from './support/harness.js';
 import { userIdOf } from './support/notifications.js';
 import { heartbeatWorkflow } from './support/logs.js';

@@ -18,22 +18,12 @@
  *   lines arrive in order. Different attempts are written concurrently (up
  *   to `prefetch` batches).
  */
-import {
-  isConnectionError,
-  isUuid,
-  MESSAGE_TYPES,
-  QUEUES,
-  TOPICS,
-  type Clock,
-  type Envelope,
-  type LiveLogsMessage,
-  type LogBatchMessage,
-  type Logger,
-  type LogLineMessage,
-  type SignedBus,
-  type Store,
-  type Subscription,
-} from '@orloj/common';
+import { isUuid, type Clock } from '@orloj/common/core';
+import type { Logger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, QUEUES, TOPICS, type LiveLogsMessage, type LogBatchMessage, type LogLineMessage } from '@orloj/common/messages';
+import type { Envelope, SignedBus } from '@orloj/common/envelope';
+import type { Subscription } from '@orloj/common/bus';
+import { isConnectionError, type Store } from '@orloj/common/store';
 
 export interface LogIngesterOptions {
   store: Store;

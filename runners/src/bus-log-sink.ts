@@ -25,16 +25,10 @@
  *   (count-only batches, at most one per countIntervalMs, and a last one at
  *   close): log-ingest counts lines of every job for analytics.
  */
-import {
-  LOG_BATCH_TTL_MS,
-  MESSAGE_TYPES,
-  QUEUES,
-  type Clock,
-  type LogBatchMessage,
-  type LogColumns,
-  type Logger,
-  type SignedBus,
-} from '@orloj/common';
+import type { Clock } from '@orloj/common/core';
+import type { Logger } from '@orloj/common/logging';
+import { LOG_BATCH_TTL_MS, MESSAGE_TYPES, QUEUES, type LogBatchMessage, type LogColumns } from '@orloj/common/messages';
+import type { SignedBus } from '@orloj/common/envelope';
 import type { CapturedLine, JobLogWriter, LogSink, LogSinkJob } from './log-sink.js';
 
 export interface BusLogSinkOptions {

@@ -1,4 +1,5 @@
-import { REASON_CODES, reasons, type BuildRunMessage, type JobReason, type JobRunMessage, type ReasonCode } from '@orloj/common';
+import { REASON_CODES, reasons, type JobReason, type ReasonCode } from '@orloj/common/domain';
+import type { BuildRunMessage, JobRunMessage } from '@orloj/common/messages';
 
 /**
  * Shape checks for message bodies. The envelope proved who sent a message,

@@ -12,31 +12,21 @@
  * and job.finished, which is retried until the bus takes it.
  */
 import { setMaxListeners } from 'node:events';
+import { Cancellation, onAbort, type AbortLike, type Clock } from '@orloj/common/core';
+import { parsePayload, reasons, type CheckResultMessage, type ContainerPayload, type JobReason } from '@orloj/common/domain';
+import { lazyChild, type LazyLogger, type Logger } from '@orloj/common/logging';
 import {
-  Cancellation,
-  lazyChild,
   MESSAGE_TYPES,
-  onAbort,
-  parsePayload,
   QUEUES,
-  reasons,
   TOPICS,
-  type AbortLike,
   type BuildFinishedMessage,
-  type CheckResultMessage,
-  type Clock,
-  type ContainerPayload,
-  type Envelope,
   type JobFinishedMessage,
   type JobHeartbeatMessage,
-  type JobReason,
   type JobRunMessage,
   type JobStartedMessage,
-  type LazyLogger,
-  type Logger,
-  type SignedBus,
-  type Subscription,
-} from '@orloj/common';
+} from '@orloj/common/messages';
+import type { Envelope, SignedBus } from '@orloj/common/envelope';
+import type { Subscription } from '@orloj/common/bus';
 import { DEFAULT_MEMORY_MB, JOB_ID_LABEL, type ContainerExecutor, type ContainerRunSpec, type EnsureImageResult } from './executors/container.executor.js';
 import type { HttpCheckExecutor } from './executors/http-check.executor.js';
 import type { ImagePolicy } from './executors/image-policy.js';

@@ -1,35 +1,32 @@
+import { newId, systemClock, type Clock } from '@orloj/common/core';
 import {
-  applyJobOutcome,
   checkFromMessage,
   firstSlotAfter,
-  MESSAGE_TYPES,
   mostRecentSlot,
-  newId,
   newJob,
   parsePayload,
   queuedAtCreation,
-  QUEUES,
   reasons,
-  recordBuildResult,
-  systemClock,
+  type Job,
+  type JobReason,
+  type Workflow,
+} from '@orloj/common/domain';
+import type { Logger } from '@orloj/common/logging';
+import {
+  MESSAGE_TYPES,
+  QUEUES,
   TOPICS,
   type BuildFinishedMessage,
   type BuildRunMessage,
-  type Clock,
-  type Envelope,
-  type Job,
   type JobFinishedMessage,
   type JobHeartbeatMessage,
-  type JobReason,
   type JobRunMessage,
   type JobStartedMessage,
   type JobStopMessage,
-  type Logger,
-  type SignedBus,
-  type Store,
-  type Subscription,
-  type Workflow,
-} from '@orloj/common';
+} from '@orloj/common/messages';
+import type { Envelope, SignedBus } from '@orloj/common/envelope';
+import type { Subscription } from '@orloj/common/bus';
+import { applyJobOutcome, recordBuildResult, type Store } from '@orloj/common/store';
 import { leaseHolder, LeaderLease } from './leader-lease.js';
 
 export interface SchedulerConfig {

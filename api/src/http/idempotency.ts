@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { Context } from 'koa';
-import { OrlojError, type Clock, type Store } from '@orloj/common';
+import { OrlojError, type Clock } from '@orloj/common/core';
+import type { Store } from '@orloj/common/store';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 const MAX_KEY_BYTES = 255;

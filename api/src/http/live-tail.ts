@@ -1,20 +1,11 @@
 import { performance } from 'node:perf_hooks';
-import {
-  isOrlojError,
-  MESSAGE_TYPES,
-  notFound,
-  OrlojError,
-  TOPICS,
-  type Clock,
-  type Envelope,
-  type Job,
-  type LiveLogsMessage,
-  type LogLine,
-  type Logger,
-  type SignedBus,
-  type Store,
-  type Subscription,
-} from '@orloj/common';
+import { isOrlojError, notFound, OrlojError, type Clock } from '@orloj/common/core';
+import type { Job } from '@orloj/common/domain';
+import type { Logger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, TOPICS, type LiveLogsMessage } from '@orloj/common/messages';
+import type { Envelope, SignedBus } from '@orloj/common/envelope';
+import type { Subscription } from '@orloj/common/bus';
+import type { LogLine, Store } from '@orloj/common/store';
 import { presentLogEntry } from './present.js';
 import { problemOf } from './problem.js';
 import { sseFrame, type SseStream } from './sse.js';

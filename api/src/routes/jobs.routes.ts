@@ -1,17 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import {
-  decodeCursor,
-  encodeCursor,
-  isUuid,
-  JOB_STATUSES,
-  JOB_TRIGGERS,
-  newJob,
-  notFound,
-  OrlojError,
-  validationError,
-  type FieldError,
-} from '@orloj/common';
+import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, validationError, type FieldError } from '@orloj/common/core';
+import { JOB_STATUSES, JOB_TRIGGERS, newJob } from '@orloj/common/domain';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';

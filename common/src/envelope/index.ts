@@ -27,3 +27,4 @@ export {
   type ProducerRole,
   type RoleKeys,
 } from './keys.js';
+export { roleBus } from '../role-bus.js';

@@ -16,7 +16,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
-import { reasons, systemClock, type Clock, type JobReason, type Logger } from '@orloj/common';
+import { systemClock, type Clock } from '@orloj/common/core';
+import { reasons, type JobReason } from '@orloj/common/domain';
+import type { Logger } from '@orloj/common/logging';
 import { DockerFrameDemuxer, LineSplitter, type StreamName } from './line-splitter.js';
 
 export const MANAGED_LABEL = 'orloj.managed';
