@@ -3,9 +3,10 @@
 // @orloj/* package at its src/ instead of its build output.
 module.exports = {
   'node-option': ['import=tsx', 'conditions=orloj-src'],
+  // No `exit: true`: a leaked handle must not be hidden; the guard names it and fails the run.
+  require: ['./scripts/mocha-leak-guard.cjs'],
   // dashboard/src holds the Vitest component tests; dashboard/test the browser suite.
   ignore: ['dashboard/src/**', '**/node_modules/**'],
   reporter: './scripts/mocha-reporter.cjs',
   timeout: 20000,
-  exit: true,
 };

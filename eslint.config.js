@@ -4,7 +4,14 @@ import reactHooks from 'eslint-plugin-react-hooks';
 
 // Role packages talk through the store and the bus, never by importing each other.
 const roles = ['api', 'scheduler', 'runners', 'log-ingest', 'notifier', 'server', 'dashboard'];
-const forbidRoles = (self, allowed = []) => ({
+// common is imported by concern (ARCHITECTURE.md, "Entry points of common"); there is no root barrel.
+const commonEntries = [
+  { name: '@orloj/common', message: 'import @orloj/common by concern (@orloj/common/domain, /store, /bus, …); see ARCHITECTURE.md' },
+  { name: '@orloj/common/test-support', message: 'test support is for tests only' },
+];
+// The runners role has no database: it may not load the store (nor better-sqlite3 or pg).
+const noStore = [{ group: ['@orloj/common/store', 'better-sqlite3', 'pg', 'kysely'], message: 'runners have no database (see ARCHITECTURE.md)' }];
+const forbidRoles = (self, allowed = [], extra = []) => ({
   files: [`${self}/src/**/*.{ts,tsx}`],
   rules: {
     'no-restricted-imports': [
@@ -12,7 +19,9 @@ const forbidRoles = (self, allowed = []) => ({
       {
         patterns: roles
           .filter((r) => r !== self && !allowed.includes(r))
-          .map((r) => ({ group: [`@orloj/${r}`, `@orloj/${r}/*`], message: `${self} may not import ${r} (see ARCHITECTURE.md)` })),
+          .map((r) => ({ group: [`@orloj/${r}`, `@orloj/${r}/*`], message: `${self} may not import ${r} (see ARCHITECTURE.md)` }))
+          .concat(extra),
+        paths: commonEntries,
       },
     ],
   },
@@ -37,7 +46,7 @@ export default tseslint.config(
   },
   forbidRoles('api'),
   forbidRoles('scheduler'),
-  forbidRoles('runners'),
+  forbidRoles('runners', [], noStore),
   forbidRoles('log-ingest'),
   forbidRoles('notifier'),
   // The dashboard talks to the api over HTTP only: no role package in the browser bundle.

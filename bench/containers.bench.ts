@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { silentLogger } from '@orloj/common';
+import { silentLogger } from '@orloj/common/logging';
 import { ContainerExecutor } from '@orloj/runners';
 import { api, createContainerWorkflow, IMAGE, podmanVersion, runtimeOrSkipped, POLL_MS, scheduleJob, until } from './lib/container.js';
 import { startEmbeddedOrloj, type EmbeddedOrloj } from './lib/embedded.js';

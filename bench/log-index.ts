@@ -14,7 +14,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { foldCase, newId, openDatabase, Store, type DatabaseHandle, type LogLineInput } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import { foldCase, openDatabase, Store, type DatabaseHandle, type LogLineInput } from '@orloj/common/store';
 import { createBenchSchema, DEFAULT_BENCH_DATABASE_URL } from './lib/postgres.js';
 
 const SCALE = Number(process.env.LOG_BENCH_SCALE ?? 1);

@@ -16,7 +16,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { newId, openDatabase, Store, type DatabaseHandle, type LogLineInput } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import { openDatabase, Store, type DatabaseHandle, type LogLineInput } from '@orloj/common/store';
 
 type LogMatcher = ReturnType<Store['logQueries']['matcher']>;
 import { createBenchSchema, DEFAULT_BENCH_DATABASE_URL } from './lib/postgres.js';

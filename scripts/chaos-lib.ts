@@ -15,25 +15,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import amqp, { type Channel, type ChannelModel } from 'amqplib';
 import pg from 'pg';
-import {
-  AcceleratedClock,
-  DEAD_LETTER_SUFFIX,
-  ensureKeyDir,
-  newId,
-  newWorkflow,
-  openDatabase,
-  parseDuration,
-  parsePayload,
-  QUEUES,
-  Store,
-  TERMINAL_JOB_STATUSES,
-  TOPICS,
-  type Clock,
-  type DatabaseHandle,
-  type JobsTable,
-  type Selectable,
-  type WorkflowsTable,
-} from '@orloj/common';
+import { AcceleratedClock, newId, type Clock } from '@orloj/common/core';
+import { newWorkflow, parseDuration, parsePayload, TERMINAL_JOB_STATUSES } from '@orloj/common/domain';
+import { QUEUES, TOPICS } from '@orloj/common/messages';
+import { ensureKeyDir } from '@orloj/common/envelope';
+import { DEAD_LETTER_SUFFIX } from '@orloj/common/bus';
+import { openDatabase, Store, type DatabaseHandle, type JobsTable, type Selectable, type WorkflowsTable } from '@orloj/common/store';
 import { DEFAULT_SCHEDULER_CONFIG, LEADER_LEASE, replicaOfHolder } from '@orloj/scheduler';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

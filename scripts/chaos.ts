@@ -13,7 +13,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEAD_LETTER_SUFFIX, ensureKeyDir, MESSAGE_TYPES, parseDuration, QUEUES } from '@orloj/common';
+import { parseDuration } from '@orloj/common/domain';
+import { MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
+import { ensureKeyDir } from '@orloj/common/envelope';
+import { DEAD_LETTER_SUFFIX } from '@orloj/common/bus';
 import { DEFAULT_SCHEDULER_CONFIG } from '@orloj/scheduler';
 import {
   countErrorLines,

@@ -12,7 +12,8 @@
 // whatever happened. Exit code: 0 all checks hold, 1 a check failed, 2 the
 // harness itself failed, 3 the services cannot be restarted here.
 import { parseArgs } from 'node:util';
-import { DEAD_LETTER_SUFFIX, QUEUES } from '@orloj/common';
+import { QUEUES } from '@orloj/common/messages';
+import { DEAD_LETTER_SUFFIX } from '@orloj/common/bus';
 import {
   countErrorLines,
   exitWith,

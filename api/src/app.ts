@@ -1,6 +1,11 @@
 import Koa from 'koa';
 import Router from '@koa/router';
-import { OrlojError, type Clock, type Health, type Logger, type OrlojMetrics, type RequestContext, type ResolvedConfig, type SignedBus, type Store } from '@orloj/common';
+import { OrlojError, type Clock } from '@orloj/common/core';
+import type { ResolvedConfig } from '@orloj/common/config';
+import type { Logger, RequestContext } from '@orloj/common/logging';
+import type { SignedBus } from '@orloj/common/envelope';
+import type { Health, OrlojMetrics } from '@orloj/common/observability';
+import type { Store } from '@orloj/common/store';
 import type { ApiDeps } from './deps.js';
 import { errorMiddleware, sendProblem, withHeaders } from './http/problem.js';
 import { corsMiddleware } from './http/cors.js';

@@ -1,4 +1,9 @@
-import { CONFIG_DEFAULTS, MESSAGE_TYPES, TOPICS, type Clock, type Logger, type ResolvedConfig, type SignedBus, type Store } from '@orloj/common';
+import type { Clock } from '@orloj/common/core';
+import { CONFIG_DEFAULTS, type ResolvedConfig } from '@orloj/common/config';
+import type { Logger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, TOPICS } from '@orloj/common/messages';
+import type { SignedBus } from '@orloj/common/envelope';
+import type { Store } from '@orloj/common/store';
 import type { SessionManager } from './http/session.js';
 import type { IdempotencyGuard } from './http/idempotency.js';
 import type { LiveTailHub } from './http/live-tail.js';

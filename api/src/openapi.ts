@@ -6,10 +6,10 @@ import {
   heartbeatPayloadSchema,
   JOB_STATUSES,
   JOB_TRIGGERS,
-  NOTIFICATION_KINDS,
   REASON_CODES,
   WORKFLOW_KINDS,
-} from '@orloj/common';
+} from '@orloj/common/domain';
+import { NOTIFICATION_KINDS } from '@orloj/common/store';
 import { createWorkflowBody, credentialsBody, markNotificationsBody, scheduleJobBody, updateUserBody, updateWorkflowBody } from './schemas.js';
 
 /**

@@ -1,12 +1,4 @@
-import {
-  BUILD_STATUSES,
-  FAILURE_LIMIT_MAX,
-  FAILURE_LIMIT_MIN,
-  INTERVAL_MAX,
-  INTERVAL_MIN,
-  NAME_MAX_LENGTH,
-  WORKFLOW_KINDS,
-} from '@orloj/common';
+import { BUILD_STATUSES, FAILURE_LIMIT_MAX, FAILURE_LIMIT_MIN, INTERVAL_MAX, INTERVAL_MIN, NAME_MAX_LENGTH, WORKFLOW_KINDS } from '@orloj/common/domain';
 
 /** Request body schemas: ajv validates with them and the OpenAPI document publishes them. */
 export const credentialsBody = {

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { CONFIG_DEFAULTS } from '@orloj/common';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import { createApp, createLiveTailHub, type AppOptions } from './app.js';
 import type { LiveTailHub } from './http/live-tail.js';
 

@@ -3,9 +3,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { silentLogger, systemClock } from '@orloj/common';
+import { systemClock } from '@orloj/common/core';
+import { silentLogger } from '@orloj/common/logging';
 import { ApiServer, DASHBOARD_CSP } from '@orloj/api';
-import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
+import { createTestDatabase, type TestDatabase } from '@orloj/common/test-support';
 import { TestClient } from './support/client.js';
 import { testConfig, uniqueEmail } from './support/harness.js';
 

@@ -1,24 +1,17 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import {
-  MemoryBus,
-  MESSAGE_TYPES,
-  PRODUCER_ROLES,
-  roleBus,
-  silentLogger,
-  systemClock,
-  TOPICS,
-  type ProducerRole,
-  type RoleKeys,
-  type SignedBus,
-} from '@orloj/common';
+import { systemClock } from '@orloj/common/core';
+import { silentLogger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, TOPICS } from '@orloj/common/messages';
+import { PRODUCER_ROLES, roleBus, type ProducerRole, type RoleKeys, type SignedBus } from '@orloj/common/envelope';
+import { MemoryBus } from '@orloj/common/bus';
 import { ApiServer, LiveTailHub, type LiveTailSettings } from '@orloj/api';
 import { SseStream } from '../src/http/sse.js';
 import { describeApi, testConfig, type ApiHarness } from './support/harness.js';
 import { TestClient } from './support/client.js';
 import { containerWorkflow, entry, heartbeatWorkflow, insertJob, insertLines, lines, type Line } from './support/logs.js';
 import { SseReader } from './support/sse.js';
-import { waitFor } from '../../common/test/support/async.js';
+import { waitFor } from '@orloj/common/test-support';
 
 type Json = Record<string, any>;
 

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import fc from 'fast-check';
 import { Pool, errors as undiciErrors } from 'undici';
-import { ManualClock } from '@orloj/common';
+import { ManualClock } from '@orloj/common/core';
 import { describeApi, key, uniqueEmail, workflowBody, type ApiHarness } from './support/harness.js';
 import { operations } from './support/conformance.js';
 

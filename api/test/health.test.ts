@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { LATE_AFTER_MS, RECENT_RUNS, UPTIME_WINDOW_MS, type CheckResult, type Job, type JobStatus } from '@orloj/common';
+import { LATE_AFTER_MS, RECENT_RUNS, UPTIME_WINDOW_MS, type CheckResult, type Job, type JobStatus } from '@orloj/common/domain';
 import { describeApi, key, workflowBody, type ApiHarness } from './support/harness.js';
 import { schemaAt } from './support/conformance.js';
 import type { TestClient } from './support/client.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { Client } from 'undici';
-import { ManualClock } from '@orloj/common';
+import { ManualClock } from '@orloj/common/core';
 import { describeApi, key, uniqueEmail, workflowBody } from './support/harness.js';
 import { rawRequest } from './support/client.js';
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { newId, reasons, toIso, type Job, type JobReason, type JobStatus, type JobTrigger, type Workflow } from '@orloj/common';
+import { newId, toIso } from '@orloj/common/core';
+import { reasons, type Job, type JobReason, type JobStatus, type JobTrigger, type Workflow } from '@orloj/common/domain';
 import { describeApi, key, workflowBody, type ApiHarness } from './support/harness.js';
 import type { HttpResponse, TestClient } from './support/client.js';
 

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
-import { MemoryBus, newId, silentLogger, type NotificationKind } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import { silentLogger } from '@orloj/common/logging';
+import { MemoryBus } from '@orloj/common/bus';
+import type { NotificationKind } from '@orloj/common/store';
 import { describeApi } from './support/harness.js';
 import { userIdOf } from './support/notifications.js';
 import { heartbeatWorkflow } from './support/logs.js';
 import { schemaAt } from './support/conformance.js';
-import { generateKeys } from '../../common/test/support/keys.js';
+import { generateKeys } from '@orloj/common/test-support';
 import { drained, endJob, notifierOn } from '../../notifier/test/support.js';
 
 /** `GET /notifications?kind=…`: alerts apart from routine notifications (docs/api.md, "Notifications"). */

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { MemoryBus, silentLogger, type Store } from '@orloj/common';
+import { silentLogger } from '@orloj/common/logging';
+import { MemoryBus } from '@orloj/common/bus';
+import type { Store } from '@orloj/common/store';
 import type { Notifier } from '@orloj/notifier';
 import { describeApi, key, workflowBody } from './support/harness.js';
 import { seedNotifications, userIdOf } from './support/notifications.js';
-import { generateKeys } from '../../common/test/support/keys.js';
+import { generateKeys } from '@orloj/common/test-support';
 import { drained, endJob, notifierOn } from '../../notifier/test/support.js';
 
 describeApi('notifications and analytics routes', (h) => {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { newId, reasons, silentLogger, systemClock, type Job } from '@orloj/common';
+import { newId, systemClock } from '@orloj/common/core';
+import { reasons, type Job } from '@orloj/common/domain';
+import { silentLogger } from '@orloj/common/logging';
 import { ApiServer, openApiDocument } from '@orloj/api';
 import { TestClient, type HttpResponse } from './support/client.js';
 import { describeApi, key, testConfig, uniqueEmail, workflowBody } from './support/harness.js';

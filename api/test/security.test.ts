@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { request } from 'undici';
-import { ManualClock } from '@orloj/common';
+import { ManualClock } from '@orloj/common/core';
 import { describeApi, key, uniqueEmail, workflowBody, type ApiHarness } from './support/harness.js';
 import { rawRequest, type HttpResponse } from './support/client.js';
 

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { describeApi, key, workflowBody } from './support/harness.js';
 import { rawRequest, TestClient } from './support/client.js';
-import { openDatabase, silentLogger, Store, systemClock, type DatabaseHandle, type Job, type JobStatus } from '@orloj/common';
+import { systemClock } from '@orloj/common/core';
+import type { Job, JobStatus } from '@orloj/common/domain';
+import { silentLogger } from '@orloj/common/logging';
+import { openDatabase, Store, type DatabaseHandle } from '@orloj/common/store';
 import { ApiServer } from '@orloj/api';
 
 const containerPayload = (image = 'localhost/orloj-test/busybox:1') => JSON.stringify({ image, cmd: ['echo', 'hi'] });

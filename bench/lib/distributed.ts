@@ -6,7 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { ensureKeyDir } from '@orloj/common';
+import { ensureKeyDir } from '@orloj/common/envelope';
 import { profileArgs, REPO_ROOT } from './child.js';
 
 /**

@@ -1,7 +1,8 @@
 // Runs inside the orloj server process (bench/servers/orloj.ts): it imports the
 // @orloj/common sources, which the load generator process never does.
 import { sql } from 'kysely';
-import { newId, type LogLineInput, type Store } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import type { LogLineInput, Store } from '@orloj/common/store';
 import { RARE_TERM } from './log-terms.js';
 
 const BATCH = 500; // 16 columns × 500 rows stays under both engines' bind-parameter limits

@@ -8,7 +8,7 @@
 // of its own.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
-import { openDatabase, type DatabaseHandle } from '@orloj/common';
+import { openDatabase, type DatabaseHandle } from '@orloj/common/store';
 import { parseRoles, startOrloj } from '@orloj/server';
 import { serveParent } from '../lib/child.js';
 import type { ProcessUsage } from '../lib/embedded.js';

@@ -5,7 +5,10 @@
 // search that could be written: the bound the log-search suite holds the api to.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createLogger, loadConfig, openDatabase, resolveSecrets, Store, systemClock } from '@orloj/common';
+import { systemClock } from '@orloj/common/core';
+import { loadConfig, resolveSecrets } from '@orloj/common/config';
+import { createLogger } from '@orloj/common/logging';
+import { openDatabase, Store } from '@orloj/common/store';
 import { ApiServer } from '@orloj/api';
 import { serveParent } from '../lib/child.js';
 import { engineVersion, seedJobLogs, seedWorkflows, timeSearchSql } from '../lib/seed.js';

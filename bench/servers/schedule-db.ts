@@ -4,7 +4,9 @@
 // starts, moves their schedule once it runs, and reads the jobs table
 // afterwards. No HTTP: it reports port 0.
 import { sql } from 'kysely';
-import { loadConfig, newId, openDatabase, Store } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import { loadConfig } from '@orloj/common/config';
+import { openDatabase, Store } from '@orloj/common/store';
 import { serveParent } from '../lib/child.js';
 import { engineVersion } from '../lib/seed.js';
 import { lagSummary, summarize, type Lag, type Summary } from '../lib/stats.js';

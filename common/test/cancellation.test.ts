@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { Cancellation, onAbort, systemClock } from '@orloj/common';
+import { Cancellation, onAbort, systemClock } from '@orloj/common/core';
 
 describe('Cancellation', () => {
   it('tells its listeners once, however often it is aborted', () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { CONFIG_DEFAULTS, DEFAULT_BUS_PREFIX, DEFAULT_MAX_DELIVERIES, DEFAULT_PREFETCH, loadConfig } from '@orloj/common';
+import { CONFIG_DEFAULTS, loadConfig } from '@orloj/common/config';
+import { DEFAULT_BUS_PREFIX, DEFAULT_MAX_DELIVERIES, DEFAULT_PREFETCH } from '@orloj/common/bus';
 
 describe('CONFIG_DEFAULTS', () => {
   it('is what loadConfig falls back to when nothing is set', () => {

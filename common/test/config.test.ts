@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig, resolveSecrets } from '@orloj/common';
+import { ConfigError, loadConfig, resolveSecrets } from '@orloj/common/config';
 
 describe('config', () => {
   it('has documented defaults', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeCursor, encodeCursor, formatDuration, newId, newWorkflow, OrlojError, parseDuration, parsePayload, toIso, type NewWorkflow } from '@orloj/common';
+import { decodeCursor, encodeCursor, newId, OrlojError, toIso } from '@orloj/common/core';
+import { formatDuration, newWorkflow, parseDuration, parsePayload, type NewWorkflow } from '@orloj/common/domain';
 
 describe('durations', () => {
   it('parses Go-style durations', () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { checkFromMessage, checkToMessage, LATE_AFTER_MS, workflowHealth, type RunFacts, type RunSummary } from '@orloj/common';
+import { checkFromMessage, checkToMessage, LATE_AFTER_MS, workflowHealth, type RunFacts, type RunSummary } from '@orloj/common/domain';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 const active = { buildStatus: 'COMPLETED', terminatedAt: null, consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3 } as const;

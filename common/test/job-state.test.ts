@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { ALLOWED_FROM, canTransition, JOB_STATUSES, newId, type Job, type JobStatus } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import { ALLOWED_FROM, canTransition, JOB_STATUSES, type Job, type JobStatus } from '@orloj/common/domain';
 import { describeEachEngine } from './support/stores.js';
 
 describe('job state machine', () => {

@@ -1,27 +1,26 @@
 import assert from 'node:assert/strict';
+import { newId, OrlojError } from '@orloj/common/core';
 import {
   afterSystemFailure,
   ALLOWED_FROM,
   awaitsRunner,
   cancelReason,
   CANCELED_WITH_WORKFLOW,
-  CONFIG_DEFAULTS,
   createDueJob,
   createManualJob,
   finishAttempt,
   heartbeatInterval,
   isOpenAttempt,
   leaseExpiry,
-  newId,
   newJob,
-  OrlojError,
   queueNextAttempt,
   reasons,
   staleAttemptStop,
   startAttempt,
   type Job,
   type JobTransition,
-} from '@orloj/common';
+} from '@orloj/common/domain';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import { workflowFixture } from './support/fixtures.js';
 
 const NOW = 1_000_000;

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { sql } from 'kysely';
-import { foldCase, newId, newJob, type LogLine, type LogLineInput, type Store } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import { newJob } from '@orloj/common/domain';
+import { foldCase, type LogLine, type LogLineInput, type Store } from '@orloj/common/store';
 import { BLOCK_LINES, BLOOM_BYTES, addLine, bloomLacks, needleProbes } from '../src/store/log-blocks.js';
 import { describeEachEngine } from './support/stores.js';
 import { workflowFixture } from './support/fixtures.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { createLogger, lazyChild, RequestContext } from '@orloj/common';
+import { createLogger, lazyChild, RequestContext } from '@orloj/common/logging';
 import { duplicateKeys, jsonLines } from './support/json-lines.js';
 
 function capture(level: string) {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { foldCase, newId, newJob, type LogLineInput, type Store } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import { newJob } from '@orloj/common/domain';
+import { foldCase, type LogLineInput, type Store } from '@orloj/common/store';
 import { describeEachEngine } from './support/stores.js';
 import { workflowFixture } from './support/fixtures.js';
 

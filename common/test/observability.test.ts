@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
-import { Health, InstrumentedBus, MemoryBus, OrlojMetrics, roleBus, silentLogger, systemClock } from '@orloj/common';
+import { systemClock } from '@orloj/common/core';
+import { silentLogger } from '@orloj/common/logging';
+import { roleBus } from '@orloj/common/envelope';
+import { MemoryBus } from '@orloj/common/bus';
+import { Health, InstrumentedBus, OrlojMetrics } from '@orloj/common/observability';
 import { generateKeys } from './support/keys.js';
 import { until, waitFor } from './support/async.js';
 

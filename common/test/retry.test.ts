@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { backoffDelay, Cancellation, retry, retryPolicies, type AbortLike, type Clock, type RetryPolicy } from '@orloj/common';
+import { backoffDelay, Cancellation, retry, retryPolicies, type AbortLike, type Clock, type RetryPolicy } from '@orloj/common/core';
 
 /** A clock whose sleeps return at once, recording what was asked; `onSleep` may act meanwhile (abort, say). */
 function recordingClock(onSleep: (ms: number) => void = () => undefined): Clock & { sleeps: number[] } {

@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { newId, newJob, openDatabase, type Workflow } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import { newJob, type Workflow } from '@orloj/common/domain';
+import { openDatabase } from '@orloj/common/store';
 import { describeEachEngine } from './support/stores.js';
 import { workflowFixture } from './support/fixtures.js';
 

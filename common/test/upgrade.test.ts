@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { DatabaseTooNewError, openDatabase } from '@orloj/common';
+import { DatabaseTooNewError, openDatabase } from '@orloj/common/store';
 import { MIGRATION_NAMES } from '../src/store/migrations/index.js';
 import { createTestDatabase, ENGINES, type TestDatabase } from './support/stores.js';
 

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
-import { requireServices, services } from '../../common/test/support/services.js';
+import { requireServices, services } from '@orloj/common/test-support';
 import { CHROMIUM, DASHBOARD_DIST, SCREENSHOTS, startOrloj } from './support/orloj.js';
 
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';

@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
-import { requireServices, services } from '../../common/test/support/services.js';
+import { requireServices, services } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
 import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
 

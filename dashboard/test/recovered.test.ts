@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { requireServices } from '../../common/test/support/services.js';
+import { requireServices } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
 import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
 

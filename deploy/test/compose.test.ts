@@ -5,7 +5,7 @@ import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { TestClient } from '../../api/test/support/client.js';
-import { requireServices } from '../../common/test/support/services.js';
+import { requireServices } from '@orloj/common/test-support';
 import { IMAGE, buildImage, freePort, podman, podmanEnv, repoDir, run, until } from './support/image.js';
 
 /**

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
-import { requireServices } from '../../common/test/support/services.js';
+import { requireServices } from '@orloj/common/test-support';
 import { validateManifest } from './support/kubernetes-schema.js';
 
 /**

@@ -1,2 +1,2 @@
-export { isConnectionError } from '@orloj/common';
+export { isConnectionError } from '@orloj/common/store';
 export { LogIngester, type LogIngesterOptions, type LogIngesterMetrics } from './log-ingester.js';

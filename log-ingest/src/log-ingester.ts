@@ -22,21 +22,12 @@
  *   round trip per batch; each is still broadcast as it came, in order,
  *   while the next write runs.
  */
-import {
-  MESSAGE_TYPES,
-  QUEUES,
-  retry,
-  retryPolicies,
-  TOPICS,
-  type Clock,
-  type LiveLogsMessage,
-  type LogBatchMessage,
-  type Logger,
-  type RetryPolicy,
-  type SignedBus,
-  type Store,
-  type Subscription,
-} from '@orloj/common';
+import { retry, retryPolicies, type Clock, type RetryPolicy } from '@orloj/common/core';
+import type { Logger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, QUEUES, TOPICS, type LiveLogsMessage, type LogBatchMessage } from '@orloj/common/messages';
+import type { SignedBus } from '@orloj/common/envelope';
+import type { Subscription } from '@orloj/common/bus';
+import type { Store } from '@orloj/common/store';
 
 export interface LogIngesterOptions {
   store: Store;

@@ -2,23 +2,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  AcceleratedClock,
-  MESSAGE_TYPES,
-  newId,
-  newWorkflow,
-  QUEUES,
-  silentLogger,
-  systemClock,
-  type Envelope,
-  type JobFinishedMessage,
-  type JobRunMessage,
-} from '@orloj/common';
+import { AcceleratedClock, newId, systemClock } from '@orloj/common/core';
+import { newWorkflow } from '@orloj/common/domain';
+import { silentLogger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, QUEUES, type JobFinishedMessage, type JobRunMessage } from '@orloj/common/messages';
+import type { Envelope } from '@orloj/common/envelope';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
 import { BusLogSink, ContainerExecutor, HttpCheckExecutor, Runner } from '@orloj/runners';
-import { createTestDatabase, type Engine, type TestDatabase } from '../../common/test/support/stores.js';
-import { needService } from '../../common/test/support/services.js';
-import { deferred } from '../../common/test/support/async.js';
+import { createTestDatabase, type Engine, type TestDatabase, needService, deferred } from '@orloj/common/test-support';
 import { LogIngester } from '../src/log-ingester.js';
 import { busFor, generateKeys, insertJob, openBus, storedLines, until } from './support.js';
 

@@ -4,11 +4,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import amqp from 'amqplib';
-import { AmqpBus, createBus, ensureKeyDir, QUEUES, silentLogger, type RoleKeys } from '@orloj/common';
-import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
-import { needService } from '../../common/test/support/services.js';
-import { deleteBusObjects } from '../../common/test/support/amqp.js';
-import { RoleProcess } from '../../common/test/support/role-process.js';
+import { silentLogger } from '@orloj/common/logging';
+import { QUEUES } from '@orloj/common/messages';
+import { ensureKeyDir, type RoleKeys } from '@orloj/common/envelope';
+import { AmqpBus, createBus } from '@orloj/common/bus';
+import { createTestDatabase, type TestDatabase, needService, deleteBusObjects, RoleProcess } from '@orloj/common/test-support';
 import { busFor, insertJob, lines, publishBatch, until, type TestJob } from './support.js';
 
 const JOBS = 4;

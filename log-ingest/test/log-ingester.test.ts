@@ -1,21 +1,11 @@
 import assert from 'node:assert/strict';
-import {
-  MESSAGE_TYPES,
-  QUEUES,
-  silentLogger,
-  Store,
-  systemClock,
-  TOPICS,
-  type Envelope,
-  type LiveLogsMessage,
-  type LogBatchMessage,
-  type RoleKeys,
-  type SignedBus,
-  type Subscription,
-} from '@orloj/common';
-import { describeEachEngine } from '../../common/test/support/stores.js';
-import { needService } from '../../common/test/support/services.js';
-import { Inbox } from '../../common/test/support/async.js';
+import { systemClock } from '@orloj/common/core';
+import { silentLogger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, QUEUES, TOPICS, type LiveLogsMessage, type LogBatchMessage } from '@orloj/common/messages';
+import type { Envelope, RoleKeys, SignedBus } from '@orloj/common/envelope';
+import type { Subscription } from '@orloj/common/bus';
+import { Store } from '@orloj/common/store';
+import { describeEachEngine, needService, Inbox } from '@orloj/common/test-support';
 import { LogIngester, type LogIngesterOptions } from '../src/log-ingester.js';
 import { busFor, generateKeys, insertJob, lines, openBus, publishBatch, rowCount, storedLines, until, type TestJob } from './support.js';
 

@@ -1,27 +1,13 @@
 import crypto from 'node:crypto';
-import {
-  AmqpBus,
-  createBus,
-  MESSAGE_TYPES,
-  newId,
-  newJob,
-  QUEUES,
-  roleBus,
-  silentLogger,
-  systemClock,
-  type Bus,
-  type Clock,
-  type LogBatchMessage,
-  type ProducerRole,
-  type LogLineMessage,
-  type RoleKeys,
-  type SignedBus,
-  type Store,
-  type Workflow,
-} from '@orloj/common';
-import { generateKeys } from '../../common/test/support/keys.js';
-import { workflowFixture } from '../../common/test/support/fixtures.js';
-export { until } from '../../common/test/support/async.js';
+import { newId, systemClock, type Clock } from '@orloj/common/core';
+import { newJob, type Workflow } from '@orloj/common/domain';
+import { silentLogger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, QUEUES, type LogBatchMessage, type LogLineMessage } from '@orloj/common/messages';
+import { roleBus, type ProducerRole, type RoleKeys, type SignedBus } from '@orloj/common/envelope';
+import { AmqpBus, createBus, type Bus } from '@orloj/common/bus';
+import type { Store } from '@orloj/common/store';
+import { generateKeys, workflowFixture } from '@orloj/common/test-support';
+export { until } from '@orloj/common/test-support';
 
 export { generateKeys };
 

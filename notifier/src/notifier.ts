@@ -12,22 +12,14 @@
  *   redelivers what was unacked.
  * - Patient: a store that is down is waited for instead of dead-lettering events.
  */
-import {
-  jobDurationSeconds,
-  MESSAGE_TYPES,
-  newId,
-  QUEUES,
-  retry,
-  retryPolicies,
-  type Clock,
-  type DomainEvent,
-  type JobEventData,
-  type Logger,
-  type OrlojMetrics,
-  type SignedBus,
-  type Store,
-  type Subscription,
-} from '@orloj/common';
+import { newId, retry, retryPolicies, type Clock } from '@orloj/common/core';
+import { jobDurationSeconds, type DomainEvent, type JobEventData } from '@orloj/common/domain';
+import type { Logger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
+import type { SignedBus } from '@orloj/common/envelope';
+import type { Subscription } from '@orloj/common/bus';
+import type { OrlojMetrics } from '@orloj/common/observability';
+import type { Store } from '@orloj/common/store';
 import { notificationFor } from './rules/notification.rule.js';
 import { OutboxRelay } from './outbox-relay.js';
 

@@ -1,4 +1,9 @@
-import { CONFIG_DEFAULTS, DOMAIN_EVENT_TTL_MS, MESSAGE_TYPES, QUEUES, type Clock, type Logger, type SignedBus, type Store } from '@orloj/common';
+import type { Clock } from '@orloj/common/core';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import type { Logger } from '@orloj/common/logging';
+import { DOMAIN_EVENT_TTL_MS, MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
+import type { SignedBus } from '@orloj/common/envelope';
+import type { Store } from '@orloj/common/store';
 
 export interface OutboxRelayOptions {
   store: Store;

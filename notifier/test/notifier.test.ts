@@ -1,23 +1,13 @@
 import assert from 'node:assert/strict';
-import {
-  deleteWorkflow,
-  DOMAIN_EVENT_TTL_MS,
-  domainEvents,
-  MESSAGE_TYPES,
-  QUEUES,
-  reasons,
-  recordBuildResult,
-  roleBus,
-  silentLogger,
-  systemClock,
-  terminateWorkflow,
-  type Bus,
-  type RoleKeys,
-  type Store,
-} from '@orloj/common';
+import { systemClock } from '@orloj/common/core';
+import { domainEvents, reasons } from '@orloj/common/domain';
+import { silentLogger } from '@orloj/common/logging';
+import { DOMAIN_EVENT_TTL_MS, MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
+import { roleBus, type RoleKeys } from '@orloj/common/envelope';
+import type { Bus } from '@orloj/common/bus';
+import { deleteWorkflow, recordBuildResult, terminateWorkflow, type Store } from '@orloj/common/store';
 import { OutboxRelay, type Notifier } from '@orloj/notifier';
-import { describeEachEngine } from '../../common/test/support/stores.js';
-import { needService } from '../../common/test/support/services.js';
+import { describeEachEngine, needService } from '@orloj/common/test-support';
 import { drained, endJob, insertUser, insertWorkflow, notificationsOf, notifierOn, openTestBus, recount, until } from './support.js';
 
 /**

@@ -1,26 +1,12 @@
 import crypto from 'node:crypto';
-import {
-  AmqpBus,
-  applyJobOutcome,
-  createBus,
-  createWorkflow,
-  newId,
-  newJob,
-  roleBus,
-  silentLogger,
-  systemClock,
-  type Bus,
-  type Clock,
-  type Job,
-  type JobReason,
-  type RoleKeys,
-  type Store,
-  type Workflow,
-} from '@orloj/common';
+import { newId, systemClock, type Clock } from '@orloj/common/core';
+import { newJob, type Job, type JobReason, type Workflow } from '@orloj/common/domain';
+import { silentLogger } from '@orloj/common/logging';
+import { roleBus, type RoleKeys } from '@orloj/common/envelope';
+import { AmqpBus, createBus, type Bus } from '@orloj/common/bus';
+import { applyJobOutcome, createWorkflow, type Store } from '@orloj/common/store';
 import { Notifier } from '@orloj/notifier';
-import { workflowFixture } from '../../common/test/support/fixtures.js';
-import { generateKeys } from '../../common/test/support/keys.js';
-import { until } from '../../common/test/support/async.js';
+import { workflowFixture, generateKeys, until } from '@orloj/common/test-support';
 
 export { until };
 

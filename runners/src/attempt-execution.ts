@@ -4,7 +4,10 @@
  * and sent to the log sink). Returns the Outcome; reporting it is the
  * runner's.
  */
-import { parsePayload, reasons, type Cancellation, type CheckResultMessage, type ContainerPayload, type JobRunMessage, type Logger } from '@orloj/common';
+import type { Cancellation } from '@orloj/common/core';
+import { parsePayload, reasons, type CheckResultMessage, type ContainerPayload } from '@orloj/common/domain';
+import type { Logger } from '@orloj/common/logging';
+import type { JobRunMessage } from '@orloj/common/messages';
 import { DEFAULT_MEMORY_MB, JOB_ID_LABEL, type ContainerExecutor, type ContainerRunSpec, type EnsureImageResult } from './executors/container.executor.js';
 import type { HttpCheckExecutor } from './executors/http-check.executor.js';
 import type { ImagePolicy } from './executors/image-policy.js';

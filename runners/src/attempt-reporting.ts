@@ -3,7 +3,9 @@
  * heartbeatMs (the scheduler's lease on it), and job.finished, published
  * until the bus takes it (retryPolicies.resultPublish) or stop() abandons it.
  */
-import { MESSAGE_TYPES, QUEUES, retry, type AbortLike, type Cancellation, type Clock, type JobFinishedMessage, type JobHeartbeatMessage, type RetryPolicy, type SignedBus } from '@orloj/common';
+import { retry, type AbortLike, type Cancellation, type Clock, type RetryPolicy } from '@orloj/common/core';
+import { MESSAGE_TYPES, QUEUES, type JobFinishedMessage, type JobHeartbeatMessage } from '@orloj/common/messages';
+import type { SignedBus } from '@orloj/common/envelope';
 import type { Attempt } from './attempt.js';
 
 export interface AttemptReportingDeps {

@@ -2,7 +2,10 @@
  * One job attempt on a runner, from job.started to job.finished: its state,
  * the outcome its execution returns, and how that outcome is reported.
  */
-import { onAbort, reasons, type AbortLike, type Cancellation, type CheckResultMessage, type JobFinishedMessage, type JobReason, type JobRunMessage, type LazyLogger } from '@orloj/common';
+import { onAbort, type AbortLike, type Cancellation } from '@orloj/common/core';
+import { reasons, type CheckResultMessage, type JobReason } from '@orloj/common/domain';
+import type { LazyLogger } from '@orloj/common/logging';
+import type { JobFinishedMessage, JobRunMessage } from '@orloj/common/messages';
 
 /** What an execution returned, before job.stop or the shutdown hand-back are taken into account (settle()). */
 export type Outcome = (

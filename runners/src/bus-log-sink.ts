@@ -25,19 +25,10 @@
  *   (count-only batches, at most one per countIntervalMs, and a last one at
  *   close): log-ingest counts lines of every job for analytics.
  */
-import {
-  LOG_BATCH_TTL_MS,
-  MESSAGE_TYPES,
-  QUEUES,
-  retry,
-  retryPolicies,
-  type Clock,
-  type LogBatchMessage,
-  type LogColumns,
-  type Logger,
-  type RetryPolicy,
-  type SignedBus,
-} from '@orloj/common';
+import { retry, retryPolicies, type Clock, type RetryPolicy } from '@orloj/common/core';
+import type { Logger } from '@orloj/common/logging';
+import { LOG_BATCH_TTL_MS, MESSAGE_TYPES, QUEUES, type LogBatchMessage, type LogColumns } from '@orloj/common/messages';
+import type { SignedBus } from '@orloj/common/envelope';
 import type { CapturedLine, JobLogWriter, LogSink, LogSinkJob } from './log-sink.js';
 
 export interface BusLogSinkOptions {

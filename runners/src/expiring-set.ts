@@ -1,4 +1,4 @@
-import type { Clock } from '@orloj/common';
+import type { Clock } from '@orloj/common/core';
 
 /**
  * A set of strings that forgets each member `ttlMs` after it was (last)

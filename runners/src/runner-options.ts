@@ -1,5 +1,8 @@
 /** What a Runner is built from (RunnerOptions, with their defaults) and what it reports (RunnerMetrics). */
-import { CONFIG_DEFAULTS, type Clock, type Logger, type SignedBus } from '@orloj/common';
+import type { Clock } from '@orloj/common/core';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import type { Logger } from '@orloj/common/logging';
+import type { SignedBus } from '@orloj/common/envelope';
 import type { ContainerExecutor } from './executors/container.executor.js';
 import type { HttpCheckExecutor } from './executors/http-check.executor.js';
 import type { ImagePolicy } from './executors/image-policy.js';

@@ -17,28 +17,22 @@
  * heartbeats and result attempt-reporting.ts; its options runner-options.ts.
  */
 import { setMaxListeners } from 'node:events';
+import { Cancellation, type Clock, retryPolicies } from '@orloj/common/core';
+import { reasons, heartbeatInterval } from '@orloj/common/domain';
+import { lazyChild, type LazyLogger, type Logger } from '@orloj/common/logging';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import {
-  Cancellation,
-  CONFIG_DEFAULTS,
-  heartbeatInterval,
-  lazyChild,
   MESSAGE_TYPES,
   QUEUES,
-  reasons,
-  retryPolicies,
   TOPICS,
   type BuildFinishedMessage,
-  type Clock,
-  type Envelope,
   type JobRunMessage,
   type BuildRunMessage,
   type JobRunRead,
   type JobStopMessage,
-  type LazyLogger,
-  type Logger,
-  type SignedBus,
-  type Subscription,
-} from '@orloj/common';
+} from '@orloj/common/messages';
+import type { Envelope, SignedBus } from '@orloj/common/envelope';
+import type { Subscription } from '@orloj/common/bus';
 import type { ContainerExecutor } from './executors/container.executor.js';
 import { ABORTED, finishedMessage, settle, untilAborted, type Attempt, type Outcome } from './attempt.js';
 import { AttemptExecution } from './attempt-execution.js';

@@ -1,30 +1,19 @@
 import assert from 'node:assert/strict';
 import crypto, { type KeyObject } from 'node:crypto';
 import { pino } from 'pino';
+import { ManualClock, newId, systemClock, type Clock } from '@orloj/common/core';
+import { MESSAGE_TYPES, PRODUCER_POLICY, QUEUES, type JobRunMessage, type LogBatchMessage } from '@orloj/common/messages';
+import { EnvelopeSigner, EnvelopeVerifier, SignedBus, type Envelope, type ProducerRole } from '@orloj/common/envelope';
 import {
-  EnvelopeSigner,
-  EnvelopeVerifier,
-  ManualClock,
   MemoryBus,
-  MESSAGE_TYPES,
-  newId,
-  PRODUCER_POLICY,
-  QUEUES,
-  SignedBus,
-  systemClock,
   type BroadcastHandler,
   type Bus,
-  type Clock,
   type ConsumeOptions,
-  type Envelope,
-  type JobRunMessage,
-  type LogBatchMessage,
   type MessageHandler,
-  type ProducerRole,
   type PublishOptions,
   type Subscription,
-} from '@orloj/common';
-import { deferred, Inbox, waitFor, within, type Deferred } from '../../common/test/support/async.js';
+} from '@orloj/common/bus';
+import { deferred, Inbox, waitFor, within, type Deferred } from '@orloj/common/test-support';
 import { BusLogSink, LogSinkAbandonedError, type BusLogSinkOptions } from '../src/bus-log-sink.js';
 import type { ContainerExecutor, ContainerRunHooks, ContainerRunResult, ContainerRunSpec } from '../src/executors/container.executor.js';
 import { HttpCheckExecutor } from '../src/executors/http-check.executor.js';

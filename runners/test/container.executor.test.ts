@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { setImmediate } from 'node:timers/promises';
 import Docker from 'dockerode';
 import { pino } from 'pino';
-import { reasons } from '@orloj/common';
-import { needService } from '../../common/test/support/services.js';
+import { reasons } from '@orloj/common/domain';
+import { needService } from '@orloj/common/test-support';
 import {
   ContainerExecutor,
   dockerOptionsFromHost,

@@ -4,8 +4,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setImmediate } from 'node:timers/promises';
 import { pino } from 'pino';
-import { Cancellation, reasons } from '@orloj/common';
-import type { CheckFailure, HeartbeatPayload } from '@orloj/common';
+import { Cancellation } from '@orloj/common/core';
+import { reasons } from '@orloj/common/domain';
+import type { CheckFailure, HeartbeatPayload } from '@orloj/common/domain';
 import { HttpCheckExecutor, parseTargetList } from '../src/executors/http-check.executor.js';
 import type { HttpCheckResult } from '../src/executors/http-check.executor.js';
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
-import { reasons, type ContainerLimits } from '@orloj/common';
-import { tcpCanary, type Canary } from '../../common/test/support/canary.js';
-import { needService } from '../../common/test/support/services.js';
+import { reasons } from '@orloj/common/domain';
+import type { ContainerLimits } from '@orloj/common/config';
+import { tcpCanary, type Canary, needService } from '@orloj/common/test-support';
 import { ContainerExecutor, ImagePolicy, type Resolver } from '../src/index.js';
 import { LogCap } from '../src/log-cap.js';
 

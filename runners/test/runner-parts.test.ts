@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ManualClock } from '@orloj/common';
+import { ManualClock } from '@orloj/common/core';
 import { ExpiringSet } from '../src/expiring-set.js';
 import { Semaphore } from '../src/semaphore.js';
 

@@ -5,38 +5,34 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Docker from 'dockerode';
 import { pino } from 'pino';
+import { ManualClock, newId } from '@orloj/common/core';
+import { reasons } from '@orloj/common/domain';
+import { loadConfig } from '@orloj/common/config';
 import {
-  loadConfig,
-  EnvelopeSigner,
-  EnvelopeVerifier,
-  ManualClock,
-  MemoryBus,
   MESSAGE_TYPES,
-  newId,
   MESSAGES,
   PRODUCER_POLICY,
   QUEUES,
-  reasons,
-  SignedBus,
   TOPICS,
   type BuildFinishedMessage,
   type BuildRunMessage,
-  type Bus,
-  type ConsumeOptions,
-  type Envelope,
   type JobFinishedMessage,
   type JobHeartbeatMessage,
   type JobRunMessage,
   type JobStartedMessage,
   type JobStopMessage,
+} from '@orloj/common/messages';
+import { EnvelopeSigner, EnvelopeVerifier, SignedBus, type Envelope, type ProducerRole } from '@orloj/common/envelope';
+import {
+  MemoryBus,
+  type Bus,
+  type ConsumeOptions,
   type MessageHandler,
-  type ProducerRole,
   type PublishOptions,
   type BroadcastHandler,
   type Subscription,
-} from '@orloj/common';
-import { deferred, Inbox, waitFor, within, type Deferred } from '../../common/test/support/async.js';
-import { needService } from '../../common/test/support/services.js';
+} from '@orloj/common/bus';
+import { deferred, Inbox, waitFor, within, type Deferred, needService } from '@orloj/common/test-support';
 import { ContainerExecutor, dockerOptionsFromHost, MANAGED_LABEL } from '../src/executors/container.executor.js';
 import { HttpCheckExecutor } from '../src/executors/http-check.executor.js';
 import { ImagePolicy } from '../src/executors/image-policy.js';

@@ -1,4 +1,7 @@
-import type { Clock, Logger, SignedBus, Store } from '@orloj/common';
+import type { Clock } from '@orloj/common/core';
+import type { Logger } from '@orloj/common/logging';
+import type { SignedBus } from '@orloj/common/envelope';
+import type { Store } from '@orloj/common/store';
 import type { SchedulerConfig, SchedulerStats } from './scheduler.js';
 
 /** What every part of the scheduler works with; the Scheduler builds one and hands it to each part. */

@@ -1,11 +1,5 @@
-import {
-  createDueJob,
-  firstSlotAfter,
-  mostRecentSlot,
-  type Job,
-  type Store,
-  type Workflow,
-} from '@orloj/common';
+import { createDueJob, firstSlotAfter, mostRecentSlot, type Job, type Workflow } from '@orloj/common/domain';
+import type { Store } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 

@@ -1,16 +1,6 @@
-import {
-  afterSystemFailure,
-  applyJobOutcome,
-  MESSAGE_TYPES,
-  queueNextAttempt,
-  QUEUES,
-  TOPICS,
-  type Job,
-  type JobReason,
-  type JobRunMessage,
-  type JobStopMessage,
-  type Workflow,
-} from '@orloj/common';
+import { afterSystemFailure, queueNextAttempt, type Job, type JobReason, type Workflow } from '@orloj/common/domain';
+import { MESSAGE_TYPES, QUEUES, TOPICS, type JobRunMessage, type JobStopMessage } from '@orloj/common/messages';
+import { applyJobOutcome } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 
 /**

@@ -1,22 +1,8 @@
-import {
-  applyJobOutcome,
-  finishAttempt,
-  isOpenAttempt,
-  leaseExpiry,
-  MESSAGE_TYPES,
-  reasons,
-  recordBuildResult,
-  retry,
-  retryPolicies,
-  staleAttemptStop,
-  startAttempt,
-  type BuildFinishedMessage,
-  type JobFinishedRead,
-  type JobStartedMessage,
-  type OrlojMessages,
-  type Store,
-  type TypedEnvelope,
-} from '@orloj/common';
+import { retry, retryPolicies } from '@orloj/common/core';
+import { finishAttempt, isOpenAttempt, leaseExpiry, reasons, staleAttemptStop, startAttempt } from '@orloj/common/domain';
+import { MESSAGE_TYPES, type BuildFinishedMessage, type JobFinishedRead, type JobStartedMessage, type OrlojMessages } from '@orloj/common/messages';
+import type { TypedEnvelope } from '@orloj/common/envelope';
+import { applyJobOutcome, recordBuildResult, type Store } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 

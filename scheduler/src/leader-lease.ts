@@ -1,4 +1,6 @@
-import type { Clock, Logger, Store } from '@orloj/common';
+import type { Clock } from '@orloj/common/core';
+import type { Logger } from '@orloj/common/logging';
+import type { Store } from '@orloj/common/store';
 
 export const LEADER_LEASE = 'scheduler-leader';
 

@@ -1,14 +1,6 @@
-import {
-  cancelReason,
-  MESSAGE_TYPES,
-  parsePayload,
-  QUEUES,
-  reasons,
-  recordBuildResult,
-  type BuildRunMessage,
-  type Job,
-  type Workflow,
-} from '@orloj/common';
+import { cancelReason, parsePayload, reasons, type Job, type Workflow } from '@orloj/common/domain';
+import { MESSAGE_TYPES, QUEUES, type BuildRunMessage } from '@orloj/common/messages';
+import { recordBuildResult } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 import { DueSlots, userShare } from './due-slots.js';
 import type { HandOut } from './hand-out.js';

@@ -1,8 +1,6 @@
-import {
-  awaitsRunner,
-  CONFIG_DEFAULTS,
-  systemClock,
-} from '@orloj/common';
+import { systemClock } from '@orloj/common/core';
+import { awaitsRunner } from '@orloj/common/domain';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 

@@ -1,4 +1,7 @@
-import { CONFIG_DEFAULTS, systemClock, type Clock, type EndedJobPosition, type Logger, type Store } from '@orloj/common';
+import { systemClock, type Clock } from '@orloj/common/core';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import type { Logger } from '@orloj/common/logging';
+import type { EndedJobPosition, Store } from '@orloj/common/store';
 
 export interface RetentionConfig {
   /** Ended jobs older than this go, with their log lines; undefined: kept forever. */

@@ -1,4 +1,10 @@
-import { CONFIG_DEFAULTS, MESSAGE_TYPES, newId, QUEUES, systemClock, TOPICS, type Clock, type Logger, type SignedBus, type Store, type Subscription } from '@orloj/common';
+import { newId, systemClock, type Clock } from '@orloj/common/core';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import type { Logger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, QUEUES, TOPICS } from '@orloj/common/messages';
+import type { SignedBus } from '@orloj/common/envelope';
+import type { Subscription } from '@orloj/common/bus';
+import type { Store } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 import { HandOut } from './hand-out.js';
 import { JOB_EVENT_TYPES, JobEvents, type JobEvent } from './job-events.js';

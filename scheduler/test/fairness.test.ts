@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { newJob, silentLogger, type Store } from '@orloj/common';
+import { newJob } from '@orloj/common/domain';
+import { silentLogger } from '@orloj/common/logging';
+import type { Store } from '@orloj/common/store';
 import { Scheduler } from '@orloj/scheduler';
-import { describeEachEngine } from '../../common/test/support/stores.js';
+import { describeEachEngine } from '@orloj/common/test-support';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { ManualClock, newId, newJob, silentLogger, type Job, type Store, type Workflow } from '@orloj/common';
+import { ManualClock, newId } from '@orloj/common/core';
+import { newJob, type Job, type Workflow } from '@orloj/common/domain';
+import { silentLogger } from '@orloj/common/logging';
+import type { Store } from '@orloj/common/store';
 import { RetentionSweeper, type RetentionConfig } from '@orloj/scheduler';
-import { describeEachEngine } from '../../common/test/support/stores.js';
-import { workflowFixture } from '../../common/test/support/fixtures.js';
+import { describeEachEngine, workflowFixture } from '@orloj/common/test-support';
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 10, 1);

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
-import { MESSAGE_TYPES, newId, newJob, QUEUES, roleBus, silentLogger, TOPICS, type Job, type JobRunMessage, type Store } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import { newJob, type Job } from '@orloj/common/domain';
+import { silentLogger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, QUEUES, TOPICS, type JobRunMessage } from '@orloj/common/messages';
+import { roleBus } from '@orloj/common/envelope';
+import type { Store } from '@orloj/common/store';
 import { Scheduler, type JobEvent } from '@orloj/scheduler';
-import { describeEachEngine } from '../../common/test/support/stores.js';
+import { describeEachEngine } from '@orloj/common/test-support';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
@@ -343,7 +348,7 @@ describeEachEngine('scheduler', (db) => {
     await r.runners.started(msg, r.clock.now());
     await eventually(() => store().jobs.findById(msg.job_id), (j) => j?.status === 'RUNNING', 'RUNNING');
     await store().transaction(async (tx) => {
-      const { terminateWorkflow } = await import('@orloj/common');
+      const { terminateWorkflow } = await import('@orloj/common/store');
       assert.equal(await terminateWorkflow(tx, userId, w.id, r.clock.now()), true);
     });
     await scheduler.tick();

@@ -1,24 +1,11 @@
-import {
-  ManualClock,
-  MemoryBus,
-  MESSAGE_TYPES,
-  newId,
-  QUEUES,
-  roleBus,
-  silentLogger,
-  TOPICS,
-  type Envelope,
-  type JobFinishedMessage,
-  type JobRunMessage,
-  type JobStopMessage,
-  type BuildRunMessage,
-  type RoleKeys,
-  type SignedBus,
-  type Store,
-  type Workflow,
-} from '@orloj/common';
-import { generateKeys } from '../../common/test/support/keys.js';
-import { workflowFixture } from '../../common/test/support/fixtures.js';
+import { ManualClock, newId } from '@orloj/common/core';
+import type { Workflow } from '@orloj/common/domain';
+import { silentLogger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, QUEUES, TOPICS, type JobFinishedMessage, type JobRunMessage, type JobStopMessage, type BuildRunMessage } from '@orloj/common/messages';
+import { roleBus, type Envelope, type RoleKeys, type SignedBus } from '@orloj/common/envelope';
+import { MemoryBus } from '@orloj/common/bus';
+import type { Store } from '@orloj/common/store';
+import { generateKeys, workflowFixture } from '@orloj/common/test-support';
 
 export { generateKeys };
 

@@ -1,4 +1,5 @@
-import { backupSqlite, loadConfig, type SqliteBackupResult } from '@orloj/common';
+import { loadConfig } from '@orloj/common/config';
+import { backupSqlite, type SqliteBackupResult } from '@orloj/common/store';
 
 type Env = Record<string, string | undefined>;
 

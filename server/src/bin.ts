@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { ConfigError, createLogger, DatabaseTooNewError } from '@orloj/common';
+import { ConfigError } from '@orloj/common/config';
+import { createLogger } from '@orloj/common/logging';
 import { ALL_ROLES, AVAILABLE_ROLES, parseRoles } from './roles.js';
 import { migrate, migrationStatus, startOrloj, type RunningOrloj } from './main.js';
-import { backup } from './backup.js';
 
 const HELP = `orloj — self-hosted workflow scheduling
 
@@ -39,6 +39,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === 'migrate' && values.check) {
     const status = await migrationStatus();
+    // The store (better-sqlite3, pg) is loaded only by the commands that use it.
+    const { DatabaseTooNewError } = await import('@orloj/common/store');
     if (status.unknown.length) throw new DatabaseTooNewError(status.unknown);
     console.log(status.pending.length ? `pending: ${status.pending.join(', ')}` : 'database is up to date');
     return status.pending.length ? 3 : 0;
@@ -48,6 +50,7 @@ async function main(argv: string[]): Promise<number> {
       console.error(`orloj backup takes one argument: the file to write\n\n${HELP}`);
       return 2;
     }
+    const { backup } = await import('./backup.js');
     const result = backup(positionals[1]);
     console.log(`backup written: ${result.file} (${result.bytes} bytes, migration ${result.migration ?? 'none'})`);
     return 0;

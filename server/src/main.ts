@@ -1,40 +1,17 @@
-import {
-  AcceleratedClock,
-  createBus,
-  createLogger,
-  dataDirWarnings,
-  Health,
-  InstrumentedBus,
-  OpsServer,
-  OrlojMetrics,
-  RequestContext,
-  ensureKeyDir,
-  keyEnvName,
-  keyFingerprint,
-  loadConfig,
-  loadKeysFromEnv,
-  openDatabase,
-  PRODUCER_ROLES,
-  requireRoleKeys,
-  resolveSecrets,
-  roleBus,
-  Store,
-  systemClock,
-  type Clock,
-  type DatabaseHandle,
-  type Logger,
-  type MigrationStatus,
-  type ResolvedConfig,
-  type RoleKeys,
-} from '@orloj/common';
+import { AcceleratedClock, systemClock, type Clock } from '@orloj/common/core';
+import { dataDirWarnings, loadConfig, resolveSecrets, type ResolvedConfig } from '@orloj/common/config';
+import { createLogger, RequestContext, type Logger } from '@orloj/common/logging';
+import { ensureKeyDir, keyEnvName, keyFingerprint, loadKeysFromEnv, PRODUCER_ROLES, requireRoleKeys, roleBus, type RoleKeys } from '@orloj/common/envelope';
+import { createBus } from '@orloj/common/bus';
+import { Health, InstrumentedBus, OpsServer, OrlojMetrics } from '@orloj/common/observability';
+import type { DatabaseHandle, MigrationStatus, Store } from '@orloj/common/store';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiServer, isDashboardDir } from '@orloj/api';
-import { RetentionSweeper, Scheduler } from '@orloj/scheduler';
+// The runners role has no database (docs/runners.md): the store (with better-sqlite3
+// and pg) and the roles that use it are imported only when a process runs one of them,
+// so `orloj start --roles runners` never loads them (server/test/runners-process.test.ts).
 import { BusLogSink, ContainerExecutor, HttpCheckExecutor, ImagePolicy, Runner } from '@orloj/runners';
-import { LogIngester } from '@orloj/log-ingest';
-import { Notifier } from '@orloj/notifier';
 import type { Role } from './roles.js';
 import { roleMetrics } from './observability.js';
 
@@ -89,7 +66,7 @@ async function loadKeys(config: ResolvedConfig, env: Env, roles: ReadonlySet<Rol
  * dashboard package (`npm run build` makes it). Without one the api serves the
  * API alone, and says so.
  */
-export function dashboardDir(config: ResolvedConfig, logger: Logger): string | undefined {
+export function dashboardDir(config: ResolvedConfig, logger: Logger, isDashboardDir: (dir: string) => boolean): string | undefined {
   let dir = config.dashboardDir;
   if (dir === undefined) {
     try {
@@ -155,6 +132,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     health.add({ name: 'bus', check: () => (bus?.connected ? true : 'not connected to the message broker') });
     let store: Store | undefined;
     if ([...roles].some((r) => r !== 'runners')) {
+      const { openDatabase, Store } = await import('@orloj/common/store');
       database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, tls: config.databaseTls });
       const applied = await database.migrate();
       if (applied.length) logger.info({ migrations: applied }, 'database migrated');
@@ -171,6 +149,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     roleMetrics.common(metrics, bus);
 
     if (roles.has('scheduler') && store) {
+      const { RetentionSweeper, Scheduler } = await import('@orloj/scheduler');
       const log = logger.child({ role: 'scheduler' });
       const scheduler = new Scheduler({
         store,
@@ -199,6 +178,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     }
     // Before the runners: stopped after them, so it takes the lines they flush at shutdown.
     if (roles.has('log-ingest') && store) {
+      const { LogIngester } = await import('@orloj/log-ingest');
       const log = logger.child({ role: 'log-ingest' });
       // LogIngester, Notifier and Runner bind their role themselves: the root logger, so no line says it twice.
       const ingester = new LogIngester({
@@ -213,6 +193,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       roleMetrics.logIngest(metrics, ingester);
     }
     if (roles.has('notifier') && store) {
+      const { Notifier } = await import('@orloj/notifier');
       const log = logger.child({ role: 'notifier' });
       const notifier = new Notifier({ store, bus: roleBus({ bus, role: 'notifier', keys, clock, logger: log, metrics, requestContext }), clock, logger, pollMs: config.notifier.pollMs, metrics });
       await notifier.start();
@@ -251,6 +232,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
       roleMetrics.runners(metrics, runner, logSink);
     }
     if (roles.has('api') && store) {
+      const { ApiServer, isDashboardDir } = await import('@orloj/api');
       const log = logger.child({ role: 'api' });
       const api = new ApiServer({
         store,
@@ -261,7 +243,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
         metrics,
         health,
         requestContext,
-        dashboardDir: dashboardDir(config, log),
+        dashboardDir: dashboardDir(config, log, isDashboardDir),
       });
       port = (await api.start()).port;
       started.push(api);
@@ -288,6 +270,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
 
 /** `orloj migrate --check`: what `orloj migrate` would do, without doing it. */
 export async function migrationStatus(env: Env = process.env): Promise<MigrationStatus> {
+  const { openDatabase } = await import('@orloj/common/store');
   const database = openDatabase(loadConfig(env).databaseUrl);
   try {
     return await database.migrationStatus();
@@ -298,6 +281,7 @@ export async function migrationStatus(env: Env = process.env): Promise<Migration
 
 /** `orloj migrate`: applies pending migrations and exits. */
 export async function migrate(env: Env = process.env): Promise<string[]> {
+  const { openDatabase } = await import('@orloj/common/store');
   const config = loadConfig(env);
   const database = openDatabase(config.databaseUrl, { tls: config.databaseTls });
   try {

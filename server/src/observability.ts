@@ -1,4 +1,7 @@
-import { DEAD_LETTER_SUFFIX, QUEUES, type InstrumentedBus, type OrlojMetrics, type Store } from '@orloj/common';
+import { QUEUES } from '@orloj/common/messages';
+import { DEAD_LETTER_SUFFIX } from '@orloj/common/bus';
+import type { InstrumentedBus, OrlojMetrics } from '@orloj/common/observability';
+import type { Store } from '@orloj/common/store';
 import type { Scheduler } from '@orloj/scheduler';
 import type { BusLogSink, Runner } from '@orloj/runners';
 import type { LogIngester } from '@orloj/log-ingest';

@@ -9,10 +9,9 @@ import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { newId, openDatabase } from '@orloj/common';
-import { createTestDatabase } from '../../common/test/support/stores.js';
-import { needService, requireServices } from '../../common/test/support/services.js';
-import { workflowFixture } from '../../common/test/support/fixtures.js';
+import { newId } from '@orloj/common/core';
+import { openDatabase } from '@orloj/common/store';
+import { createTestDatabase, needService, requireServices, workflowFixture } from '@orloj/common/test-support';
 import { TestClient } from '../../api/test/support/client.js';
 import { finish, orloj, waitForLine } from './support/cli.js';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { needService } from '../../common/test/support/services.js';
+import { needService } from '@orloj/common/test-support';
 import { HarnessScript } from './support/harness-script.js';
 
 /**

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { silentLogger } from '@orloj/common';
+import { silentLogger } from '@orloj/common/logging';
 import { startOrloj } from '@orloj/server';
 import { TestClient } from '../../api/test/support/client.js';
 

@@ -6,11 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
-import { silentLogger } from '@orloj/common';
-import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
-import { needService, services } from '../../common/test/support/services.js';
+import { silentLogger } from '@orloj/common/logging';
+import { createTestDatabase, type TestDatabase, needService, services, deleteBusObjects } from '@orloj/common/test-support';
 import { TestClient } from '../../api/test/support/client.js';
-import { deleteBusObjects } from '../../common/test/support/amqp.js';
 
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 

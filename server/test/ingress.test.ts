@@ -3,13 +3,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
-import { ensureKeyDir, silentLogger } from '@orloj/common';
+import { silentLogger } from '@orloj/common/logging';
+import { ensureKeyDir } from '@orloj/common/envelope';
 import { TestClient } from '../../api/test/support/client.js';
 import { SseReader } from '../../api/test/support/sse.js';
-import { deleteBusObjects } from '../../common/test/support/amqp.js';
-import { until } from '../../common/test/support/async.js';
-import { needService, services } from '../../common/test/support/services.js';
-import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
+import { deleteBusObjects, until, needService, services, createTestDatabase, type TestDatabase } from '@orloj/common/test-support';
 import { startNginx, type Nginx } from './support/nginx.js';
 import { scratchDir } from './support/tls-servers.js';
 

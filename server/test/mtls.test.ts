@@ -3,10 +3,14 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
-import { createBus, ensureKeyDir, loadConfig, openDatabase, QUEUES, silentLogger, type Bus } from '@orloj/common';
+import { loadConfig } from '@orloj/common/config';
+import { silentLogger } from '@orloj/common/logging';
+import { QUEUES } from '@orloj/common/messages';
+import { ensureKeyDir } from '@orloj/common/envelope';
+import { createBus, type Bus } from '@orloj/common/bus';
+import { openDatabase } from '@orloj/common/store';
 import { TestClient } from '../../api/test/support/client.js';
-import { until } from '../../common/test/support/async.js';
-import { needService, services } from '../../common/test/support/services.js';
+import { until, needService, services } from '@orloj/common/test-support';
 import {
   generateCertificates,
   scratchDir,

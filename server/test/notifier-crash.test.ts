@@ -4,11 +4,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import amqp from 'amqplib';
-import { QUEUES, reasons, type Workflow } from '@orloj/common';
-import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
-import { needService } from '../../common/test/support/services.js';
-import { deleteBusObjects } from '../../common/test/support/amqp.js';
-import { RoleProcess } from '../../common/test/support/role-process.js';
+import { reasons, type Workflow } from '@orloj/common/domain';
+import { QUEUES } from '@orloj/common/messages';
+import { createTestDatabase, type TestDatabase, needService, deleteBusObjects, RoleProcess } from '@orloj/common/test-support';
 import { endJob, insertUser, insertWorkflow, recount, until } from '../../notifier/test/support.js';
 
 const WORKFLOWS = 8;

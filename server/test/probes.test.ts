@@ -4,11 +4,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
-import { needService } from '../../common/test/support/services.js';
-import { deleteBusObjects } from '../../common/test/support/amqp.js';
-import { jsonLines } from '../../common/test/support/json-lines.js';
-import type { RoleProcess } from '../../common/test/support/role-process.js';
+import { createTestDatabase, type TestDatabase, needService, deleteBusObjects, jsonLines } from '@orloj/common/test-support';
+import type { RoleProcess } from '@orloj/common/test-support';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { probe, probePort, probeUntil, roleFleet } from './support/role-fleet.js';
 

@@ -3,12 +3,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensureKeyDir, keyEnvName } from '@orloj/common';
-import { deleteBusObjects } from '../../common/test/support/amqp.js';
-import { workflowFixture } from '../../common/test/support/fixtures.js';
-import { RoleProcess } from '../../common/test/support/role-process.js';
-import { needService } from '../../common/test/support/services.js';
-import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
+import { ensureKeyDir, keyEnvName } from '@orloj/common/envelope';
+import { deleteBusObjects, workflowFixture, RoleProcess, needService, createTestDatabase, type TestDatabase } from '@orloj/common/test-support';
 import { insertUser } from '../../notifier/test/support.js';
 import { insertDueWorkflows, slowTarget } from './support/slow-target.js';
 

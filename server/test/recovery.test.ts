@@ -3,7 +3,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { newId, openDatabase, Store, type DatabaseHandle } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import { openDatabase, Store, type DatabaseHandle } from '@orloj/common/store';
 import { OrlojProcess } from './support/orloj-process.js';
 import { insertDueWorkflows, slowTarget } from './support/slow-target.js';
 

@@ -4,10 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
-import { createLogger, RequestContext } from '@orloj/common';
-import { createTestDatabase, type TestDatabase } from '../../common/test/support/stores.js';
-import { needService, services } from '../../common/test/support/services.js';
-import { deleteBusObjects } from '../../common/test/support/amqp.js';
+import { createLogger, RequestContext } from '@orloj/common/logging';
+import { createTestDatabase, type TestDatabase, needService, services, deleteBusObjects } from '@orloj/common/test-support';
 import { TestClient } from '../../api/test/support/client.js';
 
 type Line = Record<string, unknown>;

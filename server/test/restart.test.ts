@@ -1,4 +1,4 @@
-import { requireServices, needService } from '../../common/test/support/services.js';
+import { requireServices, needService } from '@orloj/common/test-support';
 import { ensureBroker, ensureDatabase, serviceControl, type ServiceControl } from '../../scripts/restart-services.js';
 import { HarnessScript } from './support/harness-script.js';
 

@@ -4,9 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
-import { silentLogger } from '@orloj/common';
-import { tcpCanary, type Canary } from '../../common/test/support/canary.js';
-import { needService, services } from '../../common/test/support/services.js';
+import { silentLogger } from '@orloj/common/logging';
+import { tcpCanary, type Canary, needService, services } from '@orloj/common/test-support';
 import { TestClient } from '../../api/test/support/client.js';
 
 /**

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { MIGRATION_NAMES } from '../../common/src/store/migrations/index.js';
-import { createTestDatabase, ENGINES, type TestDatabase } from '../../common/test/support/stores.js';
+import { createTestDatabase, ENGINES, type TestDatabase } from '@orloj/common/test-support';
 import { finish, orloj } from './support/cli.js';
 
 for (const engine of ENGINES) {

@@ -1,6 +1,6 @@
 import getRawBody from 'raw-body';
 import type { Context } from 'koa';
-import { OrlojError } from '@orloj/common';
+import { OrlojError } from '@orloj/common/core';
 
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 

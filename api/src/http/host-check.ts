@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { Middleware } from 'koa';
-import { OrlojError, type ResolvedConfig } from '@orloj/common';
+import { OrlojError } from '@orloj/common/core';
+import type { ResolvedConfig } from '@orloj/common/config';
 
 /**
  * Paths served whatever the Host: probes carry no user data, and orchestrators

@@ -1,6 +1,8 @@
 import crypto from 'node:crypto';
 import type { Context } from 'koa';
-import { CONFIG_DEFAULTS, OrlojError, type Clock, type Store } from '@orloj/common';
+import { OrlojError, type Clock } from '@orloj/common/core';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import type { Store } from '@orloj/common/store';
 
 export const IDEMPOTENCY_TTL_MS = CONFIG_DEFAULTS.http.idempotencyTtlMs;
 const MAX_KEY_BYTES = 255;

@@ -1,5 +1,8 @@
 import { performance } from 'node:perf_hooks';
-import { isOrlojError, notFound, OrlojError, type Clock, type Job, type LogLine, type Logger, type Store } from '@orloj/common';
+import { isOrlojError, notFound, OrlojError, type Clock } from '@orloj/common/core';
+import type { Job } from '@orloj/common/domain';
+import type { Logger } from '@orloj/common/logging';
+import type { LogLine, Store } from '@orloj/common/store';
 import { problemOf } from './problem.js';
 import type { SseStream } from './sse.js';
 import type { LiveTailHub } from './live-tail.js';

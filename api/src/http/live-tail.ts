@@ -1,16 +1,11 @@
 import { performance } from 'node:perf_hooks';
-import {
-  MESSAGE_TYPES,
-  TOPICS,
-  type Clock,
-  type Job,
-  type LiveLogsMessage,
-  type LogLine,
-  type Logger,
-  type SignedBus,
-  type Store,
-  type Subscription,
-} from '@orloj/common';
+import type { Clock } from '@orloj/common/core';
+import type { Job } from '@orloj/common/domain';
+import type { Logger } from '@orloj/common/logging';
+import { MESSAGE_TYPES, TOPICS, type LiveLogsMessage } from '@orloj/common/messages';
+import type { SignedBus } from '@orloj/common/envelope';
+import type { Subscription } from '@orloj/common/bus';
+import type { LogLine, Store } from '@orloj/common/store';
 import { presentLogEntry } from './present.js';
 import { sseFrame, type SseStream } from './sse.js';
 import { DEFAULT_LIVE_TAIL, type LiveTailSettings } from './live-tail-settings.js';

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { Middleware } from 'koa';
-import { answerOps, OPS_PATHS, type Health, type Logger, type OrlojMetrics, type RequestContext } from '@orloj/common';
+import type { Logger, RequestContext } from '@orloj/common/logging';
+import { answerOps, OPS_PATHS, type Health, type OrlojMetrics } from '@orloj/common/observability';
 import type { ClientAddressResolver } from './client-address.js';
 
 /** What a request id from a trusted proxy may look like; anything else is replaced. */

@@ -1,4 +1,16 @@
-import { checkToMessage, DELETED_WORKFLOW_NAME, logEventId, reasons, toIso, type CheckResult, type Job, type OpenRun, type RunSummary, type WorkflowHealth, type LogLine, type Notification, type User, type UserTotals, type WorkflowSummary, type WorkflowTotals } from '@orloj/common';
+import { toIso } from '@orloj/common/core';
+import {
+  checkToMessage,
+  reasons,
+  type CheckResult,
+  type Job,
+  type OpenRun,
+  type RunSummary,
+  type WorkflowHealth,
+  type WorkflowSummary,
+} from '@orloj/common/domain';
+import { logEventId } from '@orloj/common/messages';
+import { DELETED_WORKFLOW_NAME, type LogLine, type Notification, type User, type UserTotals, type WorkflowTotals } from '@orloj/common/store';
 
 /** Wire shapes: snake_case, RFC 3339 UTC timestamps, unset optionals omitted. */
 export function presentUser(u: User) {

@@ -1,5 +1,6 @@
 import type { Context, Middleware } from 'koa';
-import { isOrlojError, OrlojError, type ErrorCode, type FieldError, type Logger } from '@orloj/common';
+import { isOrlojError, OrlojError, type ErrorCode, type FieldError } from '@orloj/common/core';
+import type { Logger } from '@orloj/common/logging';
 
 /** The HTTP status of every error code: the one place errors meet HTTP. */
 const STATUS: Record<ErrorCode, number> = {

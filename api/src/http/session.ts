@@ -2,7 +2,9 @@ import crypto from 'node:crypto';
 import { sealData, unsealData } from 'iron-session';
 import { serialize } from 'cookie';
 import type { Context, Middleware } from 'koa';
-import { CONFIG_DEFAULTS, newId, OrlojError, type ActiveSession, type Clock, type ResolvedConfig, type Store } from '@orloj/common';
+import { newId, OrlojError, type Clock } from '@orloj/common/core';
+import { CONFIG_DEFAULTS, type ResolvedConfig } from '@orloj/common/config';
+import type { ActiveSession, Store } from '@orloj/common/store';
 
 export const SESSION_COOKIE = 'session';
 export const CSRF_COOKIE = 'csrf';

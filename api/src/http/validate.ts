@@ -1,6 +1,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import { ajvErrorsToFields, illFormedFields, OrlojError, validationError, type FieldError } from '@orloj/common';
+import { OrlojError, validationError, type FieldError } from '@orloj/common/core';
+import { ajvErrorsToFields, illFormedFields } from '@orloj/common/domain';
 
 const ajv = new Ajv({ allErrors: true, strict: true });
 (addFormats as unknown as (a: Ajv) => void)(ajv);

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { isUuid, notFound } from '@orloj/common';
+import { isUuid, notFound } from '@orloj/common/core';
 import type { ApiDeps } from '../deps.js';
 import { presentUserAnalytics, presentWorkflowAnalytics } from '../http/present.js';
 import { requireSession } from '../http/session.js';

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import { newId, OrlojError, validationError } from '@orloj/common';
+import { newId, OrlojError, validationError } from '@orloj/common/core';
 import type { ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { bodyValidator } from '../http/validate.js';

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { isOrlojError, OrlojError } from '@orloj/common';
+import { isOrlojError, OrlojError } from '@orloj/common/core';
 import type { ApiDeps } from '../deps.js';
 import { problemOf, withHeaders } from '../http/problem.js';
 import { requireSession } from '../http/session.js';

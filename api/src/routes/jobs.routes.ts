@@ -1,16 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import {
-  createManualJob,
-  decodeCursor,
-  encodeCursor,
-  isUuid,
-  JOB_STATUSES,
-  JOB_TRIGGERS,
-  notFound,
-  validationError,
-  type FieldError,
-} from '@orloj/common';
+import { decodeCursor, encodeCursor, isUuid, notFound, validationError, type FieldError } from '@orloj/common/core';
+import { createManualJob, JOB_STATUSES, JOB_TRIGGERS } from '@orloj/common/domain';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';

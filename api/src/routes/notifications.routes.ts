@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { decodeCursor, encodeCursor, isUuid, NOTIFICATION_KINDS, notFound, OrlojError, validationError, type NotificationKind } from '@orloj/common';
+import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, validationError } from '@orloj/common/core';
+import { NOTIFICATION_KINDS, type NotificationKind } from '@orloj/common/store';
 import type { ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { presentNotification } from '../http/present.js';

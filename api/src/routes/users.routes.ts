@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { OrlojError } from '@orloj/common';
+import { OrlojError } from '@orloj/common/core';
 import type { ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { bodyValidator } from '../http/validate.js';

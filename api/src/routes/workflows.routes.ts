@@ -1,31 +1,19 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
+import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, validationError, type FieldError } from '@orloj/common/core';
 import {
   BUILD_STATUSES,
-  cancelOutdatedJobs,
   containerLimitErrors,
-  createWorkflow,
-  deleteWorkflow,
-  decodeCursor,
-  encodeCursor,
   firstSlotAfter,
-  isUuid,
   newWorkflow,
-  notFound,
-  OrlojError,
   parsePayload,
-  readHealth,
-  terminateWorkflow,
-  validationError,
   WORKFLOW_KINDS,
-  type ActiveSession,
-  type ContainerLimits,
-  type FieldError,
-  type Store,
   type Workflow,
   type WorkflowHealth,
   type WorkflowKind,
-} from '@orloj/common';
+} from '@orloj/common/domain';
+import type { ContainerLimits } from '@orloj/common/config';
+import { cancelOutdatedJobs, createWorkflow, deleteWorkflow, readHealth, terminateWorkflow, type ActiveSession, type Store } from '@orloj/common/store';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';

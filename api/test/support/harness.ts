@@ -1,7 +1,10 @@
 import crypto from 'node:crypto';
-import { loadConfig, resolveSecrets, silentLogger, systemClock, type Clock, type ResolvedConfig, type SignedBus } from '@orloj/common';
+import { systemClock, type Clock } from '@orloj/common/core';
+import { loadConfig, resolveSecrets, type ResolvedConfig } from '@orloj/common/config';
+import { silentLogger } from '@orloj/common/logging';
+import type { SignedBus } from '@orloj/common/envelope';
 import { ApiServer, type LiveTailSettings } from '@orloj/api';
-import { describeEachEngine, type Engine, type TestDatabase } from '../../../common/test/support/stores.js';
+import { describeEachEngine, type Engine, type TestDatabase } from '@orloj/common/test-support';
 import { TestClient } from './client.js';
 
 export interface ApiHarness {

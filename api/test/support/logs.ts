@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { newId, reasons, type Job, type Store } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import { reasons, type Job } from '@orloj/common/domain';
+import type { Store } from '@orloj/common/store';
 import type { ApiHarness } from './harness.js';
 import { key, workflowBody } from './harness.js';
 import type { TestClient } from './client.js';

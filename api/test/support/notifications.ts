@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { newId, type Store } from '@orloj/common';
+import { newId } from '@orloj/common/core';
+import type { Store } from '@orloj/common/store';
 import type { TestClient } from './client.js';
 import { heartbeatWorkflow } from './logs.js';
 

@@ -43,3 +43,4 @@ export {
   type UntypedMessages,
   type WireBody,
 } from './message-table.js';
+export { roleBus } from '../role-bus.js';

@@ -1,5 +1,6 @@
 import amqp from 'amqplib';
-import { entryExchange, QUEUES, TOPICS } from '@orloj/common';
+import { QUEUES, TOPICS } from '@orloj/common/messages';
+import { entryExchange } from '@orloj/common/bus';
 
 /**
  * Deletes every queue and exchange orloj declares under `prefix` — for tests

@@ -1,4 +1,4 @@
-import { newWorkflow, type Workflow } from '@orloj/common';
+import { newWorkflow, type Workflow } from '@orloj/common/domain';
 
 /** A workflow record with neutral defaults (an unbuilt HEARTBEAT one, created at 0); tests override what they care about. */
 export function workflowFixture(userId: string, overrides: Partial<Workflow> = {}): Workflow {

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { PRODUCER_ROLES, type ProducerRole, type RoleKeys } from '@orloj/common';
+import { PRODUCER_ROLES, type ProducerRole, type RoleKeys } from '@orloj/common/envelope';
 
 /** A fresh Ed25519 key pair for every role, held in memory: tests sign as any role. */
 export function generateKeys(): RoleKeys {

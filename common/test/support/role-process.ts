@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureKeyDir } from '@orloj/common';
+import { ensureKeyDir } from '@orloj/common/envelope';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const BIN = path.join(ROOT, 'server/src/bin.ts');

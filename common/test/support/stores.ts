@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import pg from 'pg';
-import { openDatabase, Store, type DatabaseHandle } from '@orloj/common';
+import { openDatabase, Store, type DatabaseHandle } from '@orloj/common/store';
 import { needService } from './services.js';
 
 export type Engine = 'sqlite' | 'postgres';

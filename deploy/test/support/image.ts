@@ -10,7 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { requireServices } from '../../../common/test/support/services.js';
+import { requireServices } from '@orloj/common/test-support';
 
 export const run = promisify(execFile);
 export const repoDir = path.resolve(import.meta.dirname, '../../..');

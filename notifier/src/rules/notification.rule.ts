@@ -1,4 +1,5 @@
-import type { DomainEvent, JobEventData, NotificationKind, RecoveryEventData, TerminationEventData } from '@orloj/common';
+import type { DomainEvent, JobEventData, RecoveryEventData, TerminationEventData } from '@orloj/common/domain';
+import type { NotificationKind } from '@orloj/common/store';
 
 /** What a user sees of an event (api-decisions.md, Notifications); the payload is stored as JSON text. */
 export interface NotificationContent {

@@ -18,7 +18,9 @@
  * logged, never put in a reason.
  */
 import type Docker from 'dockerode';
-import { reasons, systemClock, type Clock, type Logger } from '@orloj/common';
+import { systemClock, type Clock } from '@orloj/common/core';
+import { reasons } from '@orloj/common/domain';
+import type { Logger } from '@orloj/common/logging';
 import { ContainerRun } from './container/container-run.js';
 import { createOptions, MANAGED_LABEL } from './container/create-options.js';
 import { ImageStore, type EnsureImageOptions, type EnsureImageResult } from './container/image.js';

@@ -1,8 +1,12 @@
 import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import type { Dispatcher } from 'undici';
-import { Cancellation, lazyChild, onAbort, reasons, systemClock } from '@orloj/common';
-import type { AbortLike, CheckFailure, Clock, HeartbeatPayload, JobReason, LazyLogger, Logger } from '@orloj/common';
+import { Cancellation, onAbort, systemClock } from '@orloj/common/core';
+import { reasons } from '@orloj/common/domain';
+import { lazyChild } from '@orloj/common/logging';
+import type { AbortLike, Clock } from '@orloj/common/core';
+import type { CheckFailure, HeartbeatPayload, JobReason } from '@orloj/common/domain';
+import type { LazyLogger, Logger } from '@orloj/common/logging';
 import { AddressGuard, AddressNotAllowedError, guardedLookup, systemResolver } from './address-guard.js';
 import type { Resolver } from './address-guard.js';
 

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
-import { imageRegistry, reasons, registryAllowed, type ContainerLimits, type ContainerPayload, type JobReason } from '@orloj/common';
+import { imageRegistry, reasons, registryAllowed, type ContainerPayload, type JobReason } from '@orloj/common/domain';
+import type { ContainerLimits } from '@orloj/common/config';
 import { AddressGuard, systemResolver, type AddressGuardOptions, type Resolver } from './address-guard.js';
 
 export interface ImagePolicyOptions extends AddressGuardOptions {

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { requireServices } from '../../../common/test/support/services.js';
+import { requireServices } from '@orloj/common/test-support';
 
 /** Where a Prometheus binary is: TEST_PROMETHEUS (scripts/services.sh sets it), else on PATH. */
 function which(name: string): string | undefined {

@@ -1,4 +1,4 @@
-import { RoleProcess, type RoleProcessEnv } from '../../../common/test/support/role-process.js';
+import { RoleProcess, type RoleProcessEnv } from '@orloj/common/test-support';
 
 /** The port a started role process serves /livez, /readyz and /metrics on (the api's own, or OPS_PORT). */
 export function probePort(p: RoleProcess): number {

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Store } from '@orloj/common';
-import { workflowFixture } from '../../../common/test/support/fixtures.js';
+import type { Store } from '@orloj/common/store';
+import { workflowFixture } from '@orloj/common/test-support';
 
 /** A local HEARTBEAT target that answers after `delayMs`: jobs against it keep runner slots busy. */
 export async function slowTarget(delayMs: number): Promise<{ server: http.Server; url: string; close(): void }> {

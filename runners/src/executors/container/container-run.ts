@@ -18,7 +18,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Docker from 'dockerode';
-import { reasons, type Clock, type Logger } from '@orloj/common';
+import type { Clock } from '@orloj/common/core';
+import { reasons } from '@orloj/common/domain';
+import type { Logger } from '@orloj/common/logging';
 import { OutputReader, type LogStream } from './output-reader.js';
 import { RunWatchdog } from './run-watchdog.js';
 import { isNoSuchContainer, isUnavailable, type RuntimeClient } from './runtime-client.js';

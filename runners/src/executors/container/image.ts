@@ -3,7 +3,8 @@
  * The runner's image policy (registry allow-list, address guard) decides in
  * `beforePull` whether a missing image may be pulled at all.
  */
-import { reasons, type JobReason, type Logger } from '@orloj/common';
+import { reasons, type JobReason } from '@orloj/common/domain';
+import type { Logger } from '@orloj/common/logging';
 import { ApiTimeoutError, isUnavailable, statusCodeOf, type RuntimeClient } from './runtime-client.js';
 
 export type EnsureImageResult = { ok: true } | { ok: false; reason: JobReason };

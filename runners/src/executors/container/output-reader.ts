@@ -9,7 +9,8 @@
  * stream is not read, and the container blocks on its full pipe. Lines are
  * stamped when they are read (attach carries no runtime timestamps).
  */
-import type { Clock, Logger } from '@orloj/common';
+import type { Clock } from '@orloj/common/core';
+import type { Logger } from '@orloj/common/logging';
 import { DockerFrameDemuxer, LineSplitter, type StreamName } from '../line-splitter.js';
 import type { ContainerRunHooks } from './types.js';
 

@@ -15,7 +15,7 @@
  * await the last one. `dispose()` clears every timer and listener; the run
  * calls it in `finally`.
  */
-import type { Logger } from '@orloj/common';
+import type { Logger } from '@orloj/common/logging';
 import { ApiTimeoutError } from './runtime-client.js';
 
 export type StopCause = 'timeout' | 'cancel';

@@ -5,7 +5,7 @@
  * found, the container gone).
  */
 import Docker from 'dockerode';
-import type { Logger } from '@orloj/common';
+import type { Logger } from '@orloj/common/logging';
 
 /** Connection-level failures: the runtime did not answer at all. */
 const UNAVAILABLE_CODES = new Set([

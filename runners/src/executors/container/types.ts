@@ -3,7 +3,7 @@
  * public types, in their own module so the run's parts can share them
  * without importing the executor.
  */
-import type { JobReason } from '@orloj/common';
+import type { JobReason } from '@orloj/common/domain';
 import type { StreamName } from '../line-splitter.js';
 
 export interface ContainerRunSpec {

@@ -1,0 +1,12 @@
+// @orloj/common/test-support: what the suites of every package share (service URLs, test
+// databases, fixtures, role processes, async helpers). Exported under the orloj-src
+// condition only: tests run from sources, and nothing in dist depends on it.
+export * from './amqp.js';
+export * from './async.js';
+export * from './canary.js';
+export * from './fixtures.js';
+export * from './json-lines.js';
+export * from './keys.js';
+export * from './role-process.js';
+export * from './services.js';
+export * from './stores.js';
