@@ -30,7 +30,8 @@ export class HandOut {
           log_retention: workflow.logRetention,
         };
         try {
-          await this.c.bus.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, body, { ttlMs: this.c.config.queueTimeoutMs });
+          // A manual job's message carries the request that created it: the runner's lines for it carry its reqId.
+          await this.c.bus.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, body, { ttlMs: this.c.config.queueTimeoutMs, reqId: job.requestId ?? undefined });
           sent.push({ id: job.id, attempts: job.attempts });
         } catch (err) {
           this.c.log.warn({ err, jobId: job.id }, 'could not hand a job to the runners; it will be retried');

@@ -70,7 +70,7 @@ for (const combo of combos) {
       if (combo.amqp && services.amqp) await deleteBusObjects(services.amqp, busPrefix);
     });
 
-    it("logs the scheduler's handling of a manual job with the reqId of the api request that scheduled it", async () => {
+    it("logs the scheduler's and the runner's handling of a manual job with the reqId of the api request that scheduled it", async () => {
       const c = new TestClient(`http://127.0.0.1:${orloj!.port}`);
       assert.equal((await c.post('/auth/register', { email: `reqid-${crypto.randomUUID()}@example.com`, password: 'password123' })).status, 201);
       const created = await c.post(
@@ -92,6 +92,10 @@ for (const combo of combos) {
       assert.equal(access.path, `/workflows/${id}/jobs/schedule`);
       const woken = await lineWhere(lines, (l) => l.role === 'scheduler' && l.reqId === reqId, 'of the scheduler with the request id');
       assert.equal(woken.msg, 'woken by the api: taking new work now');
+      // The job carries the request id to the runner (jobs.request_id, then job.run's envelope): its lines for the job carry it too.
+      const started = await lineWhere(lines, (l) => l.role === 'runners' && l.msg === 'job started' && l.reqId === reqId, 'of the runner starting the job');
+      assert.equal(started.workflowId, id);
+      await lineWhere(lines, (l) => l.role === 'runners' && l.msg === 'job finished' && l.reqId === reqId, 'of the runner finishing the job');
     });
   });
 }

@@ -66,7 +66,8 @@ export function jobsRoutes(deps: ApiDeps): Router {
       const workflow = await tx.workflows.findForUser(userId, id, { lock: true });
       if (!workflow) throw notFound('The workflow');
       // A manual run: due now, waits its turn behind a running job; the automatic schedule is untouched.
-      const job = createManualJob(workflow, clock.now());
+      // The request's id travels with the job (job.run carries it), so the runner's lines for it carry this reqId.
+      const job = createManualJob(workflow, clock.now(), typeof ctx.state.reqId === 'string' ? ctx.state.reqId : undefined);
       await tx.jobs.insert(job);
       return { status: 201, body: { id: job.id } };
     });

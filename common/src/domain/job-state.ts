@@ -93,14 +93,15 @@ export interface JobTransition {
  * workflow is terminated or its build failed. Call it with the workflow read
  * locked, so a terminate or update cannot slip between the check and the insert.
  */
-export function createManualJob(workflow: Workflow, now: number): Job {
+export function createManualJob(workflow: Workflow, now: number, requestId?: string): Job {
   if (workflow.terminatedAt !== null) {
     throw new OrlojError('workflow_terminated', 'The workflow is terminated: update it (PUT) to reactivate it first.');
   }
   if (workflow.buildStatus === 'FAILED') {
     throw new OrlojError('workflow_build_failed', "The workflow's build failed: update it (PUT) to rebuild it first.");
   }
-  return newJob(workflow, 'MANUAL', now, now);
+  const job = newJob(workflow, 'MANUAL', now, now);
+  return requestId === undefined ? job : { ...job, requestId };
 }
 
 /**

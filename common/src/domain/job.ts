@@ -61,6 +61,8 @@ export interface Job {
   logTruncated?: boolean;
   /** HEARTBEAT jobs once finished: what the request did; null (or absent) otherwise. */
   check?: CheckResult | null;
+  /** MANUAL jobs: the id of the api request that created the job, carried on its job.run message; null otherwise. */
+  requestId?: string | null;
 }
 
 /** A new PENDING job of the workflow's current generation, due at `slotAt`. */

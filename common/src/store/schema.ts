@@ -75,6 +75,8 @@ export interface JobsTable {
   check_status_code: number | null;
   check_response_ms: number | null;
   check_failure: string | null;
+  /** MANUAL jobs: the api request that created them (migration 0014). */
+  request_id: string | null;
 }
 
 export interface JobLogsTable {

@@ -12,6 +12,7 @@ import * as m0009 from './0009-job-log-truncated.js';
 import * as m0011 from './0011-retention.js';
 import * as m0012 from './0012-job-checks.js';
 import * as m0013 from './0013-job-log-blocks.js';
+import * as m0014 from './0014-job-request-id.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0011-retention': m0011,
   '0012-job-checks': m0012,
   '0013-job-log-blocks': m0013,
+  '0014-job-request-id': m0014,
 };
 
 /** The names of the migrations this build knows, in application order. */

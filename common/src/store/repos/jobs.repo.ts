@@ -31,6 +31,7 @@ export function toJob(r: Selectable<JobsTable>): Job {
     updatedAt: r.updated_at,
     logTruncated: r.log_truncated === 1,
     check: toCheck(r),
+    requestId: r.request_id ?? null,
   };
 }
 
@@ -86,6 +87,7 @@ function toRow(job: Job): Insertable<JobsTable> {
     created_at: job.createdAt,
     updated_at: job.updatedAt,
     ...checkColumns(job.check ?? null),
+    request_id: job.requestId ?? null,
   };
 }
 
