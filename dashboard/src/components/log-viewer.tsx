@@ -1,3 +1,8 @@
+/**
+ * One idea: a job's log on screen. The virtualized line list, paging, live
+ * tail, search with highlights and the filter bar all serve one viewer;
+ * where the lines come from is LogSource's (log-source.ts).
+ */
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState, type FormEvent, type KeyboardEvent, type Ref } from 'react';
