@@ -1,3 +1,8 @@
+/**
+ * One idea: the OpenAPI document of the HTTP API, as data. Its schemas are
+ * built from the domain's own constants and payload schemas, so the document
+ * cannot drift from what the routes accept (served at /openapi.json).
+ */
 import {
   BUILD_STATUSES,
   CHECK_FAILURES,

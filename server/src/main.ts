@@ -80,6 +80,173 @@ export function dashboardDir(config: ResolvedConfig, logger: Logger, isDashboard
   return undefined;
 }
 
+/** What the role starters share: opened once by startOrloj, in this order. */
+interface Boot {
+  config: ResolvedConfig;
+  roles: ReadonlySet<Role>;
+  keys: RoleKeys;
+  clock: Clock;
+  logger: Logger;
+  metrics: OrlojMetrics;
+  health: Health;
+  requestContext: RequestContext;
+  bus: InstrumentedBus;
+  /** Undefined in a runners-only process: the runners role has no database. */
+  store: Store | undefined;
+  /** Stopped in reverse order at shutdown. */
+  started: Service[];
+}
+
+/**
+ * The store, imported only here (and in the role starters) so a runners-only
+ * process never loads better-sqlite3 or pg. Migrates before anything uses it;
+ * `opened` hears of the handle first, so a failed migration still closes it.
+ */
+async function openStore(config: ResolvedConfig, logger: Logger, health: Health, opened: (database: DatabaseHandle) => void): Promise<Store> {
+  const { openDatabase, Store } = await import('@orloj/common/store');
+  const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, tls: config.databaseTls });
+  opened(database);
+  const applied = await database.migrate();
+  if (applied.length) logger.info({ migrations: applied }, 'database migrated');
+  const store = Store.fromHandle(database);
+  health.add({ name: 'store', check: () => store.ping() });
+  return store;
+}
+
+async function startScheduler(boot: Boot, store: Store): Promise<void> {
+  const { config, keys, clock, logger, metrics, requestContext, bus, started } = boot;
+  const { RetentionSweeper, Scheduler } = await import('@orloj/scheduler');
+  const log = logger.child({ role: 'scheduler' });
+  const scheduler = new Scheduler({
+    store,
+    bus: roleBus({ bus, role: 'scheduler', keys, clock, logger: log, metrics, requestContext }),
+    clock,
+    logger: log,
+    replicaId: config.scheduler.id,
+    config: {
+      tickMs: config.scheduler.tickMs,
+      leaderLeaseTtlMs: config.scheduler.leaderLeaseTtlMs,
+      jobLeaseTtlMs: config.scheduler.jobLeaseTtlMs,
+      queueTimeoutMs: config.scheduler.queueTimeoutMs,
+      buildTimeoutMs: config.scheduler.buildTimeoutMs,
+      maxQueued: config.scheduler.maxQueued,
+      maxActivePerUser: config.tenants.maxActiveJobsPerUser,
+    },
+  });
+  await scheduler.start();
+  log.info({ replicaId: config.scheduler.id }, 'scheduler started');
+  started.push(scheduler);
+  roleMetrics.scheduler(metrics, scheduler, store, bus);
+  // Pruning old rows is the leader's: one process at a time, in either topology.
+  const retention = new RetentionSweeper({ store, clock, logger: log, mayRun: () => scheduler.isLeader, config: config.retention });
+  await retention.start();
+  started.push(retention);
+}
+
+async function startLogIngest(boot: Boot, store: Store): Promise<void> {
+  const { config, keys, clock, logger, metrics, requestContext, bus, started } = boot;
+  const { LogIngester } = await import('@orloj/log-ingest');
+  const log = logger.child({ role: 'log-ingest' });
+  // LogIngester, Notifier and Runner bind their role themselves: the root logger, so no line says it twice.
+  const ingester = new LogIngester({
+    store,
+    bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log, metrics, requestContext }),
+    clock,
+    logger,
+    maxLinesPerJob: config.containers.maxLogLines,
+  });
+  await ingester.start();
+  started.push(ingester);
+  roleMetrics.logIngest(metrics, ingester);
+}
+
+async function startNotifier(boot: Boot, store: Store): Promise<void> {
+  const { config, keys, clock, logger, metrics, requestContext, bus, started } = boot;
+  const { Notifier } = await import('@orloj/notifier');
+  const log = logger.child({ role: 'notifier' });
+  const notifier = new Notifier({ store, bus: roleBus({ bus, role: 'notifier', keys, clock, logger: log, metrics, requestContext }), clock, logger, pollMs: config.notifier.pollMs, metrics });
+  await notifier.start();
+  started.push(notifier);
+  roleMetrics.notifier(metrics, store);
+}
+
+async function startRunners(boot: Boot): Promise<void> {
+  const { config, roles, keys, clock, logger, metrics, requestContext, bus, started } = boot;
+  const log = logger.child({ role: 'runners' });
+  const containers = config.runner.dockerHost ? new ContainerExecutor({ dockerHost: config.runner.dockerHost, logger: log, clock }) : undefined;
+  if (!containers) log.warn('no DOCKER_HOST and no /var/run/docker.sock: CONTAINER jobs will fail with SYSTEM_ERROR');
+  else if (!(await containers.ping())) log.warn({ dockerHost: config.runner.dockerHost }, 'the container runtime does not answer; CONTAINER jobs fail until it does');
+  const runnerBus = roleBus({ bus, role: 'runners', keys, clock, logger: log, metrics, requestContext });
+  // Captured container lines go to log-ingest in batches (docs/logs.md). On the
+  // in-process bus nobody outside this process could take them: without a
+  // log-ingest here they would pile up in memory, so they are only counted.
+  const inProcessOnly = config.busUrl.startsWith('memory:') && !roles.has('log-ingest');
+  if (inProcessOnly) log.warn('BUS_URL=memory: without the log-ingest role in this process: container log lines are not kept');
+  const logSink = inProcessOnly ? undefined : new BusLogSink({ bus: runnerBus, logger: log, clock });
+  const runner = new Runner({
+    bus: runnerBus,
+    logger,
+    clock,
+    runnerId: config.runner.id,
+    // requireRoleKeys made sure a runner has the scheduler's public key.
+    ...(keys.publicKeys.scheduler ? { installationId: keyFingerprint(keys.publicKeys.scheduler) } : {}),
+    http: new HttpCheckExecutor({ logger: log, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets], clock }),
+    ...(containers ? { containers } : {}),
+    imagePolicy: new ImagePolicy({ limits: config.containers, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets] }),
+    concurrency: config.runner.concurrency,
+    leaseTtlMs: config.scheduler.jobLeaseTtlMs,
+    shutdownGraceMs: config.runner.shutdownGraceMs,
+    ...(logSink ? { logSink } : {}),
+  });
+  await runner.start();
+  started.push(runner);
+  roleMetrics.runners(metrics, runner, logSink);
+}
+
+/** Starts the api; answers its port. */
+async function startApi(boot: Boot, store: Store): Promise<number> {
+  const { config, keys, clock, logger, metrics, health, requestContext, bus, started } = boot;
+  const { ApiServer, isDashboardDir } = await import('@orloj/api');
+  const log = logger.child({ role: 'api' });
+  const api = new ApiServer({
+    store,
+    config,
+    clock,
+    logger: log,
+    bus: roleBus({ bus, role: 'api', keys, clock, logger, metrics, requestContext }),
+    metrics,
+    health,
+    requestContext,
+    dashboardDir: dashboardDir(config, log, isDashboardDir),
+  });
+  const port = (await api.start()).port;
+  started.push(api);
+  roleMetrics.api(metrics, api);
+  return port;
+}
+
+/**
+ * The roles, in start order. Log-ingest comes before the runners: stopped after
+ * them, so it takes the lines they flush at shutdown. Answers the api's port.
+ */
+async function startRoles(boot: Boot): Promise<number | undefined> {
+  const { roles, store } = boot;
+  if (roles.has('scheduler') && store) await startScheduler(boot, store);
+  if (roles.has('log-ingest') && store) await startLogIngest(boot, store);
+  if (roles.has('notifier') && store) await startNotifier(boot, store);
+  if (roles.has('runners')) await startRunners(boot);
+  return roles.has('api') && store ? await startApi(boot, store) : undefined;
+}
+
+/** Observability (docs/operations.md): one registry and one readiness per process. */
+function observability(lifecycle: { started: boolean }): { metrics: OrlojMetrics; health: Health } {
+  const metrics = new OrlojMetrics();
+  const health = new Health();
+  health.add({ name: 'roles', check: () => (lifecycle.started ? true : 'starting or stopping') });
+  metrics.gauge('orloj_ready', 'Whether this process is ready (1: what /readyz answers 200 for) or not (0).', async () => ((await health.readiness()).ready ? 1 : 0));
+  return { metrics, health };
+}
+
 /**
  * The composition root: opens what the chosen roles need (runners get no
  * database), and starts the roles. Shutdown runs in reverse: HTTP first, then
@@ -104,12 +271,8 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
   let bus: InstrumentedBus | undefined;
   let port: number | undefined;
   let opsPort: number | undefined;
-  // Observability (docs/operations.md): one registry and one readiness per process.
-  const metrics = new OrlojMetrics();
-  const health = new Health();
   const lifecycle = { started: false };
-  health.add({ name: 'roles', check: () => (lifecycle.started ? true : 'starting or stopping') });
-  metrics.gauge('orloj_ready', 'Whether this process is ready (1: what /readyz answers 200 for) or not (0).', async () => ((await health.readiness()).ready ? 1 : 0));
+  const { metrics, health } = observability(lifecycle);
 
   const closeAll = async () => {
     lifecycle.started = false;
@@ -132,13 +295,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     health.add({ name: 'bus', check: () => (bus?.connected ? true : 'not connected to the message broker') });
     let store: Store | undefined;
     if ([...roles].some((r) => r !== 'runners')) {
-      const { openDatabase, Store } = await import('@orloj/common/store');
-      database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, tls: config.databaseTls });
-      const applied = await database.migrate();
-      if (applied.length) logger.info({ migrations: applied }, 'database migrated');
-      store = Store.fromHandle(database);
-      const reachable = store;
-      health.add({ name: 'store', check: () => reachable.ping() });
+      store = await openStore(config, logger, health, (opened) => (database = opened));
     }
     if (config.busUrl.startsWith('memory:') && roles.size < 3 && !roles.has('api')) {
       logger.warn('BUS_URL=memory: connects only the roles inside this process; use amqp:// to run roles in separate processes');
@@ -147,108 +304,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     const connectionName = `orloj ${[...roles].join(',')} pid ${process.pid} on ${os.hostname()}`;
     bus = new InstrumentedBus(await createBus(config.busUrl, { logger, prefix: config.busPrefix, connectionName, tls: config.busTls }), metrics);
     roleMetrics.common(metrics, bus);
-
-    if (roles.has('scheduler') && store) {
-      const { RetentionSweeper, Scheduler } = await import('@orloj/scheduler');
-      const log = logger.child({ role: 'scheduler' });
-      const scheduler = new Scheduler({
-        store,
-        bus: roleBus({ bus, role: 'scheduler', keys, clock, logger: log, metrics, requestContext }),
-        clock,
-        logger: log,
-        replicaId: config.scheduler.id,
-        config: {
-          tickMs: config.scheduler.tickMs,
-          leaderLeaseTtlMs: config.scheduler.leaderLeaseTtlMs,
-          jobLeaseTtlMs: config.scheduler.jobLeaseTtlMs,
-          queueTimeoutMs: config.scheduler.queueTimeoutMs,
-          buildTimeoutMs: config.scheduler.buildTimeoutMs,
-          maxQueued: config.scheduler.maxQueued,
-          maxActivePerUser: config.tenants.maxActiveJobsPerUser,
-        },
-      });
-      await scheduler.start();
-      log.info({ replicaId: config.scheduler.id }, 'scheduler started');
-      started.push(scheduler);
-      roleMetrics.scheduler(metrics, scheduler, store, bus);
-      // Pruning old rows is the leader's: one process at a time, in either topology.
-      const retention = new RetentionSweeper({ store, clock, logger: log, mayRun: () => scheduler.isLeader, config: config.retention });
-      await retention.start();
-      started.push(retention);
-    }
-    // Before the runners: stopped after them, so it takes the lines they flush at shutdown.
-    if (roles.has('log-ingest') && store) {
-      const { LogIngester } = await import('@orloj/log-ingest');
-      const log = logger.child({ role: 'log-ingest' });
-      // LogIngester, Notifier and Runner bind their role themselves: the root logger, so no line says it twice.
-      const ingester = new LogIngester({
-        store,
-        bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log, metrics, requestContext }),
-        clock,
-        logger,
-        maxLinesPerJob: config.containers.maxLogLines,
-      });
-      await ingester.start();
-      started.push(ingester);
-      roleMetrics.logIngest(metrics, ingester);
-    }
-    if (roles.has('notifier') && store) {
-      const { Notifier } = await import('@orloj/notifier');
-      const log = logger.child({ role: 'notifier' });
-      const notifier = new Notifier({ store, bus: roleBus({ bus, role: 'notifier', keys, clock, logger: log, metrics, requestContext }), clock, logger, pollMs: config.notifier.pollMs, metrics });
-      await notifier.start();
-      started.push(notifier);
-      roleMetrics.notifier(metrics, store);
-    }
-    if (roles.has('runners')) {
-      const log = logger.child({ role: 'runners' });
-      const containers = config.runner.dockerHost ? new ContainerExecutor({ dockerHost: config.runner.dockerHost, logger: log, clock }) : undefined;
-      if (!containers) log.warn('no DOCKER_HOST and no /var/run/docker.sock: CONTAINER jobs will fail with SYSTEM_ERROR');
-      else if (!(await containers.ping())) log.warn({ dockerHost: config.runner.dockerHost }, 'the container runtime does not answer; CONTAINER jobs fail until it does');
-      const runnerBus = roleBus({ bus, role: 'runners', keys, clock, logger: log, metrics, requestContext });
-      // Captured container lines go to log-ingest in batches (docs/logs.md). On the
-      // in-process bus nobody outside this process could take them: without a
-      // log-ingest here they would pile up in memory, so they are only counted.
-      const inProcessOnly = config.busUrl.startsWith('memory:') && !roles.has('log-ingest');
-      if (inProcessOnly) log.warn('BUS_URL=memory: without the log-ingest role in this process: container log lines are not kept');
-      const logSink = inProcessOnly ? undefined : new BusLogSink({ bus: runnerBus, logger: log, clock });
-      const runner = new Runner({
-        bus: runnerBus,
-        logger,
-        clock,
-        runnerId: config.runner.id,
-        // requireRoleKeys made sure a runner has the scheduler's public key.
-        ...(keys.publicKeys.scheduler ? { installationId: keyFingerprint(keys.publicKeys.scheduler) } : {}),
-        http: new HttpCheckExecutor({ logger: log, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets], clock }),
-        ...(containers ? { containers } : {}),
-        imagePolicy: new ImagePolicy({ limits: config.containers, allowTargets: [...config.runner.allowTargets], denyTargets: [...config.runner.denyTargets] }),
-        concurrency: config.runner.concurrency,
-        leaseTtlMs: config.scheduler.jobLeaseTtlMs,
-        shutdownGraceMs: config.runner.shutdownGraceMs,
-        ...(logSink ? { logSink } : {}),
-      });
-      await runner.start();
-      started.push(runner);
-      roleMetrics.runners(metrics, runner, logSink);
-    }
-    if (roles.has('api') && store) {
-      const { ApiServer, isDashboardDir } = await import('@orloj/api');
-      const log = logger.child({ role: 'api' });
-      const api = new ApiServer({
-        store,
-        config,
-        clock,
-        logger: log,
-        bus: roleBus({ bus, role: 'api', keys, clock, logger, metrics, requestContext }),
-        metrics,
-        health,
-        requestContext,
-        dashboardDir: dashboardDir(config, log, isDashboardDir),
-      });
-      port = (await api.start()).port;
-      started.push(api);
-      roleMetrics.api(metrics, api);
-    }
+    port = await startRoles({ config, roles, keys, clock, logger, metrics, health, requestContext, bus, store, started });
     lifecycle.started = true;
   } catch (err) {
     await closeAll().catch(() => undefined);

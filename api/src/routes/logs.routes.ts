@@ -65,124 +65,126 @@ function highlightToken(messages: readonly string[]): string {
   }
 }
 
-export function logsRoutes(deps: ApiDeps): Router {
+/**
+ * Lines by position, oldest first: `limit` lines from sequence_num `from`
+ * (0 when absent) of the current attempt, and how many are stored so far.
+ * What a virtualized viewer needs to open a log at its end, jump to any line
+ * or show a search hit in context without walking the pages.
+ */
+async function logLines(deps: ApiDeps, ctx: Context): Promise<void> {
+  const { store } = deps;
+  const { workflowId, jobId } = logPathParams(ctx);
+  const q = new QueryReader(ctx.query);
+  const from = q.int('from', 0, LOG_LINE_MAX) ?? 0;
+  const limit = q.int('limit', 1, LOG_PAGE_MAX) ?? LOG_PAGE_SIZE;
+  q.done();
+  const job = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
+  const [lines, total] = await Promise.all([
+    store.logQueries.after({ jobId, attempt: job.attempts, limit, ...(from > 0 ? { after: from - 1 } : {}) }),
+    store.logQueries.stored({ jobId, attempt: job.attempts }),
+  ]);
+  ctx.body = {
+    id: jobId,
+    workflow_id: workflowId,
+    from,
+    // A line stored between the two reads can make the page reach past the count read.
+    total: Math.max(total, lines.length ? lines[lines.length - 1]!.sequenceNum + 1 : 0),
+    logs: lines.map((l) => presentLogEntry(l, l.message)),
+  };
+}
+
+/**
+ * The whole log of a finished job, oldest first, streamed: the store is
+ * read in keyset batches as the client takes the bytes (Readable.from pulls
+ * the next batch only when the socket has drained), so memory stays bounded
+ * by one batch whatever the log's size.
+ */
+async function rawLog(deps: ApiDeps, ctx: Context): Promise<void> {
   const { store, logger } = deps;
+  const { workflowId, jobId } = logPathParams(ctx);
+  const q = new QueryReader(ctx.query);
+  const format = q.enumOf('format', DOWNLOAD_FORMATS) ?? 'txt';
+  const stream = q.enumOf('stream', LOG_STREAMS);
+  const text = readSearchText(q);
+  q.done();
+  const job = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
+  if (!isTerminal(job.status)) {
+    throw new OrlojError('job_not_terminal', `The job is ${job.status}: its log can be downloaded once it has COMPLETED, FAILED or been CANCELED.`);
+  }
+  const filter = {
+    jobId,
+    attempt: job.attempts,
+    ...(stream ? { stream } : {}),
+    ...(text !== undefined ? { match: store.logQueries.matcher(text) } : {}),
+  };
+  const render: (l: LogLine) => string = format === 'txt' ? (l) => `${l.message}\n` : format === 'jsonl' ? (l) => `${logDownloadEntryJson(l)}\n` : logDownloadEntryJson;
+  const separator = format === 'json' ? ',' : '';
+  async function* body(): AsyncGenerator<string> {
+    try {
+      if (format === 'json') {
+        yield `{"id":"${jobId}","workflow_id":"${workflowId}","filters":${JSON.stringify({ q: text ?? '', stream: stream ?? 'all' })},"logs":[`;
+      }
+      let first = true;
+      for await (const batch of store.logQueries.scan(filter, DOWNLOAD_BATCH)) {
+        let chunk = '';
+        for (const line of batch) {
+          chunk += (first ? '' : separator) + render(line);
+          first = false;
+        }
+        yield chunk;
+      }
+      if (format === 'json') yield ']}';
+    } catch (err) {
+      // Headers are gone: the response is cut short (no final chunk), which clients see as an incomplete download.
+      logger.error({ err, jobId, reqId: ctx.state.reqId as string | undefined }, 'log download failed midway');
+      throw err;
+    }
+  }
+  ctx.status = 200;
+  ctx.type = format === 'txt' ? 'text/plain; charset=utf-8' : format === 'json' ? 'application/json; charset=utf-8' : 'application/x-ndjson; charset=utf-8';
+  ctx.set('Content-Disposition', `attachment; filename="${jobId}.${format}"`);
+  ctx.body = Readable.from(body(), { objectMode: false, highWaterMark: 64 * 1024 });
+}
+
+/** One page, newest first; cursors are keyset positions (sequence_num). */
+async function logPage(deps: ApiDeps, ctx: Context, search: boolean): Promise<void> {
+  const { store } = deps;
+  const { workflowId, jobId } = logPathParams(ctx);
+  const q = new QueryReader(ctx.query);
+  const cursor = q.string('cursor', 512);
+  const limit = q.int('limit', 1, LOG_PAGE_MAX) ?? LOG_PAGE_SIZE;
+  const text = search ? readSearchText(q) : undefined;
+  const stream = search ? q.enumOf('stream', LOG_STREAMS) : undefined;
+  q.done();
+  const claimed = parseCursor(cursor);
+  const match: LogMatcher | undefined = text === undefined ? undefined : store.logQueries.matcher(text);
+  const filter = { jobId, ...(stream ? { stream } : {}), ...(match ? { match } : {}), ...(claimed ? { before: claimed.k } : {}), limit: limit + 1 };
+  // The access check rides in the page's statement; only an empty answer needs
+  // the check alone, to tell an empty page from a job that is not the caller's.
+  const owned = await store.logQueries.ownedPage({ userId: userIdOf(ctx), workflowId }, filter);
+  const attempt = owned?.attempt ?? (await openJobLogs(store, userIdOf(ctx), workflowId, jobId)).attempts;
+  // Cursors are bound to the job and its current attempt (a retry starts a new list: the old cursor is 400).
+  const list = `logs:${jobId}:${attempt}`;
+  checkCursorList(list, claimed);
+  const rows = owned?.lines ?? [];
+  const lines = rows.slice(0, limit);
+  const last = lines[lines.length - 1];
+  const token = highlightToken(lines.map((l) => l.message));
+  ctx.body = {
+    id: jobId,
+    workflow_id: workflowId,
+    logs: lines.map((l) => presentLogEntry(l, match ? match.highlight(l.message, token) : l.message)),
+    cursor: rows.length > limit && last ? encodeCursor(list, { k: last.sequenceNum, id: jobId }) : '',
+    highlight_token: token,
+  };
+}
+
+export function logsRoutes(deps: ApiDeps): Router {
   const router = new Router();
   const session = requireSession(deps.sessions, deps.config);
-
-  /** One page, newest first; cursors are keyset positions (sequence_num). */
-  async function page(ctx: Context, search: boolean): Promise<void> {
-    const { workflowId, jobId } = logPathParams(ctx);
-    const q = new QueryReader(ctx.query);
-    const cursor = q.string('cursor', 512);
-    const limit = q.int('limit', 1, LOG_PAGE_MAX) ?? LOG_PAGE_SIZE;
-    const text = search ? readSearchText(q) : undefined;
-    const stream = search ? q.enumOf('stream', LOG_STREAMS) : undefined;
-    q.done();
-    const claimed = parseCursor(cursor);
-    const match: LogMatcher | undefined = text === undefined ? undefined : store.logQueries.matcher(text);
-    const filter = { jobId, ...(stream ? { stream } : {}), ...(match ? { match } : {}), ...(claimed ? { before: claimed.k } : {}), limit: limit + 1 };
-    // The access check rides in the page's statement; only an empty answer needs
-    // the check alone, to tell an empty page from a job that is not the caller's.
-    const owned = await store.logQueries.ownedPage({ userId: userIdOf(ctx), workflowId }, filter);
-    const attempt = owned?.attempt ?? (await openJobLogs(store, userIdOf(ctx), workflowId, jobId)).attempts;
-    // Cursors are bound to the job and its current attempt (a retry starts a new list: the old cursor is 400).
-    const list = `logs:${jobId}:${attempt}`;
-    checkCursorList(list, claimed);
-    const rows = owned?.lines ?? [];
-    const lines = rows.slice(0, limit);
-    const last = lines[lines.length - 1];
-    const token = highlightToken(lines.map((l) => l.message));
-    ctx.body = {
-      id: jobId,
-      workflow_id: workflowId,
-      logs: lines.map((l) => presentLogEntry(l, match ? match.highlight(l.message, token) : l.message)),
-      cursor: rows.length > limit && last ? encodeCursor(list, { k: last.sequenceNum, id: jobId }) : '',
-      highlight_token: token,
-    };
-  }
-
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs', session, (ctx) => page(ctx, false));
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs/search', session, (ctx) => page(ctx, true));
-
-  /**
-   * Lines by position, oldest first: `limit` lines from sequence_num `from`
-   * (0 when absent) of the current attempt, and how many are stored so far.
-   * What a virtualized viewer needs to open a log at its end, jump to any line
-   * or show a search hit in context without walking the pages.
-   */
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs/lines', session, async (ctx) => {
-    const { workflowId, jobId } = logPathParams(ctx);
-    const q = new QueryReader(ctx.query);
-    const from = q.int('from', 0, LOG_LINE_MAX) ?? 0;
-    const limit = q.int('limit', 1, LOG_PAGE_MAX) ?? LOG_PAGE_SIZE;
-    q.done();
-    const job = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
-    const [lines, total] = await Promise.all([
-      store.logQueries.after({ jobId, attempt: job.attempts, limit, ...(from > 0 ? { after: from - 1 } : {}) }),
-      store.logQueries.stored({ jobId, attempt: job.attempts }),
-    ]);
-    ctx.body = {
-      id: jobId,
-      workflow_id: workflowId,
-      from,
-      // A line stored between the two reads can make the page reach past the count read.
-      total: Math.max(total, lines.length ? lines[lines.length - 1]!.sequenceNum + 1 : 0),
-      logs: lines.map((l) => presentLogEntry(l, l.message)),
-    };
-  });
-
-  /**
-   * The whole log of a finished job, oldest first, streamed: the store is
-   * read in keyset batches as the client takes the bytes (Readable.from pulls
-   * the next batch only when the socket has drained), so memory stays bounded
-   * by one batch whatever the log's size.
-   */
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs/raw', session, async (ctx) => {
-    const { workflowId, jobId } = logPathParams(ctx);
-    const q = new QueryReader(ctx.query);
-    const format = q.enumOf('format', DOWNLOAD_FORMATS) ?? 'txt';
-    const stream = q.enumOf('stream', LOG_STREAMS);
-    const text = readSearchText(q);
-    q.done();
-    const job = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
-    if (!isTerminal(job.status)) {
-      throw new OrlojError('job_not_terminal', `The job is ${job.status}: its log can be downloaded once it has COMPLETED, FAILED or been CANCELED.`);
-    }
-    const filter = {
-      jobId,
-      attempt: job.attempts,
-      ...(stream ? { stream } : {}),
-      ...(text !== undefined ? { match: store.logQueries.matcher(text) } : {}),
-    };
-    const render: (l: LogLine) => string = format === 'txt' ? (l) => `${l.message}\n` : format === 'jsonl' ? (l) => `${logDownloadEntryJson(l)}\n` : logDownloadEntryJson;
-    const separator = format === 'json' ? ',' : '';
-    async function* body(): AsyncGenerator<string> {
-      try {
-        if (format === 'json') {
-          yield `{"id":"${jobId}","workflow_id":"${workflowId}","filters":${JSON.stringify({ q: text ?? '', stream: stream ?? 'all' })},"logs":[`;
-        }
-        let first = true;
-        for await (const batch of store.logQueries.scan(filter, DOWNLOAD_BATCH)) {
-          let chunk = '';
-          for (const line of batch) {
-            chunk += (first ? '' : separator) + render(line);
-            first = false;
-          }
-          yield chunk;
-        }
-        if (format === 'json') yield ']}';
-      } catch (err) {
-        // Headers are gone: the response is cut short (no final chunk), which clients see as an incomplete download.
-        logger.error({ err, jobId, reqId: ctx.state.reqId as string | undefined }, 'log download failed midway');
-        throw err;
-      }
-    }
-    ctx.status = 200;
-    ctx.type = format === 'txt' ? 'text/plain; charset=utf-8' : format === 'json' ? 'application/json; charset=utf-8' : 'application/x-ndjson; charset=utf-8';
-    ctx.set('Content-Disposition', `attachment; filename="${jobId}.${format}"`);
-    ctx.body = Readable.from(body(), { objectMode: false, highWaterMark: 64 * 1024 });
-  });
-
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs', session, (ctx) => logPage(deps, ctx, false));
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs/search', session, (ctx) => logPage(deps, ctx, true));
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs/lines', session, (ctx) => logLines(deps, ctx));
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs/raw', session, (ctx) => rawLog(deps, ctx));
   return router;
 }

@@ -81,181 +81,191 @@ function readCreateWithPayload(raw: unknown, limits: ContainerLimits): CreateWor
 const workflowId = (ctx: Context) => requireUuidParam('workflow_id', ctx.params.workflow_id, isUuid);
 const userIdOf = (ctx: Context) => ctx.state.session.userId as string;
 
+async function handleCreate(deps: ApiDeps, ctx: Context): Promise<void> {
+  const { clock, idempotency } = deps;
+  const key = readIdempotencyKey(ctx);
+  const body = readCreateWithPayload(await readJsonBody(ctx), deps.config.containers);
+  checkPayloadAndRetention(body.kind, body.payload, body.log_retention, deps.config.containers);
+  const userId = userIdOf(ctx);
+  await idempotency.run(ctx, userId, key, { scope: 'POST /workflows', body }, async (tx) => {
+    // Under the user's row lock, so two concurrent creates cannot both take the last place.
+    await tx.users.lock(userId);
+    const max = deps.config.tenants.maxWorkflowsPerUser;
+    if ((await tx.workflows.countForUser(userId)) >= max) {
+      throw new OrlojError(
+        'workflow_limit_reached',
+        `You already have ${max} workflows, the most this installation allows per user; delete terminated ones to make room.`,
+      );
+    }
+    const workflow = newWorkflow(
+      {
+        userId,
+        name: body.name,
+        kind: body.kind,
+        payload: body.payload,
+        intervalMinutes: body.interval,
+        maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
+        logRetention: body.log_retention,
+      },
+      clock.now(),
+    );
+    await createWorkflow(tx, workflow);
+    return { status: 201, body: { id: workflow.id } };
+  });
+  nudgeScheduler(deps);
+}
+
+async function handleList(deps: ApiDeps, ctx: Context): Promise<void> {
+  const { store, clock, listPages } = deps;
+  const q = new QueryReader(ctx.query);
+  const cursor = q.string('cursor', 512);
+  const query = q.string('query', 200);
+  const kind = q.enumOf('kind', WORKFLOW_KINDS);
+  const buildStatus = q.enumOf('build_status', BUILD_STATUSES);
+  const terminatedOnly = q.bool('terminated');
+  const includeTerminated = q.bool('include_terminated') ?? false;
+  const include = q.enumOf('include', INCLUDES);
+  const intervalMin = q.int('interval_min', 0, INT32_MAX);
+  const intervalMax = q.int('interval_max', 0, INT32_MAX);
+  const limit = q.int('limit', 1, 100) ?? WORKFLOW_PAGE_SIZE;
+  if (intervalMin && intervalMax && intervalMax < intervalMin) {
+    q.fail('interval_max', 'must not be less than interval_min');
+  }
+  if (includeTerminated && terminatedOnly !== undefined) {
+    q.fail('include_terminated', 'cannot be combined with terminated: include_terminated lists active and terminated workflows');
+  }
+  q.done();
+  const terminated: boolean | 'all' = includeTerminated ? 'all' : (terminatedOnly ?? false);
+  const list = 'workflows';
+  const after = decodeCursor(list, cursor);
+  const userId = userIdOf(ctx);
+  const filter = {
+    userId,
+    query: query || undefined,
+    kind,
+    buildStatus,
+    terminated,
+    intervalMin: intervalMin || undefined,
+    intervalMax: intervalMax || undefined,
+    limit,
+  };
+  // Read with the session, before the page: a page read later can only be newer than its label.
+  const version = (ctx.state.session as ActiveSession).workflowListVersion;
+  const key = JSON.stringify([filter, cursor ?? '']);
+  ctx.type = 'application/json';
+  // Health moves with every run and with time: such a page is read fresh, never kept.
+  const cached = include === 'health' ? undefined : listPages.get(key, version);
+  if (cached !== undefined) {
+    ctx.body = cached;
+    return;
+  }
+  const rows = await store.workflows.list({ ...filter, after, limit: limit + 1 });
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const health = include === 'health' ? await readHealth(store, page, clock.now()) : undefined;
+  const json = JSON.stringify({
+    workflows: page.map((w) => withHealth(presentWorkflow(w), health?.get(w.id))),
+    cursor: rows.length > limit && last ? encodeCursor(list, { k: last.createdAt, id: last.id }) : '',
+  });
+  if (!health) listPages.set(key, version, json);
+  ctx.body = json;
+}
+
+async function handleGet(deps: ApiDeps, ctx: Context): Promise<void> {
+  const { store, clock } = deps;
+  const q = new QueryReader(ctx.query);
+  const include = q.enumOf('include', INCLUDES);
+  q.done();
+  const workflow = await store.workflows.findForUser(userIdOf(ctx), workflowId(ctx));
+  if (!workflow) throw notFound('The workflow');
+  const health = include === 'health' ? (await readHealth(store, [workflow], clock.now())).get(workflow.id) : undefined;
+  ctx.body = withHealth(
+    presentWorkflow(workflow, {
+      generation: workflow.generation,
+      skipped: { count: workflow.skippedSlots, lastAt: workflow.lastSlotSkippedAt },
+    }),
+    health,
+  );
+}
+
+async function handleUpdate(deps: ApiDeps, ctx: Context): Promise<void> {
+  const { clock, idempotency } = deps;
+  const id = workflowId(ctx);
+  const key = readIdempotencyKey(ctx);
+  const body = readUpdate(await readJsonBody(ctx));
+  const userId = userIdOf(ctx);
+  await idempotency.run(ctx, userId, key, { scope: `PUT /workflows/${id}`, body }, async (tx: Store) => {
+    const current = await tx.workflows.findForUser(userId, id, { lock: true });
+    if (!current) throw notFound('The workflow');
+    const parsed = checkPayloadAndRetention(current.kind, body.payload, body.log_retention, deps.config.containers);
+    const newImage = parsed?.kind === 'CONTAINER' ? parsed.payload.image : undefined;
+    const rebuild =
+      current.terminatedAt !== null ||
+      current.buildStatus === 'FAILED' ||
+      current.buildStatus === 'CANCELED' ||
+      (current.kind === 'CONTAINER' && newImage !== imageOf(current));
+    const intervalMs = body.interval * 60_000;
+    const now = clock.now();
+    await tx.workflows.update(
+      userId,
+      id,
+      {
+        name: body.name,
+        payload: body.payload,
+        intervalMinutes: body.interval,
+        maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
+        logRetention: current.kind === 'CONTAINER' ? (body.log_retention ?? current.logRetention) : false,
+        rebuild,
+        // the schedule stays anchored to the build; a new interval takes effect from the next slot
+        nextDueAt: current.buildCompletedAt === null ? null : firstSlotAfter(current.buildCompletedAt, intervalMs, now),
+      },
+      now,
+    );
+    // Jobs not yet running belong to the old definition; a RUNNING job finishes as it started.
+    await cancelOutdatedJobs(tx, current, now);
+    return { status: 204 };
+  });
+  nudgeScheduler(deps);
+}
+
+async function handleTerminate(deps: ApiDeps, ctx: Context): Promise<void> {
+  const { store, clock } = deps;
+  const id = workflowId(ctx);
+  const userId = userIdOf(ctx);
+  await store.transaction(async (tx) => {
+    if (await terminateWorkflow(tx, userId, id, clock.now())) return;
+    if (!(await tx.workflows.findForUser(userId, id))) throw notFound('The workflow');
+    throw new OrlojError('workflow_terminated', 'The workflow is already terminated.');
+  });
+  ctx.status = 204;
+}
+
+async function handleDelete(deps: ApiDeps, ctx: Context): Promise<void> {
+  const { store, clock } = deps;
+  const id = workflowId(ctx);
+  const userId = userIdOf(ctx);
+  await store.transaction(async (tx) => {
+    const workflow = await tx.workflows.findForUser(userId, id, { lock: true });
+    if (!workflow) throw notFound('The workflow');
+    if (workflow.terminatedAt === null) {
+      throw new OrlojError('workflow_active', 'Only a terminated workflow can be deleted: terminate it first (PATCH).');
+    }
+    if ((await tx.jobs.withStatus(id, ['RUNNING'])).length > 0) {
+      throw new OrlojError('workflow_has_running_jobs', 'The workflow still has a running job; delete it once the job has stopped.');
+    }
+    await deleteWorkflow(tx, workflow, clock.now());
+  });
+  ctx.status = 204;
+}
+
 export function workflowsRoutes(deps: ApiDeps): Router {
-  const { store, clock, idempotency, listPages } = deps;
   const router = new Router();
   const session = requireSession(deps.sessions, deps.config);
-
-  router.post('/workflows', session, async (ctx) => {
-    const key = readIdempotencyKey(ctx);
-    const body = readCreateWithPayload(await readJsonBody(ctx), deps.config.containers);
-    checkPayloadAndRetention(body.kind, body.payload, body.log_retention, deps.config.containers);
-    const userId = userIdOf(ctx);
-    await idempotency.run(ctx, userId, key, { scope: 'POST /workflows', body }, async (tx) => {
-      // Under the user's row lock, so two concurrent creates cannot both take the last place.
-      await tx.users.lock(userId);
-      const max = deps.config.tenants.maxWorkflowsPerUser;
-      if ((await tx.workflows.countForUser(userId)) >= max) {
-        throw new OrlojError(
-          'workflow_limit_reached',
-          `You already have ${max} workflows, the most this installation allows per user; delete terminated ones to make room.`,
-        );
-      }
-      const workflow = newWorkflow(
-        {
-          userId,
-          name: body.name,
-          kind: body.kind,
-          payload: body.payload,
-          intervalMinutes: body.interval,
-          maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
-          logRetention: body.log_retention,
-        },
-        clock.now(),
-      );
-      await createWorkflow(tx, workflow);
-      return { status: 201, body: { id: workflow.id } };
-    });
-    nudgeScheduler(deps);
-  });
-
-  router.get('/workflows', session, async (ctx) => {
-    const q = new QueryReader(ctx.query);
-    const cursor = q.string('cursor', 512);
-    const query = q.string('query', 200);
-    const kind = q.enumOf('kind', WORKFLOW_KINDS);
-    const buildStatus = q.enumOf('build_status', BUILD_STATUSES);
-    const terminatedOnly = q.bool('terminated');
-    const includeTerminated = q.bool('include_terminated') ?? false;
-    const include = q.enumOf('include', INCLUDES);
-    const intervalMin = q.int('interval_min', 0, INT32_MAX);
-    const intervalMax = q.int('interval_max', 0, INT32_MAX);
-    const limit = q.int('limit', 1, 100) ?? WORKFLOW_PAGE_SIZE;
-    if (intervalMin && intervalMax && intervalMax < intervalMin) {
-      q.fail('interval_max', 'must not be less than interval_min');
-    }
-    if (includeTerminated && terminatedOnly !== undefined) {
-      q.fail('include_terminated', 'cannot be combined with terminated: include_terminated lists active and terminated workflows');
-    }
-    q.done();
-    const terminated: boolean | 'all' = includeTerminated ? 'all' : (terminatedOnly ?? false);
-    const list = 'workflows';
-    const after = decodeCursor(list, cursor);
-    const userId = userIdOf(ctx);
-    const filter = {
-      userId,
-      query: query || undefined,
-      kind,
-      buildStatus,
-      terminated,
-      intervalMin: intervalMin || undefined,
-      intervalMax: intervalMax || undefined,
-      limit,
-    };
-    // Read with the session, before the page: a page read later can only be newer than its label.
-    const version = (ctx.state.session as ActiveSession).workflowListVersion;
-    const key = JSON.stringify([filter, cursor ?? '']);
-    ctx.type = 'application/json';
-    // Health moves with every run and with time: such a page is read fresh, never kept.
-    const cached = include === 'health' ? undefined : listPages.get(key, version);
-    if (cached !== undefined) {
-      ctx.body = cached;
-      return;
-    }
-    const rows = await store.workflows.list({ ...filter, after, limit: limit + 1 });
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    const health = include === 'health' ? await readHealth(store, page, clock.now()) : undefined;
-    const json = JSON.stringify({
-      workflows: page.map((w) => withHealth(presentWorkflow(w), health?.get(w.id))),
-      cursor: rows.length > limit && last ? encodeCursor(list, { k: last.createdAt, id: last.id }) : '',
-    });
-    if (!health) listPages.set(key, version, json);
-    ctx.body = json;
-  });
-
-  router.get('/workflows/:workflow_id', session, async (ctx) => {
-    const q = new QueryReader(ctx.query);
-    const include = q.enumOf('include', INCLUDES);
-    q.done();
-    const workflow = await store.workflows.findForUser(userIdOf(ctx), workflowId(ctx));
-    if (!workflow) throw notFound('The workflow');
-    const health = include === 'health' ? (await readHealth(store, [workflow], clock.now())).get(workflow.id) : undefined;
-    ctx.body = withHealth(
-      presentWorkflow(workflow, {
-        generation: workflow.generation,
-        skipped: { count: workflow.skippedSlots, lastAt: workflow.lastSlotSkippedAt },
-      }),
-      health,
-    );
-  });
-
-  router.put('/workflows/:workflow_id', session, async (ctx) => {
-    const id = workflowId(ctx);
-    const key = readIdempotencyKey(ctx);
-    const body = readUpdate(await readJsonBody(ctx));
-    const userId = userIdOf(ctx);
-    await idempotency.run(ctx, userId, key, { scope: `PUT /workflows/${id}`, body }, async (tx: Store) => {
-      const current = await tx.workflows.findForUser(userId, id, { lock: true });
-      if (!current) throw notFound('The workflow');
-      const parsed = checkPayloadAndRetention(current.kind, body.payload, body.log_retention, deps.config.containers);
-      const newImage = parsed?.kind === 'CONTAINER' ? parsed.payload.image : undefined;
-      const rebuild =
-        current.terminatedAt !== null ||
-        current.buildStatus === 'FAILED' ||
-        current.buildStatus === 'CANCELED' ||
-        (current.kind === 'CONTAINER' && newImage !== imageOf(current));
-      const intervalMs = body.interval * 60_000;
-      const now = clock.now();
-      await tx.workflows.update(
-        userId,
-        id,
-        {
-          name: body.name,
-          payload: body.payload,
-          intervalMinutes: body.interval,
-          maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
-          logRetention: current.kind === 'CONTAINER' ? (body.log_retention ?? current.logRetention) : false,
-          rebuild,
-          // the schedule stays anchored to the build; a new interval takes effect from the next slot
-          nextDueAt: current.buildCompletedAt === null ? null : firstSlotAfter(current.buildCompletedAt, intervalMs, now),
-        },
-        now,
-      );
-      // Jobs not yet running belong to the old definition; a RUNNING job finishes as it started.
-      await cancelOutdatedJobs(tx, current, now);
-      return { status: 204 };
-    });
-    nudgeScheduler(deps);
-  });
-
-  router.patch('/workflows/:workflow_id', session, async (ctx) => {
-    const id = workflowId(ctx);
-    const userId = userIdOf(ctx);
-    await store.transaction(async (tx) => {
-      if (await terminateWorkflow(tx, userId, id, clock.now())) return;
-      if (!(await tx.workflows.findForUser(userId, id))) throw notFound('The workflow');
-      throw new OrlojError('workflow_terminated', 'The workflow is already terminated.');
-    });
-    ctx.status = 204;
-  });
-
-  router.delete('/workflows/:workflow_id', session, async (ctx) => {
-    const id = workflowId(ctx);
-    const userId = userIdOf(ctx);
-    await store.transaction(async (tx) => {
-      const workflow = await tx.workflows.findForUser(userId, id, { lock: true });
-      if (!workflow) throw notFound('The workflow');
-      if (workflow.terminatedAt === null) {
-        throw new OrlojError('workflow_active', 'Only a terminated workflow can be deleted: terminate it first (PATCH).');
-      }
-      if ((await tx.jobs.withStatus(id, ['RUNNING'])).length > 0) {
-        throw new OrlojError('workflow_has_running_jobs', 'The workflow still has a running job; delete it once the job has stopped.');
-      }
-      await deleteWorkflow(tx, workflow, clock.now());
-    });
-    ctx.status = 204;
-  });
-
+  router.post('/workflows', session, (ctx) => handleCreate(deps, ctx));
+  router.get('/workflows', session, (ctx) => handleList(deps, ctx));
+  router.get('/workflows/:workflow_id', session, (ctx) => handleGet(deps, ctx));
+  router.put('/workflows/:workflow_id', session, (ctx) => handleUpdate(deps, ctx));
+  router.patch('/workflows/:workflow_id', session, (ctx) => handleTerminate(deps, ctx));
+  router.delete('/workflows/:workflow_id', session, (ctx) => handleDelete(deps, ctx));
   return router;
 }

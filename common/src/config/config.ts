@@ -1,3 +1,9 @@
+/**
+ * One idea: the process's configuration, read once from the environment. The
+ * defaults (CONFIG_DEFAULTS, the only place a default lives), the Config type,
+ * one section reader per concern and the checks across them; every problem is
+ * reported at once in a ConfigError (README.md, "Configuration").
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
@@ -424,76 +430,109 @@ export function loadConfig(env: Env = process.env): Config {
     sessionSecret: r.secret('SESSION_SECRET'),
     csrfSecret: r.secret('CSRF_HMAC_SECRET'),
     logLevel: r.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
-    rateLimit: {
-      enabled: r.bool('RATE_LIMIT_ENABLED', true),
-      authPerMinute: r.int('RATE_LIMIT_AUTH_PER_MINUTE', 10, 1, 1_000_000),
-      authBurst: r.int('RATE_LIMIT_AUTH_BURST', 5, 0, 1_000_000),
-      apiPerSecond: r.int('RATE_LIMIT_API_PER_SECOND', 20, 1, 1_000_000),
-      apiBurst: r.int('RATE_LIMIT_API_BURST', 40, 0, 1_000_000),
-    },
+    rateLimit: readRateLimit(r),
     trustedProxies: r.list('TRUSTED_PROXIES'),
     busUrl: r.string('BUS_URL', 'memory:'),
     busPrefix: r.string('BUS_PREFIX', CONFIG_DEFAULTS.bus.prefix),
     busTls: readTlsFiles('BUS_TLS', (name) => r.raw(name), r.problems),
     databaseTls: readTlsFiles('DATABASE_TLS', (name) => r.raw(name), r.problems),
-    scheduler: {
-      // Unique per process even in containers (pid 1, shared hostnames); the lease holder adds an instance suffix anyway.
-      id: r.string('SCHEDULER_ID', `scheduler-${os.hostname()}-${process.pid}-${instanceSuffix}`),
-      tickMs: r.duration('SCHEDULER_TICK', CONFIG_DEFAULTS.scheduler.tickMs),
-      leaderLeaseTtlMs: r.duration('LEADER_LEASE_TTL', CONFIG_DEFAULTS.scheduler.leaderLeaseTtlMs),
-      jobLeaseTtlMs: r.duration('JOB_LEASE_TTL', CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs),
-      queueTimeoutMs: r.duration('JOB_QUEUE_TIMEOUT', CONFIG_DEFAULTS.scheduler.queueTimeoutMs),
-      buildTimeoutMs: r.duration('BUILD_TIMEOUT', CONFIG_DEFAULTS.scheduler.buildTimeoutMs),
-      maxQueued: r.int('SCHEDULER_MAX_QUEUED', CONFIG_DEFAULTS.scheduler.maxQueued, 1, 1_000_000),
-    },
-    runner: {
-      // Unique per process by default: a runner only ever removes containers carrying its own id (docs/runners.md).
-      id: r.string('RUNNER_ID', `runner-${os.hostname()}-${instanceSuffix}`),
-      concurrency: r.int('RUNNER_CONCURRENCY', CONFIG_DEFAULTS.runner.concurrency, 1, 1024),
-      allowTargets: r.list('RUNNER_ALLOW_TARGETS'),
-      denyTargets: r.list('RUNNER_DENY_TARGETS'),
-      dockerHost: r.raw('DOCKER_HOST') ?? (fs.existsSync('/var/run/docker.sock') ? 'unix:///var/run/docker.sock' : undefined),
-      shutdownGraceMs: r.duration('RUNNER_SHUTDOWN_GRACE', CONFIG_DEFAULTS.runner.shutdownGraceMs),
-    },
-    notifier: {
-      pollMs: r.duration('NOTIFIER_POLL_INTERVAL', CONFIG_DEFAULTS.notifier.pollMs),
-    },
-    containers: {
-      registries: registryList(r),
-      networkEnabled: r.bool('CONTAINER_NETWORK_ENABLED', false),
-      maxMemoryMb: r.int('CONTAINER_MAX_MEMORY_MB', 1024, 6, 65_536),
-      maxCpus: decimal(r, 'CONTAINER_MAX_CPUS', 1, 64),
-      maxTimeoutMs: r.duration('CONTAINER_MAX_TIMEOUT', CONFIG_DEFAULTS.jobs.containerInstallationMaxTimeoutMs),
-      maxLogLines: r.int('JOB_LOG_MAX_LINES', 100_000, 1, 100_000_000),
-      maxLogBytes: r.int('JOB_LOG_MAX_MB', 32, 1, 1_048_576) * 1024 * 1024,
-    },
-    tenants: {
-      maxWorkflowsPerUser: r.int('MAX_WORKFLOWS_PER_USER', CONFIG_DEFAULTS.tenants.maxWorkflowsPerUser, 1, 10_000_000),
-      maxActiveJobsPerUser: r.int('MAX_ACTIVE_JOBS_PER_USER', CONFIG_DEFAULTS.tenants.maxActiveJobsPerUser, 1, 1_000_000),
-    },
+    scheduler: readScheduler(r, instanceSuffix),
+    runner: readRunner(r, instanceSuffix),
+    notifier: readNotifier(r),
+    containers: readContainers(r),
+    tenants: readTenants(r),
     opsPort: r.int('OPS_PORT', 9464, 0, 65535),
-    retention: {
-      jobsMs: retentionAge(r, 'RETENTION_JOBS', CONFIG_DEFAULTS.retention.jobsMs),
-      jobLogsMs: retentionAge(r, 'RETENTION_JOB_LOGS', CONFIG_DEFAULTS.retention.jobLogsMs),
-      notificationsMs: retentionAge(r, 'RETENTION_NOTIFICATIONS', CONFIG_DEFAULTS.retention.notificationsMs),
-      keepJobs: r.int('RETENTION_KEEP_JOBS', CONFIG_DEFAULTS.retention.keepJobs, 0, 10_000),
-      intervalMs: r.duration('RETENTION_INTERVAL', CONFIG_DEFAULTS.retention.intervalMs),
-      batchSize: r.int('RETENTION_BATCH_SIZE', CONFIG_DEFAULTS.retention.batchSize, 1, 100_000),
-    },
+    retention: readRetention(r),
     clock: parseClock(r),
   };
-  if (config.containers.maxTimeoutMs > CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs) r.problems.push(`CONTAINER_MAX_TIMEOUT must be at most ${formatDuration(CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs)}`);
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(config.runner.id)) {
-    r.problems.push(`RUNNER_ID must be 1-128 letters, digits or _ . : - (got "${config.runner.id}")`);
-  }
-  if (!/^(memory:|amqps?:\/\/)/.test(config.busUrl)) r.problems.push('BUS_URL must be memory: or amqp://…');
-  const url = config.databaseUrl;
-  if (!url.startsWith('sqlite:') && !url.startsWith('postgres://') && !url.startsWith('postgresql://')) {
-    r.problems.push('DATABASE_URL must start with sqlite: or postgres://');
-  }
+  checkValues(config, r.problems);
   checkTlsUse(config, r.problems);
   if (r.problems.length) throw new ConfigError(r.problems);
   return Object.freeze(config);
+}
+
+function readRateLimit(r: Reader): Config['rateLimit'] {
+  return {
+    enabled: r.bool('RATE_LIMIT_ENABLED', true),
+    authPerMinute: r.int('RATE_LIMIT_AUTH_PER_MINUTE', 10, 1, 1_000_000),
+    authBurst: r.int('RATE_LIMIT_AUTH_BURST', 5, 0, 1_000_000),
+    apiPerSecond: r.int('RATE_LIMIT_API_PER_SECOND', 20, 1, 1_000_000),
+    apiBurst: r.int('RATE_LIMIT_API_BURST', 40, 0, 1_000_000),
+  };
+}
+
+function readScheduler(r: Reader, instanceSuffix: string): Config['scheduler'] {
+  return {
+    // Unique per process even in containers (pid 1, shared hostnames); the lease holder adds an instance suffix anyway.
+    id: r.string('SCHEDULER_ID', `scheduler-${os.hostname()}-${process.pid}-${instanceSuffix}`),
+    tickMs: r.duration('SCHEDULER_TICK', CONFIG_DEFAULTS.scheduler.tickMs),
+    leaderLeaseTtlMs: r.duration('LEADER_LEASE_TTL', CONFIG_DEFAULTS.scheduler.leaderLeaseTtlMs),
+    jobLeaseTtlMs: r.duration('JOB_LEASE_TTL', CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs),
+    queueTimeoutMs: r.duration('JOB_QUEUE_TIMEOUT', CONFIG_DEFAULTS.scheduler.queueTimeoutMs),
+    buildTimeoutMs: r.duration('BUILD_TIMEOUT', CONFIG_DEFAULTS.scheduler.buildTimeoutMs),
+    maxQueued: r.int('SCHEDULER_MAX_QUEUED', CONFIG_DEFAULTS.scheduler.maxQueued, 1, 1_000_000),
+  };
+}
+
+function readRunner(r: Reader, instanceSuffix: string): Config['runner'] {
+  return {
+    // Unique per process by default: a runner only ever removes containers carrying its own id (docs/runners.md).
+    id: r.string('RUNNER_ID', `runner-${os.hostname()}-${instanceSuffix}`),
+    concurrency: r.int('RUNNER_CONCURRENCY', CONFIG_DEFAULTS.runner.concurrency, 1, 1024),
+    allowTargets: r.list('RUNNER_ALLOW_TARGETS'),
+    denyTargets: r.list('RUNNER_DENY_TARGETS'),
+    dockerHost: r.raw('DOCKER_HOST') ?? (fs.existsSync('/var/run/docker.sock') ? 'unix:///var/run/docker.sock' : undefined),
+    shutdownGraceMs: r.duration('RUNNER_SHUTDOWN_GRACE', CONFIG_DEFAULTS.runner.shutdownGraceMs),
+  };
+}
+
+function readNotifier(r: Reader): Config['notifier'] {
+  return {
+    pollMs: r.duration('NOTIFIER_POLL_INTERVAL', CONFIG_DEFAULTS.notifier.pollMs),
+  };
+}
+
+function readContainers(r: Reader): Config['containers'] {
+  return {
+    registries: registryList(r),
+    networkEnabled: r.bool('CONTAINER_NETWORK_ENABLED', false),
+    maxMemoryMb: r.int('CONTAINER_MAX_MEMORY_MB', 1024, 6, 65_536),
+    maxCpus: decimal(r, 'CONTAINER_MAX_CPUS', 1, 64),
+    maxTimeoutMs: r.duration('CONTAINER_MAX_TIMEOUT', CONFIG_DEFAULTS.jobs.containerInstallationMaxTimeoutMs),
+    maxLogLines: r.int('JOB_LOG_MAX_LINES', 100_000, 1, 100_000_000),
+    maxLogBytes: r.int('JOB_LOG_MAX_MB', 32, 1, 1_048_576) * 1024 * 1024,
+  };
+}
+
+function readTenants(r: Reader): Config['tenants'] {
+  return {
+    maxWorkflowsPerUser: r.int('MAX_WORKFLOWS_PER_USER', CONFIG_DEFAULTS.tenants.maxWorkflowsPerUser, 1, 10_000_000),
+    maxActiveJobsPerUser: r.int('MAX_ACTIVE_JOBS_PER_USER', CONFIG_DEFAULTS.tenants.maxActiveJobsPerUser, 1, 1_000_000),
+  };
+}
+
+function readRetention(r: Reader): Config['retention'] {
+  return {
+    jobsMs: retentionAge(r, 'RETENTION_JOBS', CONFIG_DEFAULTS.retention.jobsMs),
+    jobLogsMs: retentionAge(r, 'RETENTION_JOB_LOGS', CONFIG_DEFAULTS.retention.jobLogsMs),
+    notificationsMs: retentionAge(r, 'RETENTION_NOTIFICATIONS', CONFIG_DEFAULTS.retention.notificationsMs),
+    keepJobs: r.int('RETENTION_KEEP_JOBS', CONFIG_DEFAULTS.retention.keepJobs, 0, 10_000),
+    intervalMs: r.duration('RETENTION_INTERVAL', CONFIG_DEFAULTS.retention.intervalMs),
+    batchSize: r.int('RETENTION_BATCH_SIZE', CONFIG_DEFAULTS.retention.batchSize, 1, 100_000),
+  };
+}
+
+/** Checks across the values read, after the reading. */
+function checkValues(config: Config, problems: string[]): void {
+  if (config.containers.maxTimeoutMs > CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs) problems.push(`CONTAINER_MAX_TIMEOUT must be at most ${formatDuration(CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs)}`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(config.runner.id)) {
+    problems.push(`RUNNER_ID must be 1-128 letters, digits or _ . : - (got "${config.runner.id}")`);
+  }
+  if (!/^(memory:|amqps?:\/\/)/.test(config.busUrl)) problems.push('BUS_URL must be memory: or amqp://…');
+  const url = config.databaseUrl;
+  if (!url.startsWith('sqlite:') && !url.startsWith('postgres://') && !url.startsWith('postgresql://')) {
+    problems.push('DATABASE_URL must start with sqlite: or postgres://');
+  }
 }
 
 /** TLS files only make sense with a server to present them to. */

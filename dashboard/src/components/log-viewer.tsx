@@ -1,3 +1,8 @@
+/**
+ * One idea: a job's log on screen. The virtualized line list, paging, live
+ * tail, search with highlights and the filter bar all serve one viewer;
+ * where the lines come from is LogSource's (log-source.ts).
+ */
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useCallback, useEffect, useLayoutEffect, useRef, useState, type FormEvent, type KeyboardEvent, type Ref } from 'react';
@@ -496,6 +501,140 @@ function PagedLog({
 }
 
 /**
+ * What the viewer shows: the search typed and the one applied, and where the
+ * whole-log view opens (its end, where the live tail left the reader, or a
+ * search hit opened in context).
+ */
+function useLogView() {
+  const [q, setQ] = useState('');
+  const [stream, setStream] = useState('');
+  const [filters, setFilters] = useState<LogFilters>({});
+  const searching = Boolean(filters.q || filters.stream);
+  // Where the whole-log view opens: the end, where the live tail left the reader, or a search hit.
+  const position = useRef<LogAnchor>({ end: true });
+  const [opened, setOpened] = useState(0);
+  const [hit, setHit] = useState<number>();
+  // A search hit opened in context while the job runs shows the whole log so far, until the reader follows live again.
+  const [context, setContext] = useState(false);
+  // The search a hit was opened from. Its term stays in the box, and the bar above the
+  // log says so and leads back to its results: the box never shows a term that silently
+  // does nothing (docs/dashboard.md, "Log viewer").
+  const [from, setFrom] = useState<LogFilters>();
+
+  const apply = (e: FormEvent) => {
+    e.preventDefault();
+    setFrom(undefined);
+    setFilters({ ...(q ? { q } : {}), ...(stream ? { stream: stream as LogStream } : {}) });
+  };
+  const clear = () => {
+    setQ('');
+    setStream('');
+    setFilters({});
+    setFrom(undefined);
+    position.current = { end: true };
+    setHit(undefined);
+  };
+  const backToResults = () => {
+    if (!from) return;
+    setQ(from.q ?? '');
+    setStream(from.stream ?? '');
+    setFilters(from);
+    setFrom(undefined);
+  };
+  const openInContext = (line: number) => {
+    position.current = { line, align: 'center' };
+    setHit(line);
+    setOpened((n) => n + 1);
+    setContext(true);
+    setFrom(filters);
+    setFilters({});
+  };
+  const followLive = () => {
+    setFrom(undefined);
+    setContext(false);
+  };
+  // Where the live tail leaves the reader: the whole-log view opens there.
+  const leftAt = (at: LogAnchor) => {
+    position.current = at;
+  };
+  return { q, setQ, stream, setStream, filters, searching, position, opened, hit, context, from, apply, clear, backToResults, openInContext, followLive, leftAt };
+}
+
+type LogView = ReturnType<typeof useLogView>;
+
+function LogSearchForm({ view }: { view: LogView }) {
+  const { q, setQ, stream, setStream, searching, apply, clear } = view;
+  return (
+    <form className="filters" role="search" aria-label="Search the log" onSubmit={apply}>
+      <TextField id="log-q" label="Search" type="search" value={q} onChange={setQ} placeholder="Text in a line…" />
+      <SelectField id="log-stream" label="Stream" value={stream} onChange={setStream} options={[['', 'Both streams'], 'stdout', 'stderr']} />
+      <div className="row filters-buttons">
+        <button type="submit">Search</button>
+        {searching ? (
+          <button type="button" className="secondary" onClick={clear}>
+            Clear
+          </button>
+        ) : null}
+      </div>
+    </form>
+  );
+}
+
+function LogDownloads({ source, filters }: { source: LogSource; filters: LogFilters }) {
+  return (
+    <div className="row downloads" aria-label="Download the log">
+      {(['txt', 'json', 'jsonl'] as const).map((format) => (
+        <a key={format} className="button secondary" href={source.rawUrl(format, filters)} download>
+          Download .{format}
+        </a>
+      ))}
+    </div>
+  );
+}
+
+function TimeModeSelect({ mode, setMode }: { mode: TimeMode; setMode: (mode: TimeMode) => void }) {
+  return (
+    <div className="row log-options">
+      <SelectField
+        id="log-time"
+        label="Times"
+        value={mode}
+        onChange={(v) => setMode(v as TimeMode)}
+        options={[
+          ['absolute', 'Clock time (your zone)'],
+          ['relative', 'Since the first line'],
+        ]}
+      />
+    </div>
+  );
+}
+
+/** The whole log, opened at the view's position; above it, the search a hit came from and the way back to live. */
+function WholeLog({ view, source, live, mode }: { view: LogView; source: LogSource; live: boolean; mode: TimeMode }) {
+  const { from, hit, opened, position, backToResults, followLive } = view;
+  return (
+    <>
+      {from && hit !== undefined ? (
+        <div className="row search-context" role="status">
+          <span>
+            Line {hit} in context, from {from.q ? `the search for “${from.q}”${from.stream ? ` on ${from.stream}` : ''}` : `the ${from.stream ?? ''} lines`}.
+          </span>
+          <button type="button" className="secondary" onClick={backToResults}>
+            Back to results
+          </button>
+        </div>
+      ) : null}
+      {live ? (
+        <button type="button" className="secondary" onClick={followLive}>
+          Follow live
+        </button>
+      ) : null}
+      <LogScroll key={opened} source={source} anchorRef={position} mark={hit} mode={mode} />
+    </>
+  );
+}
+
+/**
  * A job's log: live while the job runs, in pages once it is done, and
  * searchable (matches highlighted) with a stream filter at any time. The
  * whole log (or what matches) downloads as text, JSON or JSON lines once the
@@ -517,125 +656,22 @@ export function LogViewer({
   /** The job wrote its first line: it is running, whatever the last poll said. */
   onFirstLine?: () => void;
 }) {
-  const [q, setQ] = useState('');
-  const [stream, setStream] = useState('');
-  const [filters, setFilters] = useState<LogFilters>({});
+  const view = useLogView();
   const [mode, setMode] = useState<TimeMode>('absolute');
-  const searching = Boolean(filters.q || filters.stream);
-  // Where the whole-log view opens: the end, where the live tail left the reader, or a search hit.
-  const position = useRef<LogAnchor>({ end: true });
-  const [opened, setOpened] = useState(0);
-  const [hit, setHit] = useState<number>();
-  // A search hit opened in context while the job runs shows the whole log so far, until the reader follows live again.
-  const [context, setContext] = useState(false);
-  // The search a hit was opened from. Its term stays in the box, and the bar above the
-  // log says so and leads back to its results: the box never shows a term that silently
-  // does nothing (docs/dashboard.md, "Log viewer").
-  const [from, setFrom] = useState<LogFilters>();
-
-  const apply = (e: FormEvent) => {
-    e.preventDefault();
-    setFrom(undefined);
-    setFilters({ ...(q ? { q } : {}), ...(stream ? { stream: stream as LogStream } : {}) });
-  };
-  const backToResults = () => {
-    if (!from) return;
-    setQ(from.q ?? '');
-    setStream(from.stream ?? '');
-    setFilters(from);
-    setFrom(undefined);
-  };
+  const { filters, searching, context } = view;
 
   return (
     <section className="logs" aria-labelledby="logs-title">
       <h2 id="logs-title">Logs</h2>
-      <form className="filters" role="search" aria-label="Search the log" onSubmit={apply}>
-        <TextField id="log-q" label="Search" type="search" value={q} onChange={setQ} placeholder="Text in a line…" />
-        <SelectField id="log-stream" label="Stream" value={stream} onChange={setStream} options={[['', 'Both streams'], 'stdout', 'stderr']} />
-        <div className="row filters-buttons">
-          <button type="submit">Search</button>
-          {searching ? (
-            <button
-              type="button"
-              className="secondary"
-              onClick={() => {
-                setQ('');
-                setStream('');
-                setFilters({});
-                setFrom(undefined);
-                position.current = { end: true };
-                setHit(undefined);
-              }}
-            >
-              Clear
-            </button>
-          ) : null}
-        </div>
-      </form>
-      {terminal ? (
-        <div className="row downloads" aria-label="Download the log">
-          {(['txt', 'json', 'jsonl'] as const).map((format) => (
-            <a key={format} className="button secondary" href={source.rawUrl(format, filters)} download>
-              Download .{format}
-            </a>
-          ))}
-        </div>
-      ) : null}
-      <div className="row log-options">
-        <SelectField
-          id="log-time"
-          label="Times"
-          value={mode}
-          onChange={(v) => setMode(v as TimeMode)}
-          options={[
-            ['absolute', 'Clock time (your zone)'],
-            ['relative', 'Since the first line'],
-          ]}
-        />
-      </div>
+      <LogSearchForm view={view} />
+      {terminal ? <LogDownloads source={source} filters={filters} /> : null}
+      <TimeModeSelect mode={mode} setMode={setMode} />
       {searching ? (
-        <PagedLog
-          source={source}
-          filters={filters}
-          queryKey={queryKey}
-          mode={mode}
-          onContext={(line) => {
-            position.current = { line, align: 'center' };
-            setHit(line);
-            setOpened((n) => n + 1);
-            setContext(true);
-            setFrom(filters);
-            setFilters({});
-          }}
-        />
+        <PagedLog source={source} filters={filters} queryKey={queryKey} mode={mode} onContext={view.openInContext} />
       ) : live && !context ? (
-        <LiveLog source={source} onEnded={onEnded} onFirstLine={onFirstLine} mode={mode} onPosition={(at) => (position.current = at)} />
+        <LiveLog source={source} onEnded={onEnded} onFirstLine={onFirstLine} mode={mode} onPosition={view.leftAt} />
       ) : (
-        <>
-          {from && hit !== undefined ? (
-            <div className="row search-context" role="status">
-              <span>
-                Line {hit} in context, from {from.q ? `the search for “${from.q}”${from.stream ? ` on ${from.stream}` : ''}` : `the ${from.stream ?? ''} lines`}.
-              </span>
-              <button type="button" className="secondary" onClick={backToResults}>
-                Back to results
-              </button>
-            </div>
-          ) : null}
-          {live ? (
-            <button
-              type="button"
-              className="secondary"
-              onClick={() => {
-                setFrom(undefined);
-                setContext(false);
-              }}
-            >
-              Follow live
-            </button>
-          ) : null}
-          <LogScroll key={opened} source={source} anchorRef={position} mark={hit} mode={mode} />
-        </>
+        <WholeLog view={view} source={source} live={live} mode={mode} />
       )}
     </section>
   );

@@ -1,7 +1,7 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { api, BUILD_STATUSES, call, isBuilding, WORKFLOW_KINDS, type BuildStatus, type WorkflowKind } from '../api/client';
+import { api, BUILD_STATUSES, call, isBuilding, WORKFLOW_KINDS, type BuildStatus, type Workflow, type WorkflowKind } from '../api/client';
 import { EmptyState, Spinner, StatusBadge } from '../components/badges';
 import { DataTable } from '../components/data-table';
 import { SelectField, TextField } from '../components/fields';
@@ -32,12 +32,10 @@ function withParam(old: URLSearchParams, name: string, value: string): URLSearch
 
 const positive = (s: string | null) => (s && /^\d+$/.test(s) && Number(s) > 0 ? Number(s) : undefined);
 
-export function WorkflowsPage() {
-  useTitle('Workflows');
+/** The filters live in the URL; the name search follows typing, a moment after the last key. */
+function useFilters() {
   const [params, setParams] = useSearchParams();
   const [search, setSearch] = useState(params.get('query') ?? '');
-  // On a phone the filters beyond the name search fold away behind a button.
-  const [showFilters, setShowFilters] = useState(false);
   const setFilter = (name: (typeof FILTERS)[number], value: string) =>
     setParams(
       (old) => {
@@ -49,14 +47,19 @@ export function WorkflowsPage() {
       { replace: true },
     );
 
-  // The name search follows typing, a moment after the last key.
   useEffect(() => {
     if (search === (params.get('query') ?? '')) return;
     const t = setTimeout(() => setFilter('query', search), 300);
     return () => clearTimeout(t);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [search]);
+  return { params, setParams, search, setSearch, setFilter };
+}
 
+type Filters = ReturnType<typeof useFilters>;
+
+/** The workflows the filters select, with their health, in the chosen order. */
+function useWorkflowList(params: URLSearchParams) {
   const show = params.get('show') ?? '';
   const sort = params.get('sort') ?? '';
   const query = {
@@ -82,6 +85,119 @@ export function WorkflowsPage() {
   const shown = show === '' ? loaded.filter((w) => !w.terminated_at || w.health?.auto_terminated) : loaded;
   const workflows = sort === 'newest' ? shown : [...shown].sort((a, b) => attentionRank(a) - attentionRank(b));
   const autoTerminated = shown.filter((w) => w.health?.auto_terminated);
+  return { list, workflows, autoTerminated };
+}
+
+/** The name search, and behind a button on a phone, the other filters and the order. */
+function FilterForm({ filters }: { filters: Filters }) {
+  const { params, setParams, search, setSearch, setFilter } = filters;
+  const show = params.get('show') ?? '';
+  const sort = params.get('sort') ?? '';
+  // On a phone the filters beyond the name search fold away behind a button.
+  const [showFilters, setShowFilters] = useState(false);
+  return (
+    <form className="filters" role="search" aria-label="Filter workflows" onSubmit={(e) => e.preventDefault()}>
+      <TextField id="f-query" label="Search by name" type="search" value={search} onChange={setSearch} placeholder="Name contains…" />
+      <button
+        type="button"
+        className="secondary only-narrow"
+        aria-expanded={showFilters}
+        aria-controls="more-filters"
+        onClick={() => setShowFilters((v) => !v)}
+      >
+        {showFilters ? 'Fewer filters' : 'More filters'}
+      </button>
+      <div id="more-filters" className={`filters-more${showFilters ? ' open' : ''}`}>
+        <SelectField id="f-kind" label="Kind" value={params.get('kind') ?? ''} onChange={(v) => setFilter('kind', v)} options={[['', 'Any kind'], ...WORKFLOW_KINDS]} />
+        <SelectField
+          id="f-build"
+          label="Build status"
+          value={params.get('build_status') ?? ''}
+          onChange={(v) => setFilter('build_status', v)}
+          options={[['', 'Any build status'], ...BUILD_STATUSES]}
+        />
+        <TextField id="f-min" label="Interval from (min)" type="number" min={0} inputMode="numeric" value={params.get('interval_min') ?? ''} onChange={(v) => setFilter('interval_min', v)} />
+        <TextField id="f-max" label="Interval to (min)" type="number" min={0} inputMode="numeric" value={params.get('interval_max') ?? ''} onChange={(v) => setFilter('interval_max', v)} />
+        <SelectField id="f-show" label="Show" value={show} onChange={(v) => setFilter('show', v)} options={SHOWS} />
+        <SelectField id="f-sort" label="Order" value={sort} onChange={(v) => setParams((old) => withParam(old, 'sort', v), { replace: true })} options={SORTS} />
+      </div>
+    </form>
+  );
+}
+
+/** The workflows the failure limit stopped, until their owner acts on them. */
+function AutoTerminatedCallout({ autoTerminated }: { autoTerminated: Workflow[] }) {
+  if (autoTerminated.length === 0) return null;
+  return (
+    <section className="callout callout-bad" aria-labelledby="auto-terminated-title">
+      <h2 id="auto-terminated-title">Terminated automatically</h2>
+      <p>
+        {autoTerminated.length === 1
+          ? 'This workflow failed too many times in a row and stopped running. Open it to update it (which starts it again) or delete it.'
+          : 'These workflows failed too many times in a row and stopped running. Open one to update it (which starts it again) or delete it.'}
+      </p>
+      <ul>
+        {autoTerminated.map((w) => (
+          <li key={w.id}>
+            <Link to={`/workflows/${w.id}`}>{w.name}</Link> — {w.consecutive_job_failures_count} failures in a row
+            {w.health?.last_run ? (
+              <>
+                , last failed <RelativeTime iso={w.health.last_run.completed_at ?? w.health.last_run.scheduled_at} />
+              </>
+            ) : null}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+/** One row per workflow: its state, name, recent runs and timings. */
+function WorkflowTable({ workflows }: { workflows: Workflow[] }) {
+  return (
+    <DataTable
+      label="Workflows"
+      rows={workflows}
+      rowKey={(w) => w.id}
+      rowClass={(w) => (w.health ? `row-${w.health.state}` : '')}
+      columns={[
+        {
+          header: 'State',
+          cell: (w) => (
+            <span className="state-cell">
+              {w.health ? <HealthBadge health={w.health} /> : <StatusBadge status={w.build_status} />}
+              {w.health?.auto_terminated ? <StatusBadge status="FAILED" label="terminated automatically" /> : null}
+            </span>
+          ),
+        },
+        {
+          header: 'Name',
+          cell: (w) => (
+            <span className="name-cell">
+              <Link to={`/workflows/${w.id}`}>{w.name}</Link>
+              <span className="muted small">
+                {w.kind === 'HEARTBEAT' ? 'HTTP check' : 'Container'} · every {formatInterval(w.interval)}
+              </span>
+            </span>
+          ),
+        },
+        { header: 'Recent runs', cell: (w) => (w.health ? <RunStrip runs={w.health.recent_runs} /> : null) },
+        {
+          header: 'Last run',
+          cell: (w) => <RelativeTime iso={w.health?.running ? undefined : (w.health?.last_run?.completed_at ?? w.health?.last_run?.scheduled_at)} fallback={w.health?.running ? 'running now' : '—'} />,
+        },
+        { header: 'Next run', cell: (w) => <RelativeTime iso={w.health?.next_run_at} /> },
+        { header: 'Uptime 24 h', cell: (w) => (w.health ? <Uptime uptime={w.health.uptime} /> : null) },
+      ]}
+    />
+  );
+}
+
+export function WorkflowsPage() {
+  useTitle('Workflows');
+  const filters = useFilters();
+  const { params } = filters;
+  const { list, workflows, autoTerminated } = useWorkflowList(params);
   const filtered = FILTERS.some((f) => params.get(f));
 
   return (
@@ -92,55 +208,9 @@ export function WorkflowsPage() {
           New workflow
         </Link>
       </div>
-      <form className="filters" role="search" aria-label="Filter workflows" onSubmit={(e) => e.preventDefault()}>
-        <TextField id="f-query" label="Search by name" type="search" value={search} onChange={setSearch} placeholder="Name contains…" />
-        <button
-          type="button"
-          className="secondary only-narrow"
-          aria-expanded={showFilters}
-          aria-controls="more-filters"
-          onClick={() => setShowFilters((v) => !v)}
-        >
-          {showFilters ? 'Fewer filters' : 'More filters'}
-        </button>
-        <div id="more-filters" className={`filters-more${showFilters ? ' open' : ''}`}>
-          <SelectField id="f-kind" label="Kind" value={params.get('kind') ?? ''} onChange={(v) => setFilter('kind', v)} options={[['', 'Any kind'], ...WORKFLOW_KINDS]} />
-          <SelectField
-            id="f-build"
-            label="Build status"
-            value={params.get('build_status') ?? ''}
-            onChange={(v) => setFilter('build_status', v)}
-            options={[['', 'Any build status'], ...BUILD_STATUSES]}
-          />
-          <TextField id="f-min" label="Interval from (min)" type="number" min={0} inputMode="numeric" value={params.get('interval_min') ?? ''} onChange={(v) => setFilter('interval_min', v)} />
-          <TextField id="f-max" label="Interval to (min)" type="number" min={0} inputMode="numeric" value={params.get('interval_max') ?? ''} onChange={(v) => setFilter('interval_max', v)} />
-          <SelectField id="f-show" label="Show" value={show} onChange={(v) => setFilter('show', v)} options={SHOWS} />
-          <SelectField id="f-sort" label="Order" value={sort} onChange={(v) => setParams((old) => withParam(old, 'sort', v), { replace: true })} options={SORTS} />
-        </div>
-      </form>
+      <FilterForm filters={filters} />
 
-      {autoTerminated.length > 0 ? (
-        <section className="callout callout-bad" aria-labelledby="auto-terminated-title">
-          <h2 id="auto-terminated-title">Terminated automatically</h2>
-          <p>
-            {autoTerminated.length === 1
-              ? 'This workflow failed too many times in a row and stopped running. Open it to update it (which starts it again) or delete it.'
-              : 'These workflows failed too many times in a row and stopped running. Open one to update it (which starts it again) or delete it.'}
-          </p>
-          <ul>
-            {autoTerminated.map((w) => (
-              <li key={w.id}>
-                <Link to={`/workflows/${w.id}`}>{w.name}</Link> — {w.consecutive_job_failures_count} failures in a row
-                {w.health?.last_run ? (
-                  <>
-                    , last failed <RelativeTime iso={w.health.last_run.completed_at ?? w.health.last_run.scheduled_at} />
-                  </>
-                ) : null}
-              </li>
-            ))}
-          </ul>
-        </section>
-      ) : null}
+      <AutoTerminatedCallout autoTerminated={autoTerminated} />
 
       {list.isPending ? (
         <Spinner />
@@ -159,41 +229,7 @@ export function WorkflowsPage() {
         )
       ) : (
         <div className="workflow-list">
-        <DataTable
-          label="Workflows"
-          rows={workflows}
-          rowKey={(w) => w.id}
-          rowClass={(w) => (w.health ? `row-${w.health.state}` : '')}
-          columns={[
-            {
-              header: 'State',
-              cell: (w) => (
-                <span className="state-cell">
-                  {w.health ? <HealthBadge health={w.health} /> : <StatusBadge status={w.build_status} />}
-                  {w.health?.auto_terminated ? <StatusBadge status="FAILED" label="terminated automatically" /> : null}
-                </span>
-              ),
-            },
-            {
-              header: 'Name',
-              cell: (w) => (
-                <span className="name-cell">
-                  <Link to={`/workflows/${w.id}`}>{w.name}</Link>
-                  <span className="muted small">
-                    {w.kind === 'HEARTBEAT' ? 'HTTP check' : 'Container'} · every {formatInterval(w.interval)}
-                  </span>
-                </span>
-              ),
-            },
-            { header: 'Recent runs', cell: (w) => (w.health ? <RunStrip runs={w.health.recent_runs} /> : null) },
-            {
-              header: 'Last run',
-              cell: (w) => <RelativeTime iso={w.health?.running ? undefined : (w.health?.last_run?.completed_at ?? w.health?.last_run?.scheduled_at)} fallback={w.health?.running ? 'running now' : '—'} />,
-            },
-            { header: 'Next run', cell: (w) => <RelativeTime iso={w.health?.next_run_at} /> },
-            { header: 'Uptime 24 h', cell: (w) => (w.health ? <Uptime uptime={w.health.uptime} /> : null) },
-          ]}
-        />
+          <WorkflowTable workflows={workflows} />
         </div>
       )}
       <LoadMore hasMore={list.hasNextPage} loading={list.isFetchingNextPage} onLoad={() => void list.fetchNextPage()} />

@@ -1,3 +1,9 @@
+/**
+ * One idea: the `jobs` table's SQL. Inserts, guarded state transitions (the
+ * allowed moves come from domain/job-state.ts), leases, the scheduler's
+ * dispatch and sweep queries and the health read-outs, with the
+ * row-to-domain mapping; no lifecycle decisions are made here.
+ */
 import { type Expression, type ExpressionBuilder, type Insertable, type Kysely, type Selectable, type SqlBool, type Updateable } from 'kysely';
 import { openJobOf, saturatedUsers } from './open-jobs.js';
 import { slot, type ReadRunner } from '../compiled-read.js';

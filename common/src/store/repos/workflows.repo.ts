@@ -1,3 +1,9 @@
+/**
+ * One idea: the `workflows` table's SQL. Every read and write of a workflow row
+ * (insert, the keyset-paged list and its filters, update, build and schedule
+ * state, termination) and its row-to-domain mapping; the rules that decide
+ * those writes live in the domain and lifecycle modules, not here.
+ */
 import { sql, type Kysely } from 'kysely';
 import type { DialectHelpers } from '../dialect.js';
 import type { Database, Selectable, WorkflowsTable } from '../schema.js';
