@@ -24,6 +24,7 @@
  */
 import { retry, retryPolicies, type Clock, type RetryPolicy } from '@orloj/common/core';
 import type { Logger } from '@orloj/common/logging';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import { MESSAGE_TYPES, QUEUES, TOPICS, type LiveLogsMessage, type LogBatchMessage } from '@orloj/common/messages';
 import type { SignedBus } from '@orloj/common/envelope';
 import type { Subscription } from '@orloj/common/bus';
@@ -122,9 +123,9 @@ export class LogIngester {
     this.clock = options.clock;
     this.log = options.logger.child({ role: 'log-ingest' });
     this.prefetch = positiveInt('prefetch', options.prefetch ?? DEFAULT_PREFETCH);
-    this.retryPolicy = { ...retryPolicies.storeWrite, giveUpAfterMs: nonNegativeInt('maxRetryMs', options.maxRetryMs ?? 60_000) };
+    this.retryPolicy = { ...retryPolicies.storeWrite, giveUpAfterMs: nonNegativeInt('maxRetryMs', options.maxRetryMs ?? retryPolicies.storeWrite.giveUpAfterMs!) };
     this.quietMs = nonNegativeInt('quietMs', options.quietMs ?? 250);
-    this.drainMs = nonNegativeInt('drainMs', options.drainMs ?? 5_000);
+    this.drainMs = nonNegativeInt('drainMs', options.drainMs ?? CONFIG_DEFAULTS.logs.ingestDrainMs);
     this.maxLinesPerJob = options.maxLinesPerJob === undefined ? undefined : positiveInt('maxLinesPerJob', options.maxLinesPerJob);
     this.maxMergeLines = positiveInt('maxMergeLines', options.maxMergeLines ?? DEFAULT_MAX_MERGE_LINES);
   }

@@ -104,7 +104,7 @@ export class Notifier {
   }
 
   private async onMessage(event: DomainEvent): Promise<void> {
-    const policy = { ...retryPolicies.storeWrite, giveUpAfterMs: this.options.maxRetryMs ?? 60_000 };
+    const policy = { ...retryPolicies.storeWrite, giveUpAfterMs: this.options.maxRetryMs ?? retryPolicies.storeWrite.giveUpAfterMs };
     return retry(() => this.apply(event), {
       policy,
       clock: this.options.clock,

@@ -27,6 +27,7 @@
  */
 import { retry, retryPolicies, type Clock, type RetryPolicy } from '@orloj/common/core';
 import type { Logger } from '@orloj/common/logging';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import { LOG_BATCH_TTL_MS, MESSAGE_TYPES, QUEUES, type LogBatchMessage, type LogColumns } from '@orloj/common/messages';
 import type { SignedBus } from '@orloj/common/envelope';
 import type { CapturedLine, JobLogWriter, LogSink, LogSinkJob } from './log-sink.js';
@@ -106,7 +107,7 @@ export class BusLogSink implements LogSink {
     this.maxBatchBytes = positiveInt('maxBatchBytes', options.maxBatchBytes ?? 1024 * 1024);
     this.bufferLines = positiveInt('bufferLines', options.bufferLines ?? 10_000);
     this.bufferBytes = positiveInt('bufferBytes', options.bufferBytes ?? 16 * 1024 * 1024);
-    this.countIntervalMs = positiveInt('countIntervalMs', options.countIntervalMs ?? 1_000);
+    this.countIntervalMs = positiveInt('countIntervalMs', options.countIntervalMs ?? CONFIG_DEFAULTS.logs.sinkCountIntervalMs);
     const initialMs = positiveInt('retry.initialMs', options.retry?.initialMs ?? retryPolicies.logPublish.initialMs);
     const maxMs = Math.max(initialMs, positiveInt('retry.maxMs', options.retry?.maxMs ?? retryPolicies.logPublish.maxMs));
     this.retryPolicy = { ...retryPolicies.logPublish, initialMs, maxMs };

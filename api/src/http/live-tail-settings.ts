@@ -1,4 +1,5 @@
 /** The settings of the api's live log tails (docs/logs.md). */
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
 
 export interface LiveTailSettings {
   /** How often a tail reads the store for new lines while no bus feeds it. */
@@ -27,12 +28,12 @@ export interface LiveTailSettings {
 }
 
 export const DEFAULT_LIVE_TAIL: LiveTailSettings = {
-  pollMs: 250,
-  busPollMs: 2_000,
-  statusMs: 1_000,
-  keepAliveMs: 15_000,
+  pollMs: CONFIG_DEFAULTS.liveTail.pollMs,
+  busPollMs: CONFIG_DEFAULTS.liveTail.busPollMs,
+  statusMs: CONFIG_DEFAULTS.liveTail.statusMs,
+  keepAliveMs: CONFIG_DEFAULTS.liveTail.keepAliveMs,
   maxStreamsPerClient: 5,
   batchSize: 1_000,
-  holeGraceMs: 2_000,
+  holeGraceMs: CONFIG_DEFAULTS.liveTail.holeGraceMs,
   maxPending: 10_000,
 };

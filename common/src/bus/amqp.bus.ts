@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import amqp from 'amqplib';
 import type { Channel, ChannelModel, Options } from 'amqplib';
 import { tlsMaterial, type TlsFiles } from '../config/tls.js';
+import { CONFIG_DEFAULTS } from '../config/config.js';
 import { OrlojError } from '../errors.js';
 import { backoffDelay, retryPolicies, type BackoffPolicy } from '../retry.js';
 import {
@@ -98,7 +99,7 @@ export class AmqpBus extends EventEmitter implements Bus {
     const bus = new AmqpBus(url, options);
     bus.connecting = bus.connectOnce();
     try {
-      const ms = options.connectTimeoutMs ?? 30_000;
+      const ms = options.connectTimeoutMs ?? CONFIG_DEFAULTS.bus.amqpConnectTimeoutMs;
       await bus.untilConnected(Date.now() + ms, () => bus.unavailable('connect', ms));
     } catch (err) {
       await bus.close();
@@ -113,7 +114,7 @@ export class AmqpBus extends EventEmitter implements Bus {
   ) {
     super();
     this.options = resolveBusOptions(options);
-    this.timeoutMs = options.operationTimeoutMs ?? 30_000;
+    this.timeoutMs = options.operationTimeoutMs ?? CONFIG_DEFAULTS.bus.amqpOperationTimeoutMs;
     const bounds = options.reconnectDelayMs;
     this.backoff = bounds ? { ...retryPolicies.busReconnect, initialMs: bounds.min, maxMs: bounds.max } : retryPolicies.busReconnect;
     this.topology = new AmqpTopology(this.options.maxDeliveries);
@@ -121,7 +122,7 @@ export class AmqpBus extends EventEmitter implements Bus {
     const tls = options.tls ? tlsMaterial(options.tls) : {};
     this.socketOptions = {
       // connection establishment only; amqplib lifts it once the connection is open
-      timeout: 10_000,
+      timeout: CONFIG_DEFAULTS.bus.amqpSocketTimeoutMs,
       ...tls,
       ...(tls.cert && !hasPassword(url) ? { credentials: amqp.credentials.external() } : {}),
       ...options.socketOptions,

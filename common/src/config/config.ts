@@ -98,6 +98,40 @@ export const CONFIG_DEFAULTS = deepFreeze({
     maxDeliveries: 5,
     /** Unacknowledged messages a consumer holds, unless it asks for more. */
     prefetch: 1,
+    /** How far an envelope's issue time may lie in the future (clock skew between hosts). */
+    envelopeClockSkewMs: 30 * SECOND,
+    /** The longest life an envelope may claim. */
+    envelopeMaxTtlMs: 1 * HOUR,
+    /** RabbitMQ: how long connecting, and each operation on the open connection, may take. */
+    amqpConnectTimeoutMs: 30 * SECOND,
+    amqpOperationTimeoutMs: 30 * SECOND,
+    /** RabbitMQ: the socket's timeout while the connection is being established. */
+    amqpSocketTimeoutMs: 10 * SECOND,
+  },
+  liveTail: {
+    /** How often a tail reads the store for lines while the bus is quiet, and while it is not connected. */
+    pollMs: 250,
+    busPollMs: 2 * SECOND,
+    /** How often a tail checks whether its job has ended. */
+    statusMs: 1 * SECOND,
+    /** SSE comment lines that keep idle connections open through proxies. */
+    keepAliveMs: 15 * SECOND,
+    /** How long a tail waits for a missing sequence number before it moves past it. */
+    holeGraceMs: 2 * SECOND,
+  },
+  logs: {
+    /** How often a runner's log sink reports its counts. */
+    sinkCountIntervalMs: 1 * SECOND,
+    /** How long log-ingest's stop() waits for batches in hand to be stored. */
+    ingestDrainMs: 5 * SECOND,
+  },
+  containers: {
+    /** Each call to the container runtime's API. */
+    apiTimeoutMs: 30 * SECOND,
+    /** How long a run waits for the rest of a container's output after it exits. */
+    logDrainIdleMs: 10 * SECOND,
+    /** How often a long run pings the runtime. */
+    healthCheckMs: 5 * SECOND,
   },
   health: {
     /** How far past its slot a run that has not started makes the workflow `late`. */

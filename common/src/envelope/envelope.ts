@@ -6,6 +6,7 @@
  */
 import { sign, verify, type KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
+import { CONFIG_DEFAULTS } from '../config/config.js';
 import { newId, isUuid } from '../ids.js';
 import type { Logger, RequestContext } from '../logging/logger.js';
 import type { OrlojMessages } from '../messages.js';
@@ -174,8 +175,8 @@ export class EnvelopeVerifier {
     this.publicKeys = options.publicKeys;
     this.policy = options.policy;
     this.clock = options.clock;
-    this.maxClockSkewMs = options.maxClockSkewMs ?? 30_000;
-    this.maxTtlMs = options.maxTtlMs ?? 60 * 60_000;
+    this.maxClockSkewMs = options.maxClockSkewMs ?? CONFIG_DEFAULTS.bus.envelopeClockSkewMs;
+    this.maxTtlMs = options.maxTtlMs ?? CONFIG_DEFAULTS.bus.envelopeMaxTtlMs;
     this.maxSeen = options.maxSeen ?? 100_000;
     this.signatures = options.signatures ?? 'required';
   }

@@ -21,6 +21,7 @@ import type Docker from 'dockerode';
 import { systemClock, type Clock } from '@orloj/common/core';
 import { reasons } from '@orloj/common/domain';
 import type { Logger } from '@orloj/common/logging';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import { ContainerRun } from './container/container-run.js';
 import { createOptions, MANAGED_LABEL } from './container/create-options.js';
 import { ImageStore, type EnsureImageOptions, type EnsureImageResult } from './container/image.js';
@@ -67,11 +68,11 @@ export class ContainerExecutor {
 
   constructor(options: ContainerExecutorOptions) {
     this.logger = options.logger;
-    this.client = new RuntimeClient(options.dockerHost, options.apiTimeoutMs ?? 30_000, this.logger, options.onCall);
+    this.client = new RuntimeClient(options.dockerHost, options.apiTimeoutMs ?? CONFIG_DEFAULTS.containers.apiTimeoutMs, this.logger, options.onCall);
     this.images = new ImageStore(this.client, options.pullTimeoutMs ?? 5 * 60_000, this.logger);
     this.clock = options.clock ?? systemClock;
-    this.logDrainIdleMs = options.logDrainIdleMs ?? 10_000;
-    this.healthCheckMs = options.healthCheckMs ?? 5_000;
+    this.logDrainIdleMs = options.logDrainIdleMs ?? CONFIG_DEFAULTS.containers.logDrainIdleMs;
+    this.healthCheckMs = options.healthCheckMs ?? CONFIG_DEFAULTS.containers.healthCheckMs;
   }
 
   /** True when the runtime answers its ping endpoint. */
