@@ -41,15 +41,22 @@ serveParent(
       delay.reset();
       return reading;
     },
-    /** Lines of the job stored in job_logs, its job_log_counts.lines, and the runner's timestamp of its first line (all attempts). */
-    async storedLines(arg: { jobId: string }) {
+    /**
+     * The job's job_log_counts.lines (one small row, what the bench polls)
+     * and, with `full`, its lines in job_logs counted row by row and the
+     * runner's timestamp of its first line (all attempts), read once at the end.
+     */
+    async storedLines(arg: { jobId: string; full?: boolean }) {
       reader ??= openDatabase(process.env.DATABASE_URL ?? '', { poolSize: 1 });
-      const { rows } = await sql<{ stored: number | string; counted: number | string | null; first: number | string | null }>`select
-        (select count(*) from job_logs where job_id = ${arg.jobId}) as stored,
-        (select sum(lines) from job_log_counts where job_id = ${arg.jobId}) as counted,
-        (select min("timestamp") from job_logs where job_id = ${arg.jobId}) as first`.execute(reader.db);
+      const counted = sql<number | string | null>`(select sum(lines) from job_log_counts where job_id = ${arg.jobId})`;
+      const { rows } = arg.full
+        ? await sql<{ stored: number | string; counted: number | string | null; first: number | string | null }>`select
+            (select count(*) from job_logs where job_id = ${arg.jobId}) as stored, ${counted} as counted,
+            (select min("timestamp") from job_logs where job_id = ${arg.jobId}) as first`.execute(reader.db)
+        : await sql<{ stored: null; counted: number | string | null; first: null }>`select null as stored, ${counted} as counted, null as first`.execute(reader.db);
       const r = rows[0];
-      return { stored: Number(r?.stored ?? 0), counted: Number(r?.counted ?? 0), first: r?.first === null || r?.first === undefined ? undefined : Number(r.first) };
+      const stored = r?.stored === null || r?.stored === undefined ? {} : { stored: Number(r.stored) };
+      return { counted: Number(r?.counted ?? 0), ...stored, ...(r?.first === null || r?.first === undefined ? {} : { first: Number(r.first) }) };
     },
   },
   async () => {

@@ -8,6 +8,7 @@ import { MemoryBus, type Bus, type Delivery } from '../src/bus/index.js';
 import { ManualClock } from '../src/clock.js';
 import { ConfigError } from '../src/config/config.js';
 import {
+  canonicalJson,
   EnvelopeSigner,
   EnvelopeVerifier,
   ensureKeyDir,
@@ -207,6 +208,18 @@ describe('envelope', () => {
   it('refuses to seal a body that JSON cannot carry', () => {
     assert.throws(() => signer('api').seal('workflow.terminate', { at: new Date() }), /plain objects/);
     assert.throws(() => signer('api').seal('workflow.terminate', undefined), /body/);
+    assert.throws(() => signer('api').seal('workflow.terminate', { column: [1, Number.NaN] }), /cannot be signed/);
+    assert.throws(() => signer('api').seal('workflow.terminate', { column: ['a', undefined] }), /cannot be signed/);
+  });
+
+  it('signs a column of plain values as the same canonical text as any other array', () => {
+    const columns = { messages: ['a "quoted" line', 'ünïcode \u2028', ''], timestamps: [1, 2.5, -3], flags: [true, null] };
+    const mixed = { nested: [{ b: 1, a: 2 }, 'x', [3, 'y']] };
+    const items = (values: unknown[]) => `[${values.map((v) => JSON.stringify(v)).join(',')}]`;
+    assert.equal(canonicalJson(columns), `{"flags":${items(columns.flags)},"messages":${items(columns.messages)},"timestamps":${items(columns.timestamps)}}`);
+    assert.equal(canonicalJson(mixed), '{"nested":[{"a":2,"b":1},"x",[3,"y"]]}');
+    const sealed = wire(signer('api').seal('workflow.terminate', columns));
+    assert.ok(verifier.verify(sealed).ok);
   });
 });
 

@@ -315,7 +315,9 @@ function canonical(value: unknown, ancestors: Set<object>): string {
   ancestors.add(value);
   let out: string;
   if (Array.isArray(value)) {
-    out = `[${value.map((item) => canonical(item, ancestors)).join(',')}]`;
+    // A column of plain values (a log batch's messages and timestamps) is
+    // already canonical as JSON.stringify writes it: one native call.
+    out = value.every(isCanonicalScalar) ? JSON.stringify(value) : `[${value.map((item) => canonical(item, ancestors)).join(',')}]`;
   } else {
     if (!isPlainObject(value)) throw misuse('only plain objects can be signed');
     const entries = Object.keys(value)
@@ -326,6 +328,11 @@ function canonical(value: unknown, ancestors: Set<object>): string {
   }
   ancestors.delete(value);
   return out;
+}
+
+/** A value JSON.stringify writes exactly as canonical() does. */
+function isCanonicalScalar(value: unknown): boolean {
+  return value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

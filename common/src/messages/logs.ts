@@ -69,7 +69,26 @@ export interface LiveLogsMessage {
   job_id: string;
   workflow_id: string;
   attempt: number;
+  /** Empty on the wire when `columns` carries the lines; the decoder fills it. */
   lines: LogLineMessage[];
+  /** The lines packed by column, as log-ingest sends consecutive lines (as in LogBatchMessage); absent once decoded. */
+  columns?: LogColumns;
+}
+
+/** Consecutive lines packed by column, or undefined when they are not consecutive (they then travel as `lines`). */
+export function packLines(lines: readonly LogLineMessage[]): LogColumns | undefined {
+  const first = lines[0]?.sequence_num ?? 0;
+  const messages = new Array<string>(lines.length);
+  const timestamps = new Array<number>(lines.length);
+  let streams = '';
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.sequence_num !== first + i) return undefined;
+    messages[i] = line.message;
+    timestamps[i] = line.timestamp;
+    streams += line.stream === 'stderr' ? 'e' : 'o';
+  }
+  return { first, streams, messages, timestamps };
 }
 
 export function logEventId(jobId: string, attempt: number, sequenceNum: number): string {
@@ -82,8 +101,13 @@ export function logEventId(jobId: string, attempt: number, sequenceNum: number):
  */
 export function decodeLiveLogs(body: unknown): Decoded<LiveLogsMessage> {
   if (!isRecord(body)) return unusable('the body is not an object');
-  const { job_id, workflow_id, attempt, lines } = body;
+  const { job_id, workflow_id, attempt, lines, columns } = body;
   if (typeof job_id !== 'string' || typeof attempt !== 'number' || !Array.isArray(lines)) return unusable('a log.live needs job_id, attempt and lines');
+  const head = { job_id, workflow_id: typeof workflow_id === 'string' ? workflow_id : '', attempt };
+  if (columns !== undefined) {
+    const unpacked = readColumns(columns);
+    return typeof unpacked === 'string' ? unusable(unpacked) : decoded({ ...head, lines: unpacked });
+  }
   const kept: LogLineMessage[] = [];
   for (const l of lines as unknown[]) {
     if (!isRecord(l)) continue;
@@ -92,7 +116,7 @@ export function decodeLiveLogs(body: unknown): Decoded<LiveLogsMessage> {
     if (stream !== 'stdout' && stream !== 'stderr') continue;
     kept.push({ sequence_num, stream, message, timestamp });
   }
-  return decoded({ job_id, workflow_id: typeof workflow_id === 'string' ? workflow_id : '', attempt, lines: kept });
+  return decoded({ ...head, lines: kept });
 }
 
 /**
