@@ -6,3 +6,4 @@ export * from './clock.js';
 export * from './ids.js';
 export * from './cursor.js';
 export * from './retry.js';
+export * from './batcher.js';

@@ -12,7 +12,7 @@
  *   redelivers what was unacked.
  * - Patient: a store that is down is waited for instead of dead-lettering events.
  */
-import { newId, retry, retryPolicies, type Clock } from '@orloj/common/core';
+import { Batcher, newId, retry, retryPolicies, type Clock } from '@orloj/common/core';
 import { jobDurationSeconds, type DomainEvent, type JobEventData } from '@orloj/common/domain';
 import type { Logger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
@@ -20,6 +20,7 @@ import type { SignedBus } from '@orloj/common/envelope';
 import type { Subscription } from '@orloj/common/bus';
 import type { OrlojMetrics } from '@orloj/common/observability';
 import type { Store } from '@orloj/common/store';
+import type { WorkflowKind } from '@orloj/common/domain';
 import { notificationFor } from './rules/notification.rule.js';
 import { OutboxRelay } from './outbox-relay.js';
 
@@ -61,12 +62,19 @@ export class Notifier {
   private readonly relay: OutboxRelay | undefined;
   private readonly counts = { applied: 0, duplicates: 0, notifications: 0, malformed: 0, retries: 0 };
   private readonly abort = new AbortController();
+  /** Events delivered at the same moment go in one transaction (up to the prefetch). */
+  private readonly batcher: Batcher<DomainEvent>;
   private sub: Subscription | undefined;
   private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
 
   constructor(private readonly options: NotifierOptions) {
     this.log = options.logger.child({ role: 'notifier' });
+    this.batcher = new Batcher<DomainEvent>({
+      many: (events) => this.applyMany(events),
+      one: (event) => this.patiently(event),
+      onBatchFailure: (err, events) => this.log.warn({ err, events }, 'could not apply a batch of domain events; applying them one by one'),
+    });
     if (options.relay !== false) {
       this.relay = new OutboxRelay({ store: options.store, bus: options.bus, clock: options.clock, logger: this.log, ...(options.pollMs ? { pollMs: options.pollMs } : {}) });
     }
@@ -76,7 +84,7 @@ export class Notifier {
   start(): Promise<void> {
     this.starting ??= (async () => {
       // The bus refuses (and logs) another message type or a body decodeDomainEvent cannot read; this counts them.
-      this.sub = await this.options.bus.consume(QUEUES.domainEvents, (envelope) => this.onMessage(envelope.body), {
+      this.sub = await this.options.bus.consume(QUEUES.domainEvents, (envelope) => this.batcher.receive(envelope.body), {
         prefetch: this.options.prefetch ?? 16,
         accept: [MESSAGE_TYPES.domainEvent],
         onMalformed: () => void (this.counts.malformed += 1),
@@ -103,7 +111,8 @@ export class Notifier {
     return { ...this.counts, published: this.relay?.published ?? 0 };
   }
 
-  private async onMessage(event: DomainEvent): Promise<void> {
+  /** One event on its own, waiting out a store outage (retryPolicies.storeWrite): after its batch failed. */
+  private async patiently(event: DomainEvent): Promise<void> {
     const policy = { ...retryPolicies.storeWrite, giveUpAfterMs: this.options.maxRetryMs ?? retryPolicies.storeWrite.giveUpAfterMs };
     return retry(() => this.apply(event), {
       policy,
@@ -117,40 +126,50 @@ export class Notifier {
   }
 
   /** Applies the event once: dedupe record, counters, notification and outbox row in one transaction. */
-  async apply(event: DomainEvent): Promise<void> {
+  apply(event: DomainEvent): Promise<void> {
+    return this.applyMany([event]);
+  }
+
+  /**
+   * Applies these events, each once, in one transaction, with the effect of
+   * applying them one by one in this order: the dedupe records (an event
+   * applied before, or earlier in the batch, changes nothing more), the
+   * counters (summed per workflow; a workflow's deletion kept in its place
+   * among its events), the notifications and the outbox rows — a few
+   * statements for the batch.
+   */
+  async applyMany(events: readonly DomainEvent[]): Promise<void> {
     const { store, clock } = this.options;
-    const notified = await store.transaction(async (tx) => {
-      if (!(await tx.analytics.markApplied(event.id, clock.now()))) return undefined;
-      const workflow = { workflowId: event.workflow_id, userId: event.user_id, kind: event.data.workflow_kind };
-      if (event.kind === 'workflow.created') await tx.analytics.addToWorkflow(workflow, 0, 0);
-      else if (event.kind.startsWith('job.')) await tx.analytics.addToWorkflow(workflow, 1, jobDurationSeconds(event.data as JobEventData));
-      else if (event.kind === 'workflow.deleted') await tx.analytics.markDeleted(event.workflow_id, event.occurred_at);
-      let inserted = false;
-      const content = notificationFor(event);
+    const { fresh, notified } = await store.transaction(async (tx) => {
+      const newIds = await tx.analytics.markAppliedMany(events.map((e) => e.id), clock.now());
+      const seen = new Set<string>();
+      const fresh = events.filter((e) => newIds.has(e.id) && !seen.has(e.id) && seen.add(e.id));
+      await applyCounters(tx, fresh);
+      const contents = fresh.map((event) => [event, notificationFor(event)] as const).filter(([, content]) => content !== undefined);
       // A deleted workflow's notifications went with it; none is made for it afterwards.
-      if (content && (await tx.workflows.holdIfExists(event.workflow_id))) {
-        inserted = await tx.notifications.insert({
-          id: newId(),
-          userId: event.user_id,
-          workflowId: event.workflow_id,
-          dedupeKey: `${event.user_id}:${event.id}`,
-          kind: content.kind,
-          payload: JSON.stringify(content.payload),
-          readAt: null,
-          createdAt: event.occurred_at,
-          updatedAt: event.occurred_at,
-        });
-      }
-      await tx.outbox.remove(event.id);
-      return inserted;
+      const existing = await tx.workflows.holdExisting(contents.map(([event]) => event.workflow_id));
+      const notified = await tx.notifications.insertMany(
+        contents
+          .filter(([event]) => existing.has(event.workflow_id))
+          .map(([event, content]) => ({
+            id: newId(),
+            userId: event.user_id,
+            workflowId: event.workflow_id,
+            dedupeKey: `${event.user_id}:${event.id}`,
+            kind: content!.kind,
+            payload: JSON.stringify(content!.payload),
+            readAt: null,
+            createdAt: event.occurred_at,
+            updatedAt: event.occurred_at,
+          })),
+      );
+      await tx.outbox.removeMany(fresh.map((e) => e.id));
+      return { fresh, notified };
     });
-    if (notified === undefined) {
-      this.counts.duplicates += 1;
-      return;
-    }
-    this.counts.applied += 1;
-    if (notified) this.counts.notifications += 1;
-    if (event.kind.startsWith('job.')) this.observeJob(event.data as JobEventData);
+    this.counts.duplicates += events.length - fresh.length;
+    this.counts.applied += fresh.length;
+    this.counts.notifications += notified;
+    for (const event of fresh) if (event.kind.startsWith('job.')) this.observeJob(event.data as JobEventData);
   }
 
   /** Counted after the commit, and only by the delivery that applied the event: once per job. */
@@ -167,3 +186,36 @@ export class Notifier {
   }
 }
 
+
+type Add = { workflowId: string; userId: string; kind: WorkflowKind; jobs: number; durationS: number };
+
+/**
+ * The counters of these (freshly applied) events, in the order given: what
+ * each event adds, summed per workflow into one write, and a workflow's
+ * deletion applied between what came before it and what came after.
+ */
+async function applyCounters(tx: Store, events: readonly DomainEvent[]): Promise<void> {
+  const before = new Map<string, Add>();
+  const after = new Map<string, Add>();
+  const deleted: DomainEvent[] = [];
+  const deletedIds = new Set<string>();
+  for (const event of events) {
+    if (event.kind === 'workflow.deleted') {
+      deleted.push(event);
+      deletedIds.add(event.workflow_id);
+      continue;
+    }
+    const job = event.kind.startsWith('job.');
+    if (!job && event.kind !== 'workflow.created') continue;
+    const adds = deletedIds.has(event.workflow_id) ? after : before;
+    const add = adds.get(event.workflow_id) ?? { workflowId: event.workflow_id, userId: event.user_id, kind: event.data.workflow_kind, jobs: 0, durationS: 0 };
+    if (job) {
+      add.jobs += 1;
+      add.durationS += jobDurationSeconds(event.data as JobEventData);
+    }
+    adds.set(event.workflow_id, add);
+  }
+  await tx.analytics.addToWorkflows([...before.values()]);
+  for (const event of deleted) await tx.analytics.markDeleted(event.workflow_id, event.occurred_at);
+  await tx.analytics.addToWorkflows([...after.values()]);
+}

@@ -137,6 +137,37 @@ describeEachEngine('notifier', (db, engine) => {
     assert.deepEqual(totals && { jobs: totals.totalJobs, durationS: totals.totalDurationS, lines: totals.totalJoblogs }, await recount(store(), userId));
   });
 
+  it('applies a batch with repeats, a deletion among its events and a deleted workflow as if event by event', async () => {
+    const userId = await insertUser(store());
+    const kept = await insertWorkflow(store(), userId);
+    const gone = await insertWorkflow(store(), userId);
+    for (const w of [kept, gone]) for (let i = 0; i < 2; i++) await endJob(store(), w, { status: 'COMPLETED', ranMs: 2_500 });
+    await store().transaction(async (tx) => {
+      await terminateWorkflow(tx, userId, gone.id, Date.now());
+      await deleteWorkflow(tx, gone, Date.now());
+    });
+    const mine = (await store().outbox.claimDue(Date.now(), Date.now() + 60_000, 1000)).filter((e) => e.user_id === userId);
+    const ofGone = mine.filter((e) => e.workflow_id === gone.id);
+    const deletion = ofGone.find((e) => e.kind === 'workflow.deleted')!;
+    const jobOfGone = ofGone.find((e) => e.kind === 'job.completed')!;
+    const [first, ...rest] = mine.filter((e) => e !== deletion && e !== jobOfGone);
+    await startNotifier({ relay: false });
+    // One event of the deleted workflow after its deletion, as a redelivery could bring it; the first event twice.
+    await notifier!.applyMany([first!, first!, ...rest, deletion, jobOfGone]);
+    const m = notifier!.metrics();
+    assert.equal(m.applied, mine.length);
+    assert.equal(m.duplicates, 1);
+    // Only the kept workflow's notifications stay (the deleted one's went with it, none is made after).
+    assert.deepEqual(new Set((await notificationsOf(store(), userId)).map((n) => n.workflowId)), new Set([kept.id]));
+    assert.deepEqual(await store().analytics.forWorkflow(userId, kept.id), { totalJobs: 2, totalJoblogs: 0, totalDurationS: 4 });
+    const statsOfGone = await store().db.selectFrom('workflow_stats').selectAll().where('workflow_id', '=', gone.id).executeTakeFirstOrThrow();
+    // Its counters: both jobs, and the deletion in its place (set once it came, kept by the job counted after it).
+    assert.equal(statsOfGone.total_jobs, 2);
+    assert.notEqual(statsOfGone.deleted_at, null);
+    const left = await store().db.selectFrom('domain_events').select('id').where('id', 'in', mine.map((e) => e.id)).execute();
+    assert.deepEqual(left, [], 'every applied event left the outbox');
+  });
+
   it('tells of a recovery once per down→up transition, and never for a workflow that was not down', async () => {
     const userId = await insertUser(store());
     const steady = await insertWorkflow(store(), userId, { name: 'Steady' });

@@ -1,8 +1,8 @@
-import { retry, retryPolicies } from '@orloj/common/core';
-import { finishAttempt, isOpenAttempt, leaseExpiry, reasons, staleAttemptStop, startAttempt } from '@orloj/common/domain';
-import { MESSAGE_TYPES, type BuildFinishedMessage, type JobFinishedRead, type JobStartedMessage, type OrlojMessages } from '@orloj/common/messages';
+import { Batcher, retry, retryPolicies, type Within } from '@orloj/common/core';
+import { finishAttempt, isOpenAttempt, leaseExpiry, reasons, staleAttemptStop, startAttempt, type AttemptResult, type JobTransition } from '@orloj/common/domain';
+import { MESSAGE_TYPES, type BuildFinishedMessage, type JobFinishedRead, type OrlojMessages } from '@orloj/common/messages';
 import type { TypedEnvelope } from '@orloj/common/envelope';
-import { applyJobOutcome, recordBuildResult, type Store } from '@orloj/common/store';
+import { applyJobOutcomes, recordBuildResult, type JobMove, type Store } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 
@@ -12,15 +12,15 @@ export type JobEventType = (typeof JOB_EVENT_TYPES)[number];
 /** A runner's event as the scheduler gets it: verified, and its body decoded. */
 export type JobEvent = TypedEnvelope<OrlojMessages, JobEventType>;
 
-/** A job's start, lease renewal or result: applied inside a batch's transaction. */
-interface Batched {
-  readonly batched: true;
-  readonly type: JobEventType;
-  readonly jobId: string;
-  readonly attempt: number;
-  /** false when the store no longer expects that attempt to run (its runner is told to stop after the commit). */
-  apply(tx: Store, now: number): Promise<boolean>;
-}
+/**
+ * A job's start, lease renewal or result: applied with the other events of
+ * its batch, set-wise (applyBatched). A start or a result is its lifecycle
+ * unit's transition (`move`); a renewal, the lease's new end.
+ */
+type Batched = { readonly batched: true; readonly type: JobEventType; readonly jobId: string; readonly attempt: number } & (
+  | { readonly kind: 'start' | 'finish'; move(now: number): JobTransition }
+  | { readonly kind: 'renew'; leaseUntil(now: number): number }
+);
 
 /** A SYSTEM failure (it publishes the next attempt) and a build result: applied on their own. */
 interface Alone {
@@ -32,43 +32,38 @@ interface Alone {
 /** How one event is applied, decided once per event (JobEvents.plan). */
 type Plan = Batched | Alone;
 
-interface Waiting {
-  plan: Batched;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
-
 /**
  * The job and build events every scheduler replica applies to the store.
  * Idempotent: each transition is conditional on the attempt the event names,
  * so a duplicate or a stale attempt changes nothing.
  *
- * Events waiting at the same moment are applied together in one transaction
- * (up to the consumer's prefetch): one commit for the batch instead of one
- * per event, which is most of an event's cost on SQLite. Each event is still
- * applied by its own conditional transition, in the order received, exactly as
- * when applied alone. The handler resolves (and the bus acks) only after the
- * commit. When a batch fails, nothing of it was committed and each of its
- * events is applied on its own (patiently), so one bad event costs the others
- * nothing.
+ * Starts, renewals and results waiting at the same moment are applied
+ * together in one transaction (a Batcher, up to the consumer's prefetch),
+ * set-wise (applyBatched): a few statements and one commit for the batch
+ * instead of several statements and a commit per event, with the effect of
+ * applying each alone in the order received. The handler resolves (and the
+ * bus acks) only after the commit. When a batch fails, nothing of it was
+ * committed and each of its events is applied on its own (patiently), so one
+ * bad event costs the others nothing.
  */
 export class JobEvents {
-  private waiting: Waiting[] = [];
-  private flushing = false;
+  private readonly batcher: Batcher<Batched>;
 
   constructor(
     private readonly c: SchedulerContext,
     private readonly handOut: HandOut,
-  ) {}
+  ) {
+    this.batcher = new Batcher<Batched>({
+      many: (plans, within) => this.applyMany(plans, within),
+      one: (plan) => this.patiently(plan),
+      onBatchFailure: (err, events) => this.c.log.warn({ err, events }, 'could not apply a batch of job events; applying them one by one'),
+    });
+  }
 
   /** The consumer's handler: resolves once the event is applied (committed). */
   receive(event: JobEvent): Promise<void> {
     const plan = this.plan(event);
-    if (!plan.batched) return this.patiently(plan);
-    return new Promise<void>((resolve, reject) => {
-      this.waiting.push({ plan, resolve, reject });
-      if (!this.flushing) void this.flush();
-    });
+    return plan.batched ? this.batcher.receive(plan) : this.patiently(plan);
   }
 
   /**
@@ -77,34 +72,32 @@ export class JobEvents {
    * outcome: rejected where the event could not be applied.
    */
   async applyEvents(events: readonly JobEvent[]): Promise<PromiseSettledResult<void>[]> {
-    const batch: Waiting[] = [];
-    const outcomes = events.map((event) => {
-      const plan = this.plan(event);
-      if (!plan.batched) return this.patiently(plan);
-      return new Promise<void>((resolve, reject) => batch.push({ plan, resolve, reject }));
-    });
-    await this.applyBatch(batch);
-    return Promise.allSettled(outcomes);
+    const plans = events.map((event) => this.plan(event));
+    const batched = plans.filter((p): p is Batched => p.batched);
+    const alone = plans.map((p) => (p.batched ? undefined : this.patiently(p)));
+    const together = await this.batcher.apply(batched);
+    let next = 0;
+    return Promise.all(plans.map((p, i) => (p.batched ? together[next++]! : Promise.allSettled([alone[i]!]).then(([r]) => r!))));
   }
 
   /** The one dispatch over the event types. */
   private plan(event: JobEvent): Plan {
     const { type } = event;
+    const { jobLeaseTtlMs } = this.c.config;
     switch (event.type) {
       case MESSAGE_TYPES.jobStarted: {
         const m = event.body;
-        return { batched: true, type, jobId: m.job_id, attempt: m.attempt, apply: (tx, now) => this.started(tx, m, now) };
+        const start = { attempt: m.attempt, runnerId: m.runner_id, startedAt: m.started_at, containerId: m.container_id };
+        return { batched: true, type, kind: 'start', jobId: m.job_id, attempt: m.attempt, move: (now) => startAttempt(start, now, jobLeaseTtlMs) };
       }
       case MESSAGE_TYPES.jobHeartbeat: {
         const m = event.body;
-        const apply = (tx: Store, now: number) => tx.jobs.renewLease(m.job_id, m.attempt, leaseExpiry(now, this.c.config.jobLeaseTtlMs), now);
-        return { batched: true, type, jobId: m.job_id, attempt: m.attempt, apply };
+        return { batched: true, type, kind: 'renew', jobId: m.job_id, attempt: m.attempt, leaseUntil: (now) => leaseExpiry(now, jobLeaseTtlMs) };
       }
       case MESSAGE_TYPES.jobFinished: {
         const m = event.body;
         if (m.status === 'FAILED' && m.system_failure) return { batched: false, type, apply: (now) => this.systemFailure(m, now) };
-        const apply = async (tx: Store, now: number) => (await this.finished(tx, m, now), true);
-        return { batched: true, type, jobId: m.job_id, attempt: m.attempt, apply };
+        return { batched: true, type, kind: 'finish', jobId: m.job_id, attempt: m.attempt, move: () => finishAttempt(resultOf(m)) };
       }
       case MESSAGE_TYPES.buildFinished: {
         const m = event.body;
@@ -113,50 +106,13 @@ export class JobEvents {
     }
   }
 
-  private async flush(): Promise<void> {
-    this.flushing = true;
-    try {
-      // Let the deliveries of this turn of the event loop join the first batch.
-      await new Promise((resolve) => setImmediate(resolve));
-      while (this.waiting.length > 0) {
-        const batch = this.waiting;
-        this.waiting = [];
-        await this.applyBatch(batch);
-      }
-    } finally {
-      // In the same step as the last look at `waiting`: an event that arrives
-      // from here on starts the next flush instead of waiting for one.
-      this.flushing = false;
-    }
-  }
-
-  /** Applies the batch in one transaction, or each of its events on its own when that fails. Never throws. */
-  private async applyBatch(batch: readonly Waiting[]): Promise<void> {
-    if (batch.length === 0) return;
-    const { store, clock } = this.c;
-    const now = clock.now();
-    let fresh: boolean[] = [];
-    try {
-      await store.transaction(async (tx) => {
-        fresh = [];
-        // PostgreSQL: every workflow this batch may lock, up front and in id
-        // order, as the leader locks due workflows, so two batches (or a batch
-        // and the leader) cannot deadlock over them.
-        if (tx.dialect.rowLocks) await tx.workflows.lock(await tx.jobs.workflowIdsOf(batch.map((e) => e.plan.jobId)));
-        for (const { plan } of batch) fresh.push(await plan.apply(tx, now));
-      });
-    } catch (err) {
-      this.c.log.warn({ err, events: batch.length }, 'could not apply a batch of job events; applying them one by one');
-      await Promise.all(batch.map((e) => this.patiently(e.plan).then(e.resolve, e.reject)));
-      return;
-    }
-    await Promise.all(
-      batch.map(async (e, i) => {
-        if (fresh[i]) return e.resolve();
-        // As when applied alone: a failure here redelivers the event, which then changes nothing and checks again.
-        await this.stopIfStale(e.plan.jobId, e.plan.attempt).then(e.resolve, e.reject);
-      }),
-    );
+  /** One batch in one transaction; then a stop for each start or renewal the store no longer expects. */
+  private async applyMany(plans: readonly Batched[], within: Within): Promise<PromiseSettledResult<void>[]> {
+    const now = this.c.clock.now();
+    const fresh = await this.c.store.transaction((tx) => applyBatched(tx, plans, now));
+    // As when applied alone: a failure here redelivers the event, which then changes nothing and checks again.
+    // In the event's own context: its job.stop carries the request id the event carried.
+    return Promise.allSettled(plans.map((p, i) => (fresh[i] ? undefined : within(i, () => this.stopIfStale(p.jobId, p.attempt)))));
   }
 
   /**
@@ -176,31 +132,8 @@ export class JobEvents {
 
   private async alone(plan: Plan, now: number): Promise<void> {
     if (!plan.batched) return plan.apply(now);
-    const fresh = await this.c.store.transaction((tx) => plan.apply(tx, now));
+    const [fresh] = await this.c.store.transaction((tx) => applyBatched(tx, [plan], now));
     if (!fresh) await this.stopIfStale(plan.jobId, plan.attempt);
-  }
-
-  /** RUNNING for the attempt the runner started; false when the store no longer expects that attempt. */
-  private started(store: Store, m: JobStartedMessage, now: number): Promise<boolean> {
-    // Nothing of the row is needed back: one UPDATE, no read of the job.
-    const start = { attempt: m.attempt, runnerId: m.runner_id, startedAt: m.started_at, containerId: m.container_id };
-    return store.jobs.tryApply(m.job_id, startAttempt(start, now, this.c.config.jobLeaseTtlMs), now);
-  }
-
-  /** The runner's result for the attempt, and its outcome for the workflow, once (a repeated result finds the job ended). */
-  private async finished(tx: Store, m: JobFinishedRead, now: number): Promise<void> {
-    const result = {
-      attempt: m.attempt,
-      status: m.status,
-      startedAt: m.started_at,
-      finishedAt: m.finished_at,
-      reason: m.reason,
-      containerId: m.container_id,
-      logTruncated: m.log_truncated,
-      check: m.check,
-    };
-    const finished = await tx.jobs.apply(m.job_id, finishAttempt(result), now);
-    if (finished) await applyJobOutcome(tx, finished, now);
   }
 
   /** A SYSTEM failure of the attempt the store expects: another attempt, or the end (HandOut.retryOrFail). */
@@ -224,4 +157,72 @@ export class JobEvents {
     const stop = staleAttemptStop(await this.c.store.jobs.findById(jobId), attempt);
     if (stop) return this.handOut.stop(jobId, stop, attempt);
   }
+}
+
+/** The result a runner reported, as the lifecycle's finish unit takes it. */
+function resultOf(m: JobFinishedRead): AttemptResult {
+  return {
+    attempt: m.attempt,
+    status: m.status,
+    startedAt: m.started_at,
+    finishedAt: m.finished_at,
+    reason: m.reason,
+    containerId: m.container_id,
+    logTruncated: m.log_truncated,
+    check: m.check,
+  };
+}
+
+/**
+ * Applies a batch of starts, lease renewals and results in the caller's
+ * transaction, with the effect of applying them one by one in the order
+ * received, in a few statements for the lot (JobsRepo.applyMany,
+ * applyJobOutcomes). Returns, per event, whether the store still expects its
+ * attempt to run: false for a start or renewal that found the job elsewhere
+ * (the runner is told to stop); a result is never stale (its runner is done).
+ *
+ * The batch is cut into rounds so that nothing applied together depends on
+ * anything else in it: a job's events go in consecutive rounds in the order
+ * received (a start before the result that follows it), and a workflow's
+ * results in different rounds (each outcome reads the workflow the one before
+ * it left). Within a round the starts, renewals and results of different jobs
+ * commute.
+ */
+export async function applyBatched(tx: Store, plans: readonly Batched[], now: number): Promise<boolean[]> {
+  const workflowOf = await tx.jobs.workflowsOf(plans.map((p) => p.jobId));
+  // PostgreSQL: every workflow this batch may lock, up front and in id order,
+  // as the leader locks due workflows, so two batches (or a batch and the
+  // leader) cannot deadlock over them.
+  if (tx.dialect.rowLocks) await tx.workflows.lock([...new Set(workflowOf.values())]);
+  const fresh = plans.map((p) => p.kind === 'finish');
+  for (const round of rounds(plans, workflowOf)) {
+    const starts: JobMove[] = [];
+    const results: JobMove[] = [];
+    for (const i of round) {
+      const p = plans[i]!;
+      if (p.kind === 'renew') fresh[i] = await tx.jobs.renewLease(p.jobId, p.attempt, p.leaseUntil(now), now);
+      else (p.kind === 'start' ? starts : results).push({ id: p.jobId, t: p.move(now) });
+    }
+    const started = new Set((await tx.jobs.applyMany(starts, now)).map((j) => j.id));
+    for (const i of round) if (plans[i]!.kind === 'start') fresh[i] = started.has(plans[i]!.jobId);
+    // Each result once: a repeated one finds the job ended and moves nothing.
+    await applyJobOutcomes(tx, await tx.jobs.applyMany(results, now), now);
+  }
+  return fresh;
+}
+
+/** The batch's events (by index) in rounds: a job once a round, a workflow's results in different rounds, order kept. */
+function rounds(plans: readonly Batched[], workflowOf: ReadonlyMap<string, string>): number[][] {
+  const out: number[][] = [];
+  const jobRound = new Map<string, number>();
+  const resultRound = new Map<string, number>();
+  plans.forEach((p, i) => {
+    const workflow = workflowOf.get(p.jobId);
+    let r = (jobRound.get(p.jobId) ?? -1) + 1;
+    if (p.kind === 'finish' && workflow !== undefined) r = Math.max(r, (resultRound.get(workflow) ?? -1) + 1);
+    jobRound.set(p.jobId, r);
+    if (p.kind === 'finish' && workflow !== undefined) resultRound.set(workflow, r);
+    (out[r] ??= []).push(i);
+  });
+  return out;
 }

@@ -456,6 +456,23 @@ describeEachEngine('scheduler', (db) => {
       assert.ok(!r.runners.stops.some((s) => s.job_id === b!.job_id && s.attempt === 1));
     });
 
+    it('tells of a recovery and resets the failure count from a batch, as when each event came alone', async () => {
+      const [a, b] = await handedOut(2, { maxConsecutiveJobFailuresAllowed: 5 });
+      await scheduler.applyEvents([started(a!), started(b!), finished(a!, 'FAILED'), finished(b!, 'COMPLETED')]);
+      assert.equal((await store().workflows.findById(a!.workflow_id))?.consecutiveJobFailuresCount, 1);
+      r.clock.advance(MINUTE);
+      await scheduler.tick();
+      await r.runners.until(() => r.runners.jobs.filter((j) => j.workflow_id === a!.workflow_id || j.workflow_id === b!.workflow_id).length === 4, 'the next jobs');
+      const next = (w: string) => r.runners.jobs.filter((j) => j.workflow_id === w).at(-1)!;
+      const [a2, b2] = [next(a!.workflow_id), next(b!.workflow_id)];
+      const results = await scheduler.applyEvents([started(a2), started(b2), finished(a2, 'COMPLETED'), finished(b2, 'COMPLETED')]);
+      assert.deepEqual(results.map((x) => x.status), Array(4).fill('fulfilled'));
+      assert.equal((await store().workflows.findById(a!.workflow_id))?.consecutiveJobFailuresCount, 0);
+      assert.deepEqual((await jobEvents(a2.job_id)).sort(), ['job.completed', 'workflow.recovered']);
+      assert.deepEqual(await jobEvents(b2.job_id), ['job.completed']);
+      assert.equal(r.runners.stops.length, 0, 'no runner was told to stop');
+    });
+
     it('applies the other events of a batch when one of them fails', async () => {
       const [a, b] = await handedOut(2);
       const applying = scheduler.applyEvents([started(a!), finished(a!, 'NOT_A_STATUS'), started(b!), finished(b!, 'COMPLETED')]);

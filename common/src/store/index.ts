@@ -6,7 +6,7 @@ export type { User } from './repos/users.repo.js';
 export type { ActiveSession, Session } from './repos/sessions.repo.js';
 export type { IdempotencyClaim } from './repos/idempotency.repo.js';
 export type { WorkflowListFilter, WorkflowUpdate } from './repos/workflows.repo.js';
-export type { JobListFilter, JobLogAccess } from './repos/jobs.repo.js';
+export type { JobListFilter, JobLogAccess, JobMove } from './repos/jobs.repo.js';
 export type { Lease } from './repos/leases.repo.js';
 export type { LogLineInput, JobOwner } from './repos/logs.repo.js';
 export type { LogLine } from './repos/log-queries.repo.js';

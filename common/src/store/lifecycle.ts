@@ -3,7 +3,7 @@ import type { Workflow } from '../domain/workflow.js';
 import type { Job } from '../domain/job.js';
 import { cancelReason } from '../domain/job-state.js';
 import { mostRecentSlot } from '../domain/due-slots.js';
-import { domainEvents } from '../domain/events.js';
+import { domainEvents, type DomainEvent } from '../domain/events.js';
 
 /**
  * Workflow and job state changes that span several rows. Each runs inside the
@@ -79,6 +79,48 @@ export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise
   }
   if (workflow) await runMissedSlot(tx, workflow, job, now);
   return { autoTerminated: false };
+}
+
+/**
+ * applyJobOutcome for the jobs a batch of runner results ended, with the
+ * same effects, in a few statements for the lot: their workflows read (and
+ * locked) at once, one recovery lookup, one insert of their events. A FAILED
+ * job (a failure count that may terminate the workflow) goes through
+ * applyJobOutcome itself. The jobs must belong to different workflows: the
+ * outcomes of one workflow are applied one after the other (the caller
+ * splits its batch so).
+ */
+export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: number): Promise<void> {
+  if (new Set(jobs.map((j) => j.workflowId)).size !== jobs.length) throw new Error('applyJobOutcomes: one job a workflow');
+  const rest: Job[] = [];
+  for (const job of jobs) {
+    if (job.status === 'FAILED') await applyJobOutcome(tx, job, now);
+    else rest.push(job);
+  }
+  if (rest.length === 0) return;
+  // Locked: see runMissedSlot.
+  const workflows = new Map((await tx.workflows.findByIds(rest.map((j) => j.workflowId), { lock: true })).map((w) => [w.id, w]));
+  const completed = rest.filter((j) => j.status === 'COMPLETED' && workflows.has(j.workflowId));
+  const outcomes = await tx.jobs.lastTwoOutcomes(completed.map((j) => j.workflowId));
+  const events: DomainEvent[] = [];
+  for (const job of rest) {
+    const workflow = workflows.get(job.workflowId);
+    if (!workflow) continue;
+    events.push(domainEvents.jobEnded(workflow, job, now));
+    const last = outcomes.get(job.workflowId);
+    if (job.status === 'COMPLETED' && last?.latestId === job.id && last.beforeStatus === 'FAILED') {
+      events.push(domainEvents.workflowRecovered(workflow, job, now));
+    }
+  }
+  await tx.outbox.addMany(events);
+  for (const job of completed) {
+    // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
+    if (workflows.get(job.workflowId)!.consecutiveJobFailuresCount > 0) await tx.workflows.resetFailures(job.workflowId, now);
+  }
+  for (const job of rest) {
+    const workflow = workflows.get(job.workflowId);
+    if (workflow) await runMissedSlot(tx, workflow, job, now);
+  }
 }
 
 /**

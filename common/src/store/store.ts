@@ -55,7 +55,7 @@ export class Store {
     this.sessions = new SessionsRepo(db, runner);
     this.workflows = new WorkflowsRepo(db, dialect, runner);
     this.idempotency = new IdempotencyRepo(db);
-    this.jobs = new JobsRepo(db, runner);
+    this.jobs = new JobsRepo(db, runner, dialect);
     this.leases = new LeasesRepo(db);
     this.logQueries = new LogQueriesRepo(dialect, runner);
     this.logs = new LogsRepo(db, dialect);

@@ -29,6 +29,9 @@ export interface UserTotals extends WorkflowTotals {
 
 export const DELETED_WORKFLOW_NAME = 'Deleted workflow';
 
+/** Rows per statement of the batched writes (well under either engine's parameter limit). */
+const CHUNK = 500;
+
 /**
  * Analytics counters. Job totals per workflow live in workflow_stats, each
  * event applied once (applied_events); log lines are summed from
@@ -42,6 +45,22 @@ export class AnalyticsRepo {
   async markApplied(eventId: string, now: number): Promise<boolean> {
     const r = await this.db.insertInto('applied_events').values({ id: eventId, applied_at: now }).onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
     return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
+  }
+
+  /** markApplied for many events in one statement a chunk: the ids applied now (the others were applied before). */
+  async markAppliedMany(eventIds: readonly string[], now: number): Promise<Set<string>> {
+    const applied = new Set<string>();
+    const ids = [...new Set(eventIds)];
+    for (let i = 0; i < ids.length; i += CHUNK) {
+      const rows = await this.db
+        .insertInto('applied_events')
+        .values(ids.slice(i, i + CHUNK).map((id) => ({ id, applied_at: now })))
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning('id')
+        .execute();
+      for (const r of rows) applied.add(r.id);
+    }
+    return applied;
   }
 
   async purgeApplied(before: number): Promise<number> {
@@ -61,6 +80,25 @@ export class AnalyticsRepo {
         })),
       )
       .execute();
+  }
+
+  /** addToWorkflow for many workflows, each once, in one statement a chunk. */
+  async addToWorkflows(adds: readonly { workflowId: string; userId: string; kind: WorkflowKind; jobs: number; durationS: number }[]): Promise<void> {
+    if (new Set(adds.map((a) => a.workflowId)).size !== adds.length) throw new Error('addToWorkflows: each workflow once');
+    for (let i = 0; i < adds.length; i += CHUNK) {
+      await this.db
+        .insertInto('workflow_stats')
+        .values(
+          adds.slice(i, i + CHUNK).map((a) => ({ workflow_id: a.workflowId, user_id: a.userId, kind: a.kind, total_jobs: a.jobs, total_duration_s: a.durationS, deleted_at: null })),
+        )
+        .onConflict((oc) =>
+          oc.column('workflow_id').doUpdateSet((eb) => ({
+            total_jobs: eb('workflow_stats.total_jobs', '+', eb.ref('excluded.total_jobs')),
+            total_duration_s: eb('workflow_stats.total_duration_s', '+', eb.ref('excluded.total_duration_s')),
+          })),
+        )
+        .execute();
+    }
   }
 
   async markDeleted(workflowId: string, now: number): Promise<void> {

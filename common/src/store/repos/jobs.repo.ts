@@ -6,6 +6,8 @@
  */
 import { type Expression, type ExpressionBuilder, type Insertable, type Kysely, type Selectable, type SqlBool, type Updateable } from 'kysely';
 import { openJobOf, saturatedUsers } from './open-jobs.js';
+import { unnestUpdate } from './unnest-update.js';
+import type { DialectHelpers } from '../dialect.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 import type { Database, JobsTable } from '../schema.js';
 import type { Job, JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js';
@@ -132,10 +134,37 @@ function transitionValues(to: JobStatus, now: number, fields: TransitionFields):
   };
 }
 
+/** PostgreSQL element types of the columns a transition may set (for applyMany's arrays). */
+const PG_TYPES: Readonly<Record<string, string>> = {
+  status: 'text',
+  updated_at: 'bigint',
+  dispatched_at: 'bigint',
+  attempts: 'integer',
+  queued_at: 'bigint',
+  runner_id: 'text',
+  lease_expires_at: 'bigint',
+  container_id: 'text',
+  started_at: 'bigint',
+  completed_at: 'bigint',
+  status_reason_code: 'text',
+  status_reason_message: 'text',
+  log_truncated: 'integer',
+  check_status_code: 'integer',
+  check_response_ms: 'integer',
+  check_failure: 'text',
+};
+
+/** One job's lifecycle move, for applyMany. */
+export interface JobMove {
+  id: string;
+  t: JobTransition;
+}
+
 export class JobsRepo {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly runner: ReadRunner,
+    private readonly dialect: DialectHelpers,
   ) {}
 
   /**
@@ -232,6 +261,53 @@ export class JobsRepo {
   /** apply() without reading the job back: whether it moved. */
   async tryApply(id: string, t: JobTransition, now: number): Promise<boolean> {
     return this.tryTransition(id, t.to, now, t.fields, t.guard);
+  }
+
+  /**
+   * Applies many lifecycle moves, each exactly as apply() would (the same
+   * conditional UPDATE: allowed sources, attempt guard), and returns the jobs
+   * that moved, in no particular order. A job may appear once. On PostgreSQL
+   * the moves of one shape (target status, columns set, guard) go in one
+   * statement (unnest-update.ts), a round trip for the lot instead of one per
+   * job; on SQLite, where a statement is a function call, one by one.
+   */
+  async applyMany(moves: readonly JobMove[], now: number): Promise<Job[]> {
+    if (moves.length === 0) return [];
+    if (new Set(moves.map((m) => m.id)).size !== moves.length) throw new Error('applyMany: a job may move once per call');
+    if (this.dialect.name !== 'postgres') {
+      const moved: Job[] = [];
+      for (const m of moves) {
+        const job = await this.apply(m.id, m.t, now);
+        if (job) moved.push(job);
+      }
+      return moved;
+    }
+    const shapes = new Map<string, { to: JobStatus; guarded: boolean; columns: string[]; rows: { id: string; attempts: number | undefined; values: Record<string, unknown> }[] }>();
+    for (const { id, t } of moves) {
+      if (ALLOWED_FROM[t.to].length === 0) continue; // nothing moves into PENDING
+      const values = transitionValues(t.to, now, t.fields) as Record<string, unknown>;
+      const columns = Object.keys(values).filter((c) => c !== 'status' && c !== 'updated_at');
+      const guarded = t.guard.attempts !== undefined;
+      const key = `${t.to}:${columns.join(',')}:${guarded}`;
+      let shape = shapes.get(key);
+      if (!shape) shapes.set(key, (shape = { to: t.to, guarded, columns, rows: [] }));
+      shape.rows.push({ id, attempts: t.guard.attempts, values });
+    }
+    const moved: Job[] = [];
+    for (const { to, guarded, columns, rows } of shapes.values()) {
+      const statement = unnestUpdate({
+        table: 'jobs',
+        constant: { status: to, updated_at: now },
+        perRow: Object.fromEntries(columns.map((c) => [c, [PG_TYPES[c]!, rows.map((r) => r.values[c] ?? null)]])),
+        ids: ['uuid', rows.map((r) => r.id)],
+        ...(guarded ? { match: { attempts: ['integer', 'attempts', rows.map((r) => r.attempts)] } } : {}),
+        where: `"jobs"."status" in (${ALLOWED_FROM[to].map((from) => `'${from}'`).join(', ')})`,
+        returning: '"jobs".*',
+      });
+      const result = await this.db.executeQuery<Selectable<JobsTable>>(statement);
+      for (const row of result.rows) moved.push(toJob(row));
+    }
+    return moved;
   }
 
   /**
@@ -498,11 +574,40 @@ export class JobsRepo {
     return rows.map(toJob);
   }
 
-  /** The workflows of these jobs (each once). */
-  async workflowIdsOf(jobIds: readonly string[]): Promise<string[]> {
-    if (jobIds.length === 0) return [];
-    const rows = await this.db.selectFrom('jobs').select('workflow_id').distinct().where('id', 'in', jobIds).execute();
-    return rows.map((r) => r.workflow_id);
+  /** The workflow of each of these jobs that exists: job id → workflow id. */
+  async workflowsOf(jobIds: readonly string[]): Promise<Map<string, string>> {
+    if (jobIds.length === 0) return new Map();
+    const rows = await this.db.selectFrom('jobs').select(['id', 'workflow_id']).where('id', 'in', [...new Set(jobIds)]).execute();
+    return new Map(rows.map((r) => [r.id, r.workflow_id]));
+  }
+
+  /**
+   * latestOutcomes(workflow, 2) for many workflows in one statement: of each,
+   * the id of its latest finished run (COMPLETED or FAILED, in the order the
+   * health state reads them) and the status of the run before it. Two
+   * correlated lookups a workflow, each served by jobs_workflow_list_idx.
+   */
+  async lastTwoOutcomes(workflowIds: readonly string[]): Promise<Map<string, { latestId: string | null; beforeStatus: 'COMPLETED' | 'FAILED' | null }>> {
+    if (workflowIds.length === 0) return new Map();
+    const outcomes = (eb: ExpressionBuilder<Database & { w: Database['workflows'] }, 'w'>) =>
+      eb
+        .selectFrom('jobs')
+        .whereRef('jobs.workflow_id', '=', 'w.id')
+        .where('jobs.status', 'in', ['COMPLETED', 'FAILED'])
+        .orderBy('jobs.scheduled_at', 'desc')
+        .orderBy('jobs.id', 'desc');
+    const rows = await this.db
+      .selectFrom('workflows as w')
+      .select((eb) => [
+        'w.id',
+        outcomes(eb).select('jobs.id').limit(1).as('latest_id'),
+        outcomes(eb).select('jobs.status').limit(1).offset(1).as('before_status'),
+      ])
+      .where('w.id', 'in', [...new Set(workflowIds)])
+      .execute();
+    return new Map(
+      rows.map((r) => [r.id, { latestId: r.latest_id ?? null, beforeStatus: (r.before_status ?? null) as 'COMPLETED' | 'FAILED' | null }]),
+    );
   }
 
   /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */

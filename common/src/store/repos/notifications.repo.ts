@@ -29,22 +29,34 @@ export class NotificationsRepo {
 
   /** Inserts the notification unless one with its dedupe key exists; true when inserted. */
   async insert(n: Notification): Promise<boolean> {
-    const result = await this.db
-      .insertInto('notifications')
-      .values({
-        id: n.id,
-        user_id: n.userId,
-        workflow_id: n.workflowId,
-        dedupe_key: n.dedupeKey,
-        kind: n.kind,
-        payload: n.payload,
-        read_at: n.readAt,
-        created_at: n.createdAt,
-        updated_at: n.updatedAt,
-      })
-      .onConflict((oc) => oc.column('dedupe_key').doNothing())
-      .executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0) === 1;
+    return (await this.insertMany([n])) === 1;
+  }
+
+  /** insert() for many notifications, one statement per 500: how many were inserted. */
+  async insertMany(ns: readonly Notification[]): Promise<number> {
+    let inserted = 0;
+    for (let i = 0; i < ns.length; i += 500) {
+      const rows = await this.db
+        .insertInto('notifications')
+        .values(
+          ns.slice(i, i + 500).map((n) => ({
+            id: n.id,
+            user_id: n.userId,
+            workflow_id: n.workflowId,
+            dedupe_key: n.dedupeKey,
+            kind: n.kind,
+            payload: n.payload,
+            read_at: n.readAt,
+            created_at: n.createdAt,
+            updated_at: n.updatedAt,
+          })),
+        )
+        .onConflict((oc) => oc.column('dedupe_key').doNothing())
+        .returning('id')
+        .execute();
+      inserted += rows.length;
+    }
+    return inserted;
   }
 
   /** Newest first by (created_at, id). */

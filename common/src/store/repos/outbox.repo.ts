@@ -42,6 +42,23 @@ export class OutboxRepo {
     });
   }
 
+  /** add() for many events: one statement per 500. */
+  async addMany(events: readonly DomainEvent[]): Promise<void> {
+    for (let i = 0; i < events.length; i += 500) {
+      const rows = events.slice(i, i + 500).map((event) => ({
+        id: event.id,
+        kind: event.kind,
+        user_id: event.user_id,
+        workflow_id: event.workflow_id,
+        data: JSON.stringify(event.data),
+        occurred_at: event.occurred_at,
+        next_attempt_at: event.occurred_at,
+        published_at: null,
+      }));
+      await this.db.insertInto('domain_events').values(rows).onConflict((oc) => oc.column('id').doNothing()).execute();
+    }
+  }
+
   /**
    * Claims up to `limit` due events for one relay until `claimUntil`: other
    * relays skip them meanwhile. The conditional UPDATE is the claim, so two
@@ -79,6 +96,11 @@ export class OutboxRepo {
   /** The notifier applied the event: nothing more to publish. */
   async remove(id: string): Promise<void> {
     await this.db.deleteFrom('domain_events').where('id', '=', id).execute();
+  }
+
+  /** remove() for many events. */
+  async removeMany(ids: readonly string[]): Promise<void> {
+    for (let i = 0; i < ids.length; i += 500) await this.db.deleteFrom('domain_events').where('id', 'in', ids.slice(i, i + 500)).execute();
   }
 
   /** Events not applied yet. */

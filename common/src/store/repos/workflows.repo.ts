@@ -430,6 +430,14 @@ export class WorkflowsRepo {
     return (await q.executeTakeFirst()) !== undefined;
   }
 
+  /** holdIfExists for many workflows: the ones that exist, held against deletion the same way. */
+  async holdExisting(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    let q = this.db.selectFrom('workflows').select('id').where('id', 'in', [...new Set(ids)]).orderBy('id');
+    if (this.dialect.rowLocks) q = q.forKeyShare();
+    return new Set((await q.execute()).map((r) => r.id));
+  }
+
   /**
    * With `lock`, the row stays locked until the transaction ends. Compiled
    * once per shape: every job's outcome reads its workflow (locked) this way.
@@ -450,10 +458,12 @@ export class WorkflowsRepo {
     await this.db.selectFrom('workflows').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute();
   }
 
-  async findByIds(ids: readonly string[]): Promise<Workflow[]> {
+  /** With `lock`, the rows stay locked until the transaction ends (taken in id order, as lock()). */
+  async findByIds(ids: readonly string[], options: { lock?: boolean } = {}): Promise<Workflow[]> {
     if (ids.length === 0) return [];
-    const rows = await this.db.selectFrom('workflows').selectAll().where('id', 'in', ids).execute();
-    return rows.map(toWorkflow);
+    let q = this.db.selectFrom('workflows').selectAll().where('id', 'in', [...new Set(ids)]);
+    if (options.lock === true && this.dialect.rowLocks) q = q.orderBy('id').forUpdate();
+    return (await q.execute()).map(toWorkflow);
   }
 
   /** Each workflow's next automatic slot (the scheduler's bookkeeping, which the list leaves out). */
