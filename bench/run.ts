@@ -21,10 +21,11 @@ import { logIngest } from './log-ingest.bench.js';
 import { logSearch } from './log-search.bench.js';
 import { retention } from './retention.bench.js';
 import { scheduling } from './scheduling.bench.js';
+import { transportFloor } from './transport-floor.bench.js';
 import { workflowsList } from './workflows-list.bench.js';
 
 /** Every suite, in run order. Add new ones here. */
-const SUITES: BenchSuite[] = [workflowsList, scheduling, containers, logIngest, logSearch, liveTail, retention];
+const SUITES: BenchSuite[] = [workflowsList, scheduling, transportFloor, containers, logIngest, logSearch, liveTail, retention];
 
 async function main(filters: string[]): Promise<number> {
   if (filters.includes('--list')) {

@@ -134,24 +134,38 @@ function transitionValues(to: JobStatus, now: number, fields: TransitionFields):
   };
 }
 
-/** PostgreSQL element types of the columns a transition may set (for applyMany's arrays). */
-const PG_TYPES: Readonly<Record<string, string>> = {
+/**
+ * PostgreSQL element types of the jobs columns (for applyMany's arrays). Every
+ * column is listed, so a column added to JobsTable does not compile until its
+ * type is here.
+ */
+const PG_TYPES: Readonly<Record<keyof JobsTable, string>> = {
+  id: 'uuid',
+  workflow_id: 'uuid',
+  user_id: 'uuid',
+  generation: 'integer',
+  trigger: 'text',
   status: 'text',
-  updated_at: 'bigint',
-  dispatched_at: 'bigint',
+  slot_at: 'bigint',
+  scheduled_at: 'bigint',
   attempts: 'integer',
   queued_at: 'bigint',
+  dispatched_at: 'bigint',
   runner_id: 'text',
   lease_expires_at: 'bigint',
+  stop_requested_at: 'bigint',
   container_id: 'text',
   started_at: 'bigint',
   completed_at: 'bigint',
   status_reason_code: 'text',
   status_reason_message: 'text',
+  created_at: 'bigint',
+  updated_at: 'bigint',
   log_truncated: 'integer',
   check_status_code: 'integer',
   check_response_ms: 'integer',
   check_failure: 'text',
+  request_id: 'text',
 };
 
 /** One job's lifecycle move, for applyMany. */
@@ -298,7 +312,7 @@ export class JobsRepo {
       const statement = unnestUpdate({
         table: 'jobs',
         constant: { status: to, updated_at: now },
-        perRow: Object.fromEntries(columns.map((c) => [c, [PG_TYPES[c]!, rows.map((r) => r.values[c] ?? null)]])),
+        perRow: Object.fromEntries(columns.map((c) => [c, [PG_TYPES[c as keyof JobsTable], rows.map((r) => r.values[c] ?? null)]])),
         ids: ['uuid', rows.map((r) => r.id)],
         ...(guarded ? { match: { attempts: ['integer', 'attempts', rows.map((r) => r.attempts)] } } : {}),
         where: `"jobs"."status" in (${ALLOWED_FROM[to].map((from) => `'${from}'`).join(', ')})`,
