@@ -446,23 +446,29 @@ export class WorkflowsRepo {
     const lock = options.lock === true && this.dialect.rowLocks;
     const statement = this.runner.reads.get(`workflows.findById:${lock}`, (db) => {
       const q = db.selectFrom('workflows').selectAll().where('id', '=', slot<string>('id'));
-      return lock ? q.forUpdate() : q;
+      return lock ? q.forNoKeyUpdate() : q;
     });
     const [row] = (await this.runner.execute(statement, { id })).rows;
     return row && toWorkflow(row as Selectable<WorkflowsTable>);
   }
 
-  /** Locks these rows until the transaction ends (in id order, so two lockers cannot deadlock). */
+  /**
+   * Locks these rows until the transaction ends (in id order, so two lockers
+   * cannot deadlock). The scheduler's locks are FOR NO KEY UPDATE, the lock an
+   * UPDATE of the row takes: they exclude each other and every writer of the
+   * row, but not the FOR KEY SHARE holds of log-ingest and the notifier,
+   * which only keep the row from being deleted under them.
+   */
   async lock(ids: readonly string[]): Promise<void> {
     if (ids.length === 0 || !this.dialect.rowLocks) return;
-    await this.db.selectFrom('workflows').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute();
+    await this.db.selectFrom('workflows').select('id').where('id', 'in', ids).orderBy('id').forNoKeyUpdate().execute();
   }
 
   /** With `lock`, the rows stay locked until the transaction ends (taken in id order, as lock()). */
   async findByIds(ids: readonly string[], options: { lock?: boolean } = {}): Promise<Workflow[]> {
     if (ids.length === 0) return [];
     let q = this.db.selectFrom('workflows').selectAll().where('id', 'in', [...new Set(ids)]);
-    if (options.lock === true && this.dialect.rowLocks) q = q.orderBy('id').forUpdate();
+    if (options.lock === true && this.dialect.rowLocks) q = q.orderBy('id').forNoKeyUpdate();
     return (await q.execute()).map(toWorkflow);
   }
 
