@@ -66,6 +66,13 @@ export default tseslint.config(
       ],
     },
   },
+  // Unit size (ARCHITECTURE.md, "Conventions"): no function over 100 lines in the
+  // sources, the benchmarks or the harness scripts; tests are exempt.
+  {
+    files: ['*/src/**/*.{ts,tsx}', 'bench/**/*.ts', 'scripts/**/*.ts', 'dashboard/scripts/**/*.ts'],
+    ignores: ['**/test/**', '**/*.test.{ts,tsx}'],
+    rules: { 'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }] },
+  },
   // the composition root starts every role
   forbidRoles('server', ['api', 'scheduler', 'runners', 'log-ingest', 'notifier']),
   { files: ['**/test/**/*.ts', 'bench/**/*.ts', 'scripts/**', 'dashboard/scripts/**', 'server/src/bin.ts'], rules: { 'no-console': 'off' } },
