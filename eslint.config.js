@@ -7,8 +7,9 @@ const roles = ['api', 'scheduler', 'runners', 'log-ingest', 'notifier', 'server'
 // common is imported by concern (ARCHITECTURE.md, "Entry points of common"); there is no root barrel.
 const commonEntries = [
   { name: '@orloj/common', message: 'import @orloj/common by concern (@orloj/common/domain, /store, /bus, …); see ARCHITECTURE.md' },
-  { name: '@orloj/common/test-support', message: 'test support is for tests only' },
 ];
+// Each package's test support (@orloj/common/test-support, @orloj/api/test-support, …) is for tests only.
+const noTestSupport = { group: ['@orloj/*/test-support'], message: 'test support is for tests only' };
 // The runners role has no database: it may not load the store (nor better-sqlite3 or pg).
 const noStore = [{ group: ['@orloj/common/store', 'better-sqlite3', 'pg', 'kysely'], message: 'runners have no database (see ARCHITECTURE.md)' }];
 const forbidRoles = (self, allowed = [], extra = []) => ({
@@ -20,7 +21,7 @@ const forbidRoles = (self, allowed = [], extra = []) => ({
         patterns: roles
           .filter((r) => r !== self && !allowed.includes(r))
           .map((r) => ({ group: [`@orloj/${r}`, `@orloj/${r}/*`], message: `${self} may not import ${r} (see ARCHITECTURE.md)` }))
-          .concat(extra),
+          .concat(noTestSupport, extra),
         paths: commonEntries,
       },
     ],
@@ -63,6 +64,24 @@ export default tseslint.config(
           selector: `${cast} > MemberExpression.expression[property.name='body']`,
           message: 'Do not cast a message body: add or fix its decoder in common/src/messages.ts and take the typed body (docs/bus.md).',
         })),
+      ],
+    },
+  },
+  // A test reaches another package's test support or sources through its package entry
+  // (@orloj/<package>/test-support, @orloj/common/store, …), never by a relative path into it.
+  {
+    files: ['*/test/**/*.{ts,tsx}'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^(\\.\\./){2,}(${['common', ...roles].join('|')})/`,
+              message: "import another package's test support or sources through its entry (@orloj/<package>/test-support, @orloj/common/store, …); see ARCHITECTURE.md",
+            },
+          ],
+        },
       ],
     },
   },
