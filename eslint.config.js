@@ -28,6 +28,27 @@ const forbidRoles = (self, allowed = [], extra = []) => ({
   },
 });
 
+// A file past ~450 lines opens with a comment naming the one idea it holds ("One idea: …").
+const oneIdea = {
+  meta: { type: 'suggestion', schema: [{ type: 'integer', minimum: 1 }] },
+  create(context) {
+    const max = context.options[0] ?? 450;
+    return {
+      Program(program) {
+        const { lines } = context.sourceCode;
+        if (lines.length <= max) return;
+        const first = program.body[0];
+        const opening = context.sourceCode.getAllComments().filter((c) => first === undefined || c.range[1] <= first.range[0]);
+        if (opening.some((c) => c.value.includes('One idea:'))) return;
+        context.report({
+          loc: { line: 1, column: 0 },
+          message: `${lines.length} lines: open with a comment naming the one idea this file holds ("One idea: …"), or split it (ARCHITECTURE.md, "Conventions")`,
+        });
+      },
+    };
+  },
+};
+
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', 'dashboard/src/api/*.gen.ts', 'data/**', 'artifacts/**', '**/*.cjs'] },
   js.configs.recommended,
@@ -85,12 +106,16 @@ export default tseslint.config(
       ],
     },
   },
-  // Unit size (ARCHITECTURE.md, "Conventions"): no function over 100 lines in the
-  // sources, the benchmarks or the harness scripts; tests are exempt.
+  // Unit size (ARCHITECTURE.md, "Conventions"): no function over 100 lines, and a file past
+  // 450 names its one idea, in the sources, the benchmarks and the harness scripts; tests are exempt.
   {
     files: ['*/src/**/*.{ts,tsx}', 'bench/**/*.ts', 'scripts/**/*.ts', 'dashboard/scripts/**/*.ts'],
     ignores: ['**/test/**', '**/*.test.{ts,tsx}'],
-    rules: { 'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }] },
+    plugins: { orloj: { rules: { 'one-idea': oneIdea } } },
+    rules: {
+      'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }],
+      'orloj/one-idea': ['error', 450],
+    },
   },
   // the composition root starts every role
   forbidRoles('server', ['api', 'scheduler', 'runners', 'log-ingest', 'notifier']),
