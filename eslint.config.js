@@ -7,8 +7,9 @@ const roles = ['api', 'scheduler', 'runners', 'log-ingest', 'notifier', 'server'
 // common is imported by concern (ARCHITECTURE.md, "Entry points of common"); there is no root barrel.
 const commonEntries = [
   { name: '@orloj/common', message: 'import @orloj/common by concern (@orloj/common/domain, /store, /bus, …); see ARCHITECTURE.md' },
-  { name: '@orloj/common/test-support', message: 'test support is for tests only' },
 ];
+// Each package's test support (@orloj/common/test-support, @orloj/api/test-support, …) is for tests only.
+const noTestSupport = { group: ['@orloj/*/test-support'], message: 'test support is for tests only' };
 // The runners role has no database: it may not load the store (nor better-sqlite3 or pg).
 const noStore = [{ group: ['@orloj/common/store', 'better-sqlite3', 'pg', 'kysely'], message: 'runners have no database (see ARCHITECTURE.md)' }];
 const forbidRoles = (self, allowed = [], extra = []) => ({
@@ -20,12 +21,33 @@ const forbidRoles = (self, allowed = [], extra = []) => ({
         patterns: roles
           .filter((r) => r !== self && !allowed.includes(r))
           .map((r) => ({ group: [`@orloj/${r}`, `@orloj/${r}/*`], message: `${self} may not import ${r} (see ARCHITECTURE.md)` }))
-          .concat(extra),
+          .concat(noTestSupport, extra),
         paths: commonEntries,
       },
     ],
   },
 });
+
+// A file past ~450 lines opens with a comment naming the one idea it holds ("One idea: …").
+const oneIdea = {
+  meta: { type: 'suggestion', schema: [{ type: 'integer', minimum: 1 }] },
+  create(context) {
+    const max = context.options[0] ?? 450;
+    return {
+      Program(program) {
+        const { lines } = context.sourceCode;
+        if (lines.length <= max) return;
+        const first = program.body[0];
+        const opening = context.sourceCode.getAllComments().filter((c) => first === undefined || c.range[1] <= first.range[0]);
+        if (opening.some((c) => c.value.includes('One idea:'))) return;
+        context.report({
+          loc: { line: 1, column: 0 },
+          message: `${lines.length} lines: open with a comment naming the one idea this file holds ("One idea: …"), or split it (ARCHITECTURE.md, "Conventions")`,
+        });
+      },
+    };
+  },
+};
 
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', 'dashboard/src/api/*.gen.ts', 'data/**', 'artifacts/**', '**/*.cjs'] },
@@ -64,6 +86,35 @@ export default tseslint.config(
           message: 'Do not cast a message body: add or fix its decoder in common/src/messages.ts and take the typed body (docs/bus.md).',
         })),
       ],
+    },
+  },
+  // A test reaches another package's test support or sources through its package entry
+  // (@orloj/<package>/test-support, @orloj/common/store, …), never by a relative path into it.
+  {
+    files: ['*/test/**/*.{ts,tsx}'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^(\\.\\./){2,}(${['common', ...roles].join('|')})/`,
+              message: "import another package's test support or sources through its entry (@orloj/<package>/test-support, @orloj/common/store, …); see ARCHITECTURE.md",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  // Unit size (ARCHITECTURE.md, "Conventions"): no function over 100 lines, and a file past
+  // 450 names its one idea, in the sources, the benchmarks and the harness scripts; tests are exempt.
+  {
+    files: ['*/src/**/*.{ts,tsx}', 'bench/**/*.ts', 'scripts/**/*.ts', 'dashboard/scripts/**/*.ts'],
+    ignores: ['**/test/**', '**/*.test.{ts,tsx}'],
+    plugins: { orloj: { rules: { 'one-idea': oneIdea } } },
+    rules: {
+      'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true }],
+      'orloj/one-idea': ['error', 450],
     },
   },
   // the composition root starts every role

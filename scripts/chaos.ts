@@ -1,5 +1,12 @@
 // Multi-process crash test on real PostgreSQL and RabbitMQ (docs/chaos.md).
 //
+// One idea: the crash test itself — which processes it kills or restarts, how
+// often, and what each disruption must leave true — for its two topologies
+// (distributed: the scheduler leader and runners SIGKILLed, a runner with
+// wrong keys; embedded: the one server restarted), with its options and its
+// report. The frame of the run (processes, target, seeding, settling, the
+// common checks) is scripts/harness/, shared with scripts/restart.ts.
+//
 //   node --import tsx --conditions=orloj-src scripts/chaos.ts [--workflows 200] [--duration 60] [--speed 10] [--kill-every 3] …
 //
 // Starts several `orloj start --roles scheduler` and `--roles runners`
@@ -18,23 +25,11 @@ import { MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
 import { ensureKeyDir } from '@orloj/common/envelope';
 import { DEAD_LETTER_SUFFIX } from '@orloj/common/bus';
 import { DEFAULT_SCHEDULER_CONFIG } from '@orloj/scheduler';
-import {
-  countErrorLines,
-  type Member,
-  exitWith,
-  HarnessRun,
-  INTERVAL_MINUTES,
-  INTERVAL_MS,
-  iso,
-  numberOption,
-  readOptionsOrExitCode,
-  readSharedOptions,
-  SHARED_OPTION_ARGS,
-  sleepReal,
-  summarizeJobs,
-  type RunOptions,
-  UsageError,
-} from './chaos-lib.js';
+import { countErrorLines, type Member } from './harness/members.js';
+import { exitWith, numberOption, readOptionsOrExitCode, readSharedOptions, SHARED_OPTION_ARGS, UsageError } from './harness/options.js';
+import { HarnessRun, type RunOptions } from './harness/run.js';
+import { INTERVAL_MINUTES, INTERVAL_MS, iso, sleepReal } from './harness/time.js';
+import { summarizeJobs } from './harness/verify.js';
 
 const HELP = `chaos: SIGKILLs scheduler leaders and runners while jobs run, then checks the guarantees.
 

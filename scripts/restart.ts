@@ -14,37 +14,13 @@
 import { parseArgs } from 'node:util';
 import { QUEUES } from '@orloj/common/messages';
 import { DEAD_LETTER_SUFFIX } from '@orloj/common/bus';
-import {
-  countErrorLines,
-  exitWith,
-  HarnessRun,
-  INTERVAL_MINUTES,
-  INTERVAL_MS,
-  iso,
-  numberOption,
-  openJobs,
-  readOptionsOrExitCode,
-  readSharedOptions,
-  serviceUrls,
-  SHARED_OPTION_ARGS,
-  sleepReal,
-  summarizeJobs,
-  UsageError,
-  type JobRow,
-  type RunOptions,
-} from './chaos-lib.js';
-import {
-  ensureBroker,
-  ensureDatabase,
-  serviceControl,
-  startBroker,
-  startDatabase,
-  stopBroker,
-  stopDatabase,
-  waitForBroker,
-  waitForDatabase,
-  type BrokerMethod,
-} from './restart-services.js';
+import { countErrorLines } from './harness/members.js';
+import { exitWith, numberOption, readOptionsOrExitCode, readSharedOptions, SHARED_OPTION_ARGS, UsageError } from './harness/options.js';
+import { HarnessRun, serviceUrls, type RunOptions } from './harness/run.js';
+import { INTERVAL_MINUTES, INTERVAL_MS, iso, seconds, sleepReal } from './harness/time.js';
+import { summarizeJobs, type JobRow, type Verification, type WorkflowRow } from './harness/verify.js';
+import { ServiceRestarts, type Outage, type RestartSettings, type Service } from './restart-outage.js';
+import { serviceControl } from './restart-services.js';
 
 const HELP = `restart: restarts RabbitMQ and PostgreSQL while orloj processes run jobs, then checks the guarantees.
 
@@ -81,18 +57,13 @@ rabbitmqctl and pg_ctlcluster on this machine, and the rights to use them.
 
 // ---- options ------------------------------------------------------------------
 
-type Service = 'broker' | 'database';
-
-interface Options extends RunOptions {
+interface Options extends RunOptions, RestartSettings {
   combined: number;
   schedulers: number;
   runners: number;
   restarts: Service[];
   warmupS: number;
   runOnS: number;
-  brokerOutageS: number;
-  dbOutageS: number;
-  brokerMethod: BrokerMethod;
   targetDelayMs: number;
   exitWithParent: boolean;
 }
@@ -149,253 +120,160 @@ function readOptions(argv: string[]): Options | undefined {
   return o;
 }
 
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-
-/** One restart of one service, in real (Date.now) and clock time. */
-interface Outage {
-  service: Service;
-  /** open jobs by status just before the stop */
-  openBefore: string;
-  stopAt: number;
-  /** the stop command returned */
-  stoppedAt: number;
-  startAt: number;
-  /** the service accepts connections again */
-  upAt: number;
-  /** every orloj process is attached again (broker: consumer counts; database: a live leader) */
-  recoveredAt: number | undefined;
-  clockStop: number;
-  clockUp: number;
-  notes: string[];
-}
-
 // ---- main -------------------------------------------------------------------------
 
 async function main(argv: string[]): Promise<number> {
   const o = readOptionsOrExitCode(argv, HELP, readOptions);
   if (typeof o === 'number') return o;
-  const { baseDbUrl, amqpUrl } = serviceUrls();
-  const control = serviceControl(baseDbUrl, amqpUrl);
+  const urls = serviceUrls();
+  const control = serviceControl(urls.baseDbUrl, urls.amqpUrl);
   if (typeof control === 'string') {
     console.error(`restart: ${control}`);
     return 3;
   }
-
-  /** Set while a service is down on purpose. */
-  const down = new Set<Service>();
-  /** A stop command in flight: the cleanup waits for it, or the service could go down after it was brought back. */
-  let stopping: Promise<unknown> = Promise.resolve();
+  const services = new ServiceRestarts(o, control, urls);
   const run = new HarnessRun({
     name: 'restart',
     options: o,
     toleratesExits: true,
     recordsUnreachable: true,
     // Both services are running again when the harness exits, whatever happened.
-    restoreServices: async () => {
-      await stopping;
-      for (const [what, ensure] of [
-        ['RabbitMQ', () => ensureBroker(amqpUrl)],
-        ['PostgreSQL', () => ensureDatabase(baseDbUrl, control)],
-      ] as const) {
-        try {
-          const did = await ensure();
-          if (!did.endsWith('is up')) run.log(did);
-        } catch (err) {
-          console.error(`could not bring ${what} back:`, err instanceof Error ? err.message : err);
-        }
-      }
-    },
+    restoreServices: () => services.restore((m) => run.log(m)),
   });
-  // A reader that went away (the parent was killed) must not turn the next log line into a crash that skips the cleanup.
-  process.stdout.on('error', () => {});
-  process.stderr.on('error', () => {});
-  if (o.exitWithParent) {
-    // Killed without its after hooks (SIGKILL, a SIGTERM to mocha), the parent cannot stop us: do it ourselves.
-    const parent = process.ppid;
-    setInterval(() => {
-      if (process.ppid !== parent && !run.aborted) run.abort('SIGHUP');
-    }, 500).unref();
-  }
-
-  return run.execute(async () => {
-    const { origin, clock, store, prefix, realIntervalMs, samples } = run;
-    run.log(
-      `schema ${run.schema}, bus prefix ${prefix}, target ${run.target.url}; ${o.workflows} workflows; processes: ${o.combined} api+scheduler+runners, ` +
-        `${o.schedulers} scheduler, ${o.runners} runners; speed ${o.speed} (one ${INTERVAL_MINUTES}-minute interval = ${seconds(realIntervalMs)} real); ` +
-        `restarts: ${o.restarts.join(', ')} (PostgreSQL cluster ${control.pgCluster.join('/')}, RabbitMQ by ${o.brokerMethod})`,
-    );
-
-    // -- processes: never restarted by the harness; each must ride out the outages
-    await run.launch([
-      ['combined', o.combined],
-      ['scheduler', o.schedulers],
-      ['runners', o.runners],
-    ]);
-    if (!(await run.waitStarted())) return 130;
-
-    // -- seed over one interval, then run normally
-    const runStart = Date.now();
-    await run.seed();
-    if (run.aborted) return 130;
-    run.log(`seeded ${o.workflows} workflows; running ${o.warmupS} s before the first restart`);
-    run.startMonitor({ alive: () => `${run.members.filter((m) => m.alive).length}/${run.members.length}`, databaseDown: () => down.has('database') });
-    await sleepReal(o.warmupS * 1000);
-    if (run.aborted) return 130;
-
-    // -- the restarts
-    const outages: Outage[] = [];
-    for (const service of o.restarts) {
-      if (run.aborted) break;
-      const openBefore = await openJobs(store);
-      const outage: Outage = {
-        service,
-        openBefore,
-        stopAt: Date.now(),
-        stoppedAt: 0,
-        startAt: 0,
-        upAt: 0,
-        recoveredAt: undefined,
-        clockStop: clock.now(),
-        clockUp: 0,
-        notes: [],
-      };
-      outages.push(outage);
-      down.add(service);
-      const realAt = (at: number) => Math.round(origin + (at - origin) / o.speed); // Date.now() at clock time `at`
-      // Recovery, watched from the start command on (the service may accept connections
-      // before the command returns): every consumer attached again (broker), a live leader
-      // again (database: the first live lease sample after the start).
-      let fromSample = 0;
-      const watchRecovery = async () => {
-        fromSample = samples.length;
-        const by = Date.now() + 60_000;
-        while (!run.aborted) {
-          if (service === 'broker') {
-            if ((await run.attached()).all) return Date.now();
-          } else {
-            const live = samples.slice(fromSample).find((x) => x.live);
-            if (live) return realAt(live.at);
-          }
-          if (Date.now() > by) break;
-          await sleepReal(100);
-        }
-        return undefined;
-      };
-      let recovery: Promise<number | undefined>;
-      if (service === 'broker') {
-        run.log(`restarting RabbitMQ (${o.brokerMethod}); open jobs: ${openBefore}`);
-        const stopped = await (stopping = stopBroker(o.brokerMethod));
-        outage.stoppedAt = Date.now();
-        if (stopped.code !== 0) throw new Error(`rabbitmqctl ${o.brokerMethod} failed: ${stopped.stderr.trim()}`);
-        await sleepReal(o.brokerOutageS * 1000);
-        outage.startAt = Date.now();
-        recovery = watchRecovery().catch(() => undefined); // no process left of a role: allUp() below says so
-        // Probed while the command runs: start_app returns a while after the node accepts connections.
-        const [started, up] = await Promise.all([startBroker(o.brokerMethod), upWhen(() => waitForBroker(amqpUrl, 60_000))]);
-        if (started.code !== 0) outage.notes.push(`rabbitmqctl start_app failed (${started.stderr.trim()})`);
-        if (up === undefined) await ensureBroker(amqpUrl);
-        outage.upAt = up ?? Date.now();
-      } else {
-        run.log(`restarting PostgreSQL (pg_ctlcluster ${control.pgCluster.join(' ')} stop, start); open jobs: ${openBefore}`);
-        const stopped = await (stopping = stopDatabase(control));
-        outage.stoppedAt = Date.now();
-        if (stopped.code !== 0) throw new Error(`pg_ctlcluster stop failed: ${stopped.stderr.trim()}`);
-        await sleepReal(o.dbOutageS * 1000);
-        outage.startAt = Date.now();
-        recovery = watchRecovery().catch(() => undefined); // no process left of a role: allUp() below says so
-        // Probed while the command runs: pg_ctlcluster start returns a while after the server accepts connections.
-        const [started, up] = await Promise.all([startDatabase(control), upWhen(() => waitForDatabase(baseDbUrl, 60_000))]);
-        if (started.code !== 0) outage.notes.push(`pg_ctlcluster start failed (${started.stderr.trim()})`);
-        if (up === undefined) await ensureDatabase(baseDbUrl, control);
-        outage.upAt = up ?? Date.now();
-      }
-      outage.recoveredAt = await recovery;
-      if (outage.recoveredAt === undefined) outage.notes.push(run.aborted ? 'aborted' : 'not recovered within 60 s of the start');
-      if (service === 'database') {
-        // The harness's own first successful read may come before the probe's.
-        const back = samples.slice(fromSample).find((x) => !x.unreachable);
-        if (back) outage.upAt = Math.min(outage.upAt, realAt(back.at));
-      }
-      if (outage.recoveredAt !== undefined) outage.recoveredAt = Math.max(outage.recoveredAt, outage.upAt);
-      outage.clockUp = Math.floor(origin + (outage.upAt - origin) * o.speed); // the clock at upAt
-      down.delete(service);
-      run.log(
-        `${service === 'broker' ? 'RabbitMQ' : 'PostgreSQL'} accepts connections again: stop took ${seconds(outage.stoppedAt - outage.stopAt)}, ` +
-          `start ${seconds(outage.upAt - outage.startAt)}, down ${seconds(outage.upAt - outage.stopAt)} real = ${seconds(outage.clockUp - outage.clockStop)} clock`,
-      );
-      run.log(
-        outage.recoveredAt
-          ? `${service === 'broker' ? 'every consumer re-attached' : 'a leader is live again'} ${seconds(outage.recoveredAt - outage.upAt)} after the service came back`
-          : `not recovered: ${outage.notes.join('; ')}`,
-      );
-      await sleepReal(o.runOnS * 1000);
-    }
-    const phaseEnd = clock.now();
-    if (run.aborted) return 130;
-    run.log(`restarts over at clock ${iso(phaseEnd)}; settling`);
-
-    // -- settle: every slot up to the end of the restarts handled, schedules frozen, every job ended
-    if (!(await run.settle(phaseEnd, 'the restarts'))) return 130;
-
-    // -- dead letters and leftovers, before the processes go (their queues stay declared)
-    const deadLetters: string[] = [];
-    const leftovers: string[] = [];
-    for (const q of Object.values(QUEUES)) {
-      const dead = await run.consumers.messages(prefix + q + DEAD_LETTER_SUFFIX);
-      if (dead !== undefined && dead > 0) deadLetters.push(`${prefix}${q}${DEAD_LETTER_SUFFIX} holds ${dead} message(s)`);
-      const ready = await run.consumers.messages(prefix + q);
-      if (ready !== undefined && ready > 0) leftovers.push(`${q} ${ready}`);
-    }
-
-    const shutdownProblems = await run.shutdown();
-    if (run.aborted) return 130;
-
-    // -- verify and report
-    const { workflows, jobs, result, runViolations } = await run.check(phaseEnd, shutdownProblems);
-    // (f) no lost work: a job ends COMPLETED, or FAILED because the target said so.
-    const lost = jobs.filter((j) => !(j.status === 'COMPLETED' || (j.status === 'FAILED' && j.status_reason_code === 'UNEXPECTED_STATUS_CODE')));
-    const violations = [
-      ...runViolations,
-      ...outages.filter((x) => x.recoveredAt === undefined).map((x) => `the orloj processes did not recover from the ${x.service} restart: ${x.notes.join('; ')}`),
-      ...result.violations,
-      ...deadLetters.map((d) => `(g) ${d}`),
-      ...lost.slice(0, 50).map((j) => `(f) job ${j.id} (slot ${iso(j.slot_at)}, ${j.attempts} attempt(s)) ended ${j.status} ${j.status_reason_code ?? ''}: ${j.status_reason_message ?? ''}`),
-    ];
-
-    const { byStatus, byReason, retried, extraAttempts, maxSeen } = summarizeJobs(jobs);
-    const errorLines = countErrorLines(run.logDir);
-    console.log('');
-    console.log('== restart summary');
-    console.log(`workflows      ${workflows.length} × ${INTERVAL_MINUTES} min; ${o.combined} api+scheduler+runners, ${o.schedulers} scheduler, ${o.runners} runner processes; speed ${o.speed}`);
-    console.log(`time           ${seconds(Date.now() - runStart)} real from seeding; checked up to clock ${iso(phaseEnd - INTERVAL_MS)} (${((phaseEnd - origin) / 60_000).toFixed(1)} min clock in all)`);
-    for (const [i, x] of outages.entries()) {
-      const during = jobsAround(jobs, x, outages[i + 1]?.clockStop ?? Number.POSITIVE_INFINITY);
-      console.log(
-        `${(x.service === 'broker' ? 'RabbitMQ' : 'PostgreSQL').padEnd(15)}stop ${seconds(x.stoppedAt - x.stopAt)}, down ${seconds(x.upAt - x.stopAt)} real (${seconds(x.clockUp - x.clockStop)} clock), ` +
-          `processes recovered ${x.recoveredAt ? `${seconds(x.recoveredAt - x.upAt)} after` : 'NEVER'}; open jobs before: ${x.openBefore}; ${during}` +
-          (x.notes.length ? `; ${x.notes.join('; ')}` : ''),
-      );
-    }
-    console.log(`jobs           ${jobs.length}: ${byStatus}`);
-    console.log(`reasons        ${byReason}`);
-    console.log(`retries        ${retried} jobs took more than one attempt (${extraAttempts} extra attempts, at most ${maxSeen})`);
-    console.log(`target         ${run.target.requests} requests for ${jobs.length} jobs (${run.target.requests - jobs.length} extra executions: at-least-once delivery), ${run.target.failures} answered 500`);
-    console.log(`slots checked  ${result.checkedSlots} due slots up to ${iso(phaseEnd - INTERVAL_MS)} had exactly one job`);
-    console.log(`explained skips ${result.explained.length}`);
-    for (const e of result.explained) console.log(`  - ${e}`);
-    console.log(`dead letters   ${deadLetters.length ? deadLetters.join('; ') : 'none'}`);
-    console.log(`left in queues ${leftovers.length ? leftovers.join(', ') : 'none'} (ready messages after every job ended)`);
-    console.log(`process logs   ${errorLines} error lines (LOG_LEVEL=${o.logLevel})`);
-    console.log(
-      `checks         (a) one job per slot, (b) all terminal, (c) no overlap, (d) no misses, (e) attempts ≤ ${run.maxAttempts}, (f) no lost work, (g) no dead letters; processes survived and exited 0`,
-    );
-    return run.verdict(violations);
-  });
+  outliveTheReader(run, o.exitWithParent);
+  return run.execute(() => restartRun(run, o, services));
 }
 
-/** Date.now() when the wait succeeded, undefined when it gave up. */
-async function upWhen(wait: () => Promise<boolean>): Promise<number | undefined> {
-  return (await wait()) ? Date.now() : undefined;
+/**
+ * A reader that went away (the parent was killed) must not turn the next log
+ * line into a crash that skips the cleanup; with --exit-with-parent, the run
+ * aborts once the parent is gone.
+ */
+function outliveTheReader(run: HarnessRun, exitWithParent: boolean): void {
+  process.stdout.on('error', () => {});
+  process.stderr.on('error', () => {});
+  if (!exitWithParent) return;
+  // Killed without its after hooks (SIGKILL, a SIGTERM to mocha), the parent cannot stop us: do it ourselves.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent && !run.aborted) run.abort('SIGHUP');
+  }, 500).unref();
+}
+
+/** The body of the run: start, seed, warm up, the restarts, settle, then check and report. */
+async function restartRun(run: HarnessRun, o: Options, services: ServiceRestarts): Promise<number> {
+  run.log(
+    `schema ${run.schema}, bus prefix ${run.prefix}, target ${run.target.url}; ${o.workflows} workflows; processes: ${o.combined} api+scheduler+runners, ` +
+      `${o.schedulers} scheduler, ${o.runners} runners; speed ${o.speed} (one ${INTERVAL_MINUTES}-minute interval = ${seconds(run.realIntervalMs)} real); ` +
+      `restarts: ${o.restarts.join(', ')} (PostgreSQL cluster ${services.control.pgCluster.join('/')}, RabbitMQ by ${o.brokerMethod})`,
+  );
+  // -- processes: never restarted by the harness; each must ride out the outages
+  await run.launch([
+    ['combined', o.combined],
+    ['scheduler', o.schedulers],
+    ['runners', o.runners],
+  ]);
+  if (!(await run.waitStarted())) return 130;
+
+  // -- seed over one interval, then run normally
+  const runStart = Date.now();
+  await run.seed();
+  if (run.aborted) return 130;
+  run.log(`seeded ${o.workflows} workflows; running ${o.warmupS} s before the first restart`);
+  run.startMonitor({ alive: () => `${run.members.filter((m) => m.alive).length}/${run.members.length}`, databaseDown: () => services.down.has('database') });
+  await sleepReal(o.warmupS * 1000);
+  if (run.aborted) return 130;
+
+  // -- the restarts
+  const outages: Outage[] = [];
+  for (const service of o.restarts) {
+    if (run.aborted) break;
+    outages.push(await services.restart(run, service));
+    await sleepReal(o.runOnS * 1000);
+  }
+  const phaseEnd = run.clock.now();
+  if (run.aborted) return 130;
+  run.log(`restarts over at clock ${iso(phaseEnd)}; settling`);
+
+  // -- settle: every slot up to the end of the restarts handled, schedules frozen, every job ended
+  if (!(await run.settle(phaseEnd, 'the restarts'))) return 130;
+  // dead letters and leftovers, before the processes go (their queues stay declared)
+  const queues = await readQueues(run);
+  const shutdownProblems = await run.shutdown();
+  if (run.aborted) return 130;
+  const checked = await run.check(phaseEnd, shutdownProblems);
+  return report(run, o, { runStart, phaseEnd, outages, queues, ...checked });
+}
+
+// ---- checks and report ----------------------------------------------------------------
+
+/** Messages in the run's dead-letter queues, and ready messages left in its queues. */
+async function readQueues(run: HarnessRun): Promise<{ deadLetters: string[]; leftovers: string[] }> {
+  const { prefix } = run;
+  const deadLetters: string[] = [];
+  const leftovers: string[] = [];
+  for (const q of Object.values(QUEUES)) {
+    const dead = await run.consumers.messages(prefix + q + DEAD_LETTER_SUFFIX);
+    if (dead !== undefined && dead > 0) deadLetters.push(`${prefix}${q}${DEAD_LETTER_SUFFIX} holds ${dead} message(s)`);
+    const ready = await run.consumers.messages(prefix + q);
+    if (ready !== undefined && ready > 0) leftovers.push(`${q} ${ready}`);
+  }
+  return { deadLetters, leftovers };
+}
+
+interface Checked {
+  runStart: number;
+  phaseEnd: number;
+  outages: Outage[];
+  queues: { deadLetters: string[]; leftovers: string[] };
+  workflows: WorkflowRow[];
+  jobs: JobRow[];
+  result: Verification;
+  runViolations: string[];
+}
+
+/** The violations, the summary, and the verdict's exit code. */
+function report(run: HarnessRun, o: Options, c: Checked): number {
+  const { outages, jobs, result, phaseEnd } = c;
+  const { deadLetters, leftovers } = c.queues;
+  // (f) no lost work: a job ends COMPLETED, or FAILED because the target said so.
+  const lost = jobs.filter((j) => !(j.status === 'COMPLETED' || (j.status === 'FAILED' && j.status_reason_code === 'UNEXPECTED_STATUS_CODE')));
+  const violations = [
+    ...c.runViolations,
+    ...outages.filter((x) => x.recoveredAt === undefined).map((x) => `the orloj processes did not recover from the ${x.service} restart: ${x.notes.join('; ')}`),
+    ...result.violations,
+    ...deadLetters.map((d) => `(g) ${d}`),
+    ...lost.slice(0, 50).map((j) => `(f) job ${j.id} (slot ${iso(j.slot_at)}, ${j.attempts} attempt(s)) ended ${j.status} ${j.status_reason_code ?? ''}: ${j.status_reason_message ?? ''}`),
+  ];
+
+  const { byStatus, byReason, retried, extraAttempts, maxSeen } = summarizeJobs(jobs);
+  const errorLines = countErrorLines(run.logDir);
+  console.log('');
+  console.log('== restart summary');
+  console.log(`workflows      ${c.workflows.length} × ${INTERVAL_MINUTES} min; ${o.combined} api+scheduler+runners, ${o.schedulers} scheduler, ${o.runners} runner processes; speed ${o.speed}`);
+  console.log(`time           ${seconds(Date.now() - c.runStart)} real from seeding; checked up to clock ${iso(phaseEnd - INTERVAL_MS)} (${((phaseEnd - run.origin) / 60_000).toFixed(1)} min clock in all)`);
+  for (const [i, x] of outages.entries()) {
+    const during = jobsAround(jobs, x, outages[i + 1]?.clockStop ?? Number.POSITIVE_INFINITY);
+    console.log(
+      `${(x.service === 'broker' ? 'RabbitMQ' : 'PostgreSQL').padEnd(15)}stop ${seconds(x.stoppedAt - x.stopAt)}, down ${seconds(x.upAt - x.stopAt)} real (${seconds(x.clockUp - x.clockStop)} clock), ` +
+        `processes recovered ${x.recoveredAt ? `${seconds(x.recoveredAt - x.upAt)} after` : 'NEVER'}; open jobs before: ${x.openBefore}; ${during}` +
+        (x.notes.length ? `; ${x.notes.join('; ')}` : ''),
+    );
+  }
+  console.log(`jobs           ${jobs.length}: ${byStatus}`);
+  console.log(`reasons        ${byReason}`);
+  console.log(`retries        ${retried} jobs took more than one attempt (${extraAttempts} extra attempts, at most ${maxSeen})`);
+  console.log(`target         ${run.target.requests} requests for ${jobs.length} jobs (${run.target.requests - jobs.length} extra executions: at-least-once delivery), ${run.target.failures} answered 500`);
+  console.log(`slots checked  ${result.checkedSlots} due slots up to ${iso(phaseEnd - INTERVAL_MS)} had exactly one job`);
+  console.log(`explained skips ${result.explained.length}`);
+  for (const e of result.explained) console.log(`  - ${e}`);
+  console.log(`dead letters   ${deadLetters.length ? deadLetters.join('; ') : 'none'}`);
+  console.log(`left in queues ${leftovers.length ? leftovers.join(', ') : 'none'} (ready messages after every job ended)`);
+  console.log(`process logs   ${errorLines} error lines (LOG_LEVEL=${o.logLevel})`);
+  console.log(
+    `checks         (a) one job per slot, (b) all terminal, (c) no overlap, (d) no misses, (e) attempts ≤ ${run.maxAttempts}, (f) no lost work, (g) no dead letters; processes survived and exited 0`,
+  );
+  return run.verdict(violations);
 }
 
 /**

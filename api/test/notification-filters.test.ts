@@ -8,7 +8,7 @@ import { userIdOf } from './support/notifications.js';
 import { heartbeatWorkflow } from './support/logs.js';
 import { schemaAt } from './support/conformance.js';
 import { generateKeys } from '@orloj/common/test-support';
-import { drained, endJob, notifierOn } from '../../notifier/test/support.js';
+import { drained, endJob, notifierOn } from '@orloj/notifier/test-support';
 
 /** `GET /notifications?kind=…`: alerts apart from routine notifications (docs/api.md, "Notifications"). */
 describeApi('notification kind filter', (h) => {

@@ -7,7 +7,7 @@ import type { Notifier } from '@orloj/notifier';
 import { describeApi, key, workflowBody } from './support/harness.js';
 import { seedNotifications, userIdOf } from './support/notifications.js';
 import { generateKeys } from '@orloj/common/test-support';
-import { drained, endJob, notifierOn } from '../../notifier/test/support.js';
+import { drained, endJob, notifierOn } from '@orloj/notifier/test-support';
 
 describeApi('notifications and analytics routes', (h) => {
   const store = (): Store => h().db.store;

@@ -42,6 +42,17 @@ describe('CONFIG_DEFAULTS', () => {
     assert.equal(CONFIG_DEFAULTS.scheduler.maxAttempts, 3);
   });
 
+  it('keeps the values the roles wrote inline before (docs/logs.md, docs/runners.md, docs/container-runtime.md, docs/bus.md)', () => {
+    const { logs, runner, containers, bus } = CONFIG_DEFAULTS;
+    assert.deepEqual(
+      [logs.sinkBatchLines, logs.sinkBatchBytes, logs.sinkBufferLines, logs.sinkBufferBytes, logs.ingestPrefetch, logs.ingestMaxMergeLines, logs.ingestQuietMs],
+      [5_000, 1024 * 1024, 10_000, 16 * 1024 * 1024, 16, 50_000, 250],
+    );
+    assert.deepEqual([runner.stoppedJobsTtlMs, runner.stoppedJobsTracked], [60 * 60_000, 10_000]);
+    assert.deepEqual([containers.memoryMb, containers.pidsLimit, containers.pullTimeoutMs], [512, 256, 5 * 60_000]);
+    assert.deepEqual([bus.envelopeTtlMs, bus.envelopeSeenIds], [5 * 60_000, 100_000]);
+  });
+
   it('is the source of the bus defaults exported under their own names', () => {
     assert.equal(DEFAULT_BUS_PREFIX, CONFIG_DEFAULTS.bus.prefix);
     assert.equal(DEFAULT_MAX_DELIVERIES, CONFIG_DEFAULTS.bus.maxDeliveries);

@@ -13,9 +13,8 @@ import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { openDatabase, Store, type DatabaseHandle } from '@orloj/common/store';
 import { workflowFixture, requireServices } from '@orloj/common/test-support';
-import { TestClient } from '../../api/test/support/client.js';
-import { insertJob } from '../../api/test/support/logs.js';
-import { OrlojProcess } from '../../server/test/support/orloj-process.js';
+import { insertJob, TestClient } from '@orloj/api/test-support';
+import { OrlojProcess } from '@orloj/server/test-support';
 
 const CHROMIUM = process.env.TEST_CHROMIUM || '/usr/bin/chromium';
 const LINES = 12;

@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { TestClient } from '../../api/test/support/client.js';
+import { TestClient } from '@orloj/api/test-support';
 import { requireServices } from '@orloj/common/test-support';
 import { IMAGE, buildImage, freePort, podman, podmanEnv, repoDir, run, until } from './support/image.js';
 

@@ -81,9 +81,6 @@ export interface LogIngesterMetrics {
   inFlight: number;
 }
 
-const DEFAULT_PREFETCH = 16;
-const DEFAULT_MAX_MERGE_LINES = 50_000;
-
 /** One received batch waiting for its attempt's turn. */
 interface Queued {
   batch: LogBatchMessage;
@@ -122,12 +119,12 @@ export class LogIngester {
     this.bus = options.bus;
     this.clock = options.clock;
     this.log = options.logger.child({ role: 'log-ingest' });
-    this.prefetch = positiveInt('prefetch', options.prefetch ?? DEFAULT_PREFETCH);
+    this.prefetch = positiveInt('prefetch', options.prefetch ?? CONFIG_DEFAULTS.logs.ingestPrefetch);
     this.retryPolicy = { ...retryPolicies.storeWrite, giveUpAfterMs: nonNegativeInt('maxRetryMs', options.maxRetryMs ?? retryPolicies.storeWrite.giveUpAfterMs!) };
-    this.quietMs = nonNegativeInt('quietMs', options.quietMs ?? 250);
+    this.quietMs = nonNegativeInt('quietMs', options.quietMs ?? CONFIG_DEFAULTS.logs.ingestQuietMs);
     this.drainMs = nonNegativeInt('drainMs', options.drainMs ?? CONFIG_DEFAULTS.logs.ingestDrainMs);
     this.maxLinesPerJob = options.maxLinesPerJob === undefined ? undefined : positiveInt('maxLinesPerJob', options.maxLinesPerJob);
-    this.maxMergeLines = positiveInt('maxMergeLines', options.maxMergeLines ?? DEFAULT_MAX_MERGE_LINES);
+    this.maxMergeLines = positiveInt('maxMergeLines', options.maxMergeLines ?? CONFIG_DEFAULTS.logs.ingestMaxMergeLines);
   }
 
   /** Starts consuming QUEUES.logs. Memoised. */

@@ -103,10 +103,10 @@ export class BusLogSink implements LogSink {
     this.bus = options.bus;
     this.log = options.logger.child({ component: 'log-sink' });
     this.clock = options.clock;
-    this.maxBatchLines = positiveInt('maxBatchLines', options.maxBatchLines ?? 5_000);
-    this.maxBatchBytes = positiveInt('maxBatchBytes', options.maxBatchBytes ?? 1024 * 1024);
-    this.bufferLines = positiveInt('bufferLines', options.bufferLines ?? 10_000);
-    this.bufferBytes = positiveInt('bufferBytes', options.bufferBytes ?? 16 * 1024 * 1024);
+    this.maxBatchLines = positiveInt('maxBatchLines', options.maxBatchLines ?? CONFIG_DEFAULTS.logs.sinkBatchLines);
+    this.maxBatchBytes = positiveInt('maxBatchBytes', options.maxBatchBytes ?? CONFIG_DEFAULTS.logs.sinkBatchBytes);
+    this.bufferLines = positiveInt('bufferLines', options.bufferLines ?? CONFIG_DEFAULTS.logs.sinkBufferLines);
+    this.bufferBytes = positiveInt('bufferBytes', options.bufferBytes ?? CONFIG_DEFAULTS.logs.sinkBufferBytes);
     this.countIntervalMs = positiveInt('countIntervalMs', options.countIntervalMs ?? CONFIG_DEFAULTS.logs.sinkCountIntervalMs);
     const initialMs = positiveInt('retry.initialMs', options.retry?.initialMs ?? retryPolicies.logPublish.initialMs);
     const maxMs = Math.max(initialMs, positiveInt('retry.maxMs', options.retry?.maxMs ?? retryPolicies.logPublish.maxMs));

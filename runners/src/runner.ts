@@ -126,8 +126,8 @@ export class Runner {
     this.slots = new Semaphore(this.concurrency);
     this.stoppedJobs = new ExpiringSet({
       clock: this.clock,
-      ttlMs: positiveInt('stoppedJobs.ttlMs', options.stoppedJobs?.ttlMs ?? 60 * 60_000),
-      max: positiveInt('stoppedJobs.max', options.stoppedJobs?.max ?? 10_000),
+      ttlMs: positiveInt('stoppedJobs.ttlMs', options.stoppedJobs?.ttlMs ?? CONFIG_DEFAULTS.runner.stoppedJobsTtlMs),
+      max: positiveInt('stoppedJobs.max', options.stoppedJobs?.max ?? CONFIG_DEFAULTS.runner.stoppedJobsTracked),
     });
     this.execution = new AttemptExecution({
       runnerId: this.runnerId,

@@ -12,7 +12,7 @@ import pg from 'pg';
 import { newId } from '@orloj/common/core';
 import { openDatabase } from '@orloj/common/store';
 import { createTestDatabase, needService, requireServices, workflowFixture } from '@orloj/common/test-support';
-import { TestClient } from '../../api/test/support/client.js';
+import { TestClient } from '@orloj/api/test-support';
 import { finish, orloj, waitForLine } from './support/cli.js';
 
 /** Starts `orloj start` on a free port; resolves once it serves. */

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { silentLogger } from '@orloj/common/logging';
 import { startOrloj } from '@orloj/server';
-import { TestClient } from '../../api/test/support/client.js';
+import { TestClient } from '@orloj/api/test-support';
 
 /**
  * DATA_DIR at rest (docs/security.md): the embedded default's SQLite

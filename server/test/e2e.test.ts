@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
 import { silentLogger } from '@orloj/common/logging';
 import { createTestDatabase, type TestDatabase, needService, services, deleteBusObjects } from '@orloj/common/test-support';
-import { TestClient } from '../../api/test/support/client.js';
+import { TestClient } from '@orloj/api/test-support';
 
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 

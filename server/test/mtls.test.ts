@@ -9,7 +9,7 @@ import { QUEUES } from '@orloj/common/messages';
 import { ensureKeyDir } from '@orloj/common/envelope';
 import { createBus, type Bus } from '@orloj/common/bus';
 import { openDatabase } from '@orloj/common/store';
-import { TestClient } from '../../api/test/support/client.js';
+import { TestClient } from '@orloj/api/test-support';
 import { until, needService, services } from '@orloj/common/test-support';
 import {
   generateCertificates,

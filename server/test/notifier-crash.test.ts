@@ -7,7 +7,7 @@ import amqp from 'amqplib';
 import { reasons, type Workflow } from '@orloj/common/domain';
 import { QUEUES } from '@orloj/common/messages';
 import { createTestDatabase, type TestDatabase, needService, deleteBusObjects, RoleProcess } from '@orloj/common/test-support';
-import { endJob, insertUser, insertWorkflow, recount, until } from '../../notifier/test/support.js';
+import { endJob, insertUser, insertWorkflow, recount, until } from '@orloj/notifier/test-support';
 
 const WORKFLOWS = 8;
 const JOBS_PER_WORKFLOW = 150;

@@ -13,7 +13,7 @@ import { terminateWorkflow } from '@orloj/common/store';
 import { createTestDatabase, type TestDatabase, needService, deleteBusObjects, until } from '@orloj/common/test-support';
 import type { RoleProcess } from '@orloj/common/test-support';
 import { replicaOfHolder } from '@orloj/scheduler';
-import { insertUser, insertWorkflow } from '../../notifier/test/support.js';
+import { insertUser, insertWorkflow } from '@orloj/notifier/test-support';
 import { needPrometheus, PrometheusServer } from './support/prometheus.js';
 import { probePort, roleFleet } from './support/role-fleet.js';
 

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureKeyDir, keyEnvName } from '@orloj/common/envelope';
 import { deleteBusObjects, workflowFixture, RoleProcess, needService, createTestDatabase, type TestDatabase } from '@orloj/common/test-support';
-import { insertUser } from '../../notifier/test/support.js';
+import { insertUser } from '@orloj/notifier/test-support';
 import { insertDueWorkflows, slowTarget } from './support/slow-target.js';
 
 const SPEED = 10;

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
 import { createLogger, RequestContext } from '@orloj/common/logging';
 import { createTestDatabase, type TestDatabase, needService, services, deleteBusObjects } from '@orloj/common/test-support';
-import { TestClient } from '../../api/test/support/client.js';
+import { TestClient } from '@orloj/api/test-support';
 
 type Line = Record<string, unknown>;
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
 import { silentLogger } from '@orloj/common/logging';
 import { tcpCanary, type Canary, needService, services } from '@orloj/common/test-support';
-import { TestClient } from '../../api/test/support/client.js';
+import { TestClient } from '@orloj/api/test-support';
 
 /**
  * Issue 14, findings 2-5, against the whole server (api, scheduler, runners,

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { MIGRATION_NAMES } from '../../common/src/store/migrations/index.js';
+import { MIGRATION_NAMES } from '@orloj/common/store';
 import { createTestDatabase, ENGINES, type TestDatabase } from '@orloj/common/test-support';
 import { finish, orloj } from './support/cli.js';
 

@@ -4,6 +4,8 @@
  * is accepted while the bucket's excess stays within `burst`, and refused
  * without changing the bucket otherwise.
  */
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
+
 export interface RateLimitDecision {
   allowed: boolean;
   /** Whole seconds until a request would be accepted again (refusals only). */
@@ -25,7 +27,7 @@ export class RateLimiter {
     ratePerSecond: number,
     burst: number,
     private readonly now: () => number,
-    private readonly maxKeys = 100_000,
+    private readonly maxKeys = CONFIG_DEFAULTS.http.rateLimitKeys,
   ) {
     this.ratePerMs = ratePerSecond; // thousandths of a request per millisecond
     this.burst = burst * 1000;

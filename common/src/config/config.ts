@@ -18,6 +18,7 @@ const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
+const MIB = 1024 * 1024;
 
 /**
  * The default of every timing and cap of orloj's jobs and roles, defined here
@@ -79,6 +80,9 @@ export const CONFIG_DEFAULTS = deepFreeze({
     shutdownGraceMs: 30 * SECOND,
     /** How long aborted jobs get to report their result. */
     abortGraceMs: 10 * SECOND,
+    /** How long, and for how many jobs at most, a runner remembers a job.stop so that a late job.run of it is refused. */
+    stoppedJobsTtlMs: 1 * HOUR,
+    stoppedJobsTracked: 10_000,
   },
   notifier: {
     /** NOTIFIER_POLL_INTERVAL: the outbox relay's pause when the outbox had nothing more to publish. */
@@ -102,6 +106,10 @@ export const CONFIG_DEFAULTS = deepFreeze({
     envelopeClockSkewMs: 30 * SECOND,
     /** The longest life an envelope may claim. */
     envelopeMaxTtlMs: 1 * HOUR,
+    /** The life an envelope claims when its publisher names none. */
+    envelopeTtlMs: 5 * MINUTE,
+    /** Envelope ids a verifier remembers against replays; beyond it the oldest are forgotten. */
+    envelopeSeenIds: 100_000,
     /** RabbitMQ: how long connecting, and each operation on the open connection, may take. */
     amqpConnectTimeoutMs: 30 * SECOND,
     amqpOperationTimeoutMs: 30 * SECOND,
@@ -122,6 +130,18 @@ export const CONFIG_DEFAULTS = deepFreeze({
   logs: {
     /** How often a runner's log sink reports its counts. */
     sinkCountIntervalMs: 1 * SECOND,
+    /** A runner's log sink: most lines in one log.batch, and the size (text plus ~80 bytes a line) at which a batch is cut. */
+    sinkBatchLines: 5_000,
+    sinkBatchBytes: 1 * MIB,
+    /** A runner's log sink: lines and bytes held over all attempts before writes wait (back-pressure on the containers' output). */
+    sinkBufferLines: 10_000,
+    sinkBufferBytes: 16 * MIB,
+    /** log-ingest: batches handled at once (its consumer's prefetch). */
+    ingestPrefetch: 16,
+    /** log-ingest: most lines written in one transaction when batches of one attempt queue up and are merged. */
+    ingestMaxMergeLines: 50_000,
+    /** On stop, log-ingest keeps consuming until no batch arrived for this long (and at most ingestDrainMs). */
+    ingestQuietMs: 250,
     /** How long log-ingest's stop() waits for batches in hand to be stored. */
     ingestDrainMs: 5 * SECOND,
   },
@@ -132,6 +152,11 @@ export const CONFIG_DEFAULTS = deepFreeze({
     logDrainIdleMs: 10 * SECOND,
     /** How often a long run pings the runtime. */
     healthCheckMs: 5 * SECOND,
+    /** How long pulling an image may take. */
+    pullTimeoutMs: 5 * MINUTE,
+    /** A container's memory limit when its payload names none (capped by CONTAINER_MAX_MEMORY_MB), and its process limit. */
+    memoryMb: 512,
+    pidsLimit: 256,
   },
   health: {
     /** How far past its slot a run that has not started makes the workflow `late`. */
@@ -157,6 +182,8 @@ export const CONFIG_DEFAULTS = deepFreeze({
     csrfFutureSkewMs: 1 * MINUTE,
     /** Sessions opened (decrypted) kept in memory per process. */
     maxOpenedSessions: 10_000,
+    /** Clients (keys) a rate limiter tracks before it evicts idle ones. */
+    rateLimitKeys: 100_000,
     /** A nudge to the scheduler leader expires after this long (the tick finds the work anyway). */
     schedulerWakeTtlMs: 1 * MINUTE,
   },
@@ -169,6 +196,8 @@ export const CONFIG_DEFAULTS = deepFreeze({
     sqliteBackupBusyTimeoutMs: 10 * SECOND,
     /** How often SQLite refreshes its planner statistics. */
     sqliteOptimizeEveryMs: 1 * MINUTE,
+    /** Prepared SQLite statements kept per connection. */
+    sqliteStatementCacheSize: 500,
   },
   tenants: {
     /** MAX_WORKFLOWS_PER_USER. */

@@ -95,7 +95,7 @@ export class EnvelopeSigner {
     this.role = options.role;
     this.privateKey = options.privateKey;
     this.clock = options.clock;
-    this.ttlMs = options.ttlMs ?? 5 * 60_000;
+    this.ttlMs = options.ttlMs ?? CONFIG_DEFAULTS.bus.envelopeTtlMs;
     this.signatures = options.signatures ?? 'required';
   }
 
@@ -177,7 +177,7 @@ export class EnvelopeVerifier {
     this.clock = options.clock;
     this.maxClockSkewMs = options.maxClockSkewMs ?? CONFIG_DEFAULTS.bus.envelopeClockSkewMs;
     this.maxTtlMs = options.maxTtlMs ?? CONFIG_DEFAULTS.bus.envelopeMaxTtlMs;
-    this.maxSeen = options.maxSeen ?? 100_000;
+    this.maxSeen = options.maxSeen ?? CONFIG_DEFAULTS.bus.envelopeSeenIds;
     this.signatures = options.signatures ?? 'required';
   }
 

@@ -308,7 +308,7 @@ function optimize(sqlite: SQLite.Database, mask?: number): void {
  * request's time. Statements are reused per SQL text instead (safe: the
  * connection is used by one query at a time, synchronously).
  */
-function withStatementCache(sqlite: SQLite.Database, max = 500): SQLite.Database {
+function withStatementCache(sqlite: SQLite.Database, max = CONFIG_DEFAULTS.database.sqliteStatementCacheSize): SQLite.Database {
   const cache = new Map<string, SQLite.Statement>();
   return new Proxy(sqlite, {
     get(target, prop, receiver) {

@@ -17,3 +17,4 @@ export { isConnectionError } from './connection-errors.js';
 export * from './health.js';
 export { backupSqlite, type SqliteBackupResult } from './sqlite-backup.js';
 export type { EndedJobPosition } from './repos/retention.repo.js';
+export { MIGRATION_NAMES } from './migrations/index.js';

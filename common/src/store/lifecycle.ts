@@ -144,7 +144,7 @@ async function isRecovery(tx: Store, job: Job): Promise<boolean> {
 async function runMissedSlot(tx: Store, w: Workflow, job: Job, now: number): Promise<void> {
   // `w` was read locked: the leader locks a due workflow before it decides the
   // workflow is busy, so it either sees this job ended or has set the workflow
-  // aside before `w` was read (see Scheduler.createDueJobs).
+  // aside before `w` was read (see DueSlots.createDueJobs in scheduler/src/due-slots.ts).
   if (w.terminatedAt !== null || w.buildCompletedAt === null || w.nextDueAt === null || w.nextDueAt <= now) return;
   const intervalMs = w.intervalMinutes * 60_000;
   const missed = mostRecentSlot(w.buildCompletedAt, intervalMs, now);

@@ -518,7 +518,7 @@ function useLogView() {
   const [context, setContext] = useState(false);
   // The search a hit was opened from. Its term stays in the box, and the bar above the
   // log says so and leads back to its results: the box never shows a term that silently
-  // does nothing (docs/dashboard.md, "Log viewer").
+  // does nothing (dashboard/README.md, "Log viewer").
   const [from, setFrom] = useState<LogFilters>();
 
   const apply = (e: FormEvent) => {

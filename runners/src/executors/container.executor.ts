@@ -69,7 +69,7 @@ export class ContainerExecutor {
   constructor(options: ContainerExecutorOptions) {
     this.logger = options.logger;
     this.client = new RuntimeClient(options.dockerHost, options.apiTimeoutMs ?? CONFIG_DEFAULTS.containers.apiTimeoutMs, this.logger, options.onCall);
-    this.images = new ImageStore(this.client, options.pullTimeoutMs ?? 5 * 60_000, this.logger);
+    this.images = new ImageStore(this.client, options.pullTimeoutMs ?? CONFIG_DEFAULTS.containers.pullTimeoutMs, this.logger);
     this.clock = options.clock ?? systemClock;
     this.logDrainIdleMs = options.logDrainIdleMs ?? CONFIG_DEFAULTS.containers.logDrainIdleMs;
     this.healthCheckMs = options.healthCheckMs ?? CONFIG_DEFAULTS.containers.healthCheckMs;

@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici';
 import { Cancellation, onAbort, systemClock } from '@orloj/common/core';
 import { reasons } from '@orloj/common/domain';
 import { lazyChild } from '@orloj/common/logging';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import type { AbortLike, Clock } from '@orloj/common/core';
 import type { CheckFailure, HeartbeatPayload, JobReason } from '@orloj/common/domain';
 import type { LazyLogger, Logger } from '@orloj/common/logging';
@@ -59,7 +60,6 @@ export interface HttpCheckRunOptions {
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 const USER_AGENT = 'orloj-heartbeat/1';
-const DEFAULT_CONNECT_TIMEOUT_MS = 5 * 60_000;
 
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA', 'ENODATA']);
 // Node's own TLS errors and OpenSSL's certificate verification codes.
@@ -81,7 +81,7 @@ export class HttpCheckExecutor {
     this.clock = options.clock ?? systemClock;
     const guard = new AddressGuard({ allowTargets: options.allowTargets, denyTargets: options.denyTargets });
     const base = buildConnector({
-      timeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      timeout: options.connectTimeoutMs ?? CONFIG_DEFAULTS.jobs.heartbeatTimeoutMaxMs,
       lookup: guardedLookup(guard, options.lookup ?? systemResolver),
     });
     const connect: buildConnector.connector = (opts, callback) => {

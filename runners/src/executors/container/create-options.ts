@@ -7,14 +7,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import { normalizeImageRef } from './image.js';
 import type { ContainerRunSpec } from './types.js';
 
 export const MANAGED_LABEL = 'orloj.managed';
 export const JOB_ID_LABEL = 'orloj.job_id';
 
-export const DEFAULT_MEMORY_MB = 512;
-export const DEFAULT_PIDS_LIMIT = 256;
+/** Configuration's defaults (CONFIG_DEFAULTS in common's config.ts), under the names the executor exports. */
+export const DEFAULT_MEMORY_MB = CONFIG_DEFAULTS.containers.memoryMb;
+export const DEFAULT_PIDS_LIMIT = CONFIG_DEFAULTS.containers.pidsLimit;
 
 /** Container names allow [a-zA-Z0-9][a-zA-Z0-9_.-]*. */
 function containerName(jobId: string): string {

@@ -1,0 +1,228 @@
+// The guarantees of docs/chaos.md, checked from the database once a run has
+// settled: verify() runs one named check per guarantee over each workflow's
+// jobs, and tells the misses the most-recent-missed-slot rule or a leaderless
+// stretch explains from real violations; summarizeJobs() counts for the report.
+import { TERMINAL_JOB_STATUSES } from '@orloj/common/domain';
+import type { JobsTable, Selectable, WorkflowsTable } from '@orloj/common/store';
+import { iso } from './time.js';
+
+export type JobRow = Selectable<JobsTable>;
+export type WorkflowRow = Selectable<WorkflowsTable>;
+
+/** One observation of the leader lease (HarnessRun records one every 100 ms, real). */
+export interface LeaderSample {
+  /** clock time of the observation */
+  at: number;
+  holder: string | undefined;
+  token: number | undefined;
+  /** the lease is unexpired and its holder's process is alive */
+  live: boolean;
+  /** the harness could not read the lease: the database was down (scripts/restart.ts records these; chaos.ts does not) */
+  unreachable?: boolean;
+}
+
+export interface Verification {
+  violations: string[];
+  explained: string[];
+  checkedSlots: number;
+}
+
+/** What the checks found: violations and explained skips, each list capped at 200 lines (and a '… (more)'). */
+class Findings {
+  readonly violations: string[] = [];
+  readonly explained: string[] = [];
+
+  violation(message: string): void {
+    Findings.add(this.violations, message);
+  }
+
+  explain(message: string): void {
+    Findings.add(this.explained, message);
+  }
+
+  private static add(list: string[], message: string): void {
+    if (list.length < 200) list.push(message);
+    else if (list.length === 200) list.push('… (more)');
+  }
+}
+
+/** One built workflow and its jobs, as the checks read them. */
+interface Checked {
+  w: WorkflowRow;
+  /** every job of the workflow */
+  own: JobRow[];
+  /** its AUTOMATIC jobs by slot */
+  automatic: JobRow[];
+  /** the AUTOMATIC jobs of each slot */
+  perSlot: Map<number, JobRow[]>;
+  /** build_completed_at: slot k lies at anchor + k × interval */
+  anchor: number;
+  interval: number;
+}
+
+/**
+ * The checks of docs/chaos.md: (a) one job per slot, (b) all terminal, (c)
+ * no overlap, (d) no misses up to one interval before `killEnd` beyond what
+ * the most-recent-missed-slot rule explains, (e) attempts ≤ maxAttempts.
+ */
+export function verify(input: {
+  workflows: WorkflowRow[];
+  jobs: JobRow[];
+  killEnd: number;
+  tickMs: number;
+  samples: LeaderSample[];
+  maxAttempts: number;
+}): Verification {
+  const { workflows, jobs, killEnd, tickMs, samples, maxAttempts } = input;
+  const found = new Findings();
+  const byWorkflow = jobsByWorkflow(workflows, jobs, found);
+  let checkedSlots = 0;
+  for (const w of workflows) {
+    const own = byWorkflow.get(w.id)!;
+    if (w.build_completed_at === null) {
+      found.violation(`(d) workflow ${w.id} was never built (build_status ${w.build_status})`);
+      continue;
+    }
+    const automatic = own.filter((j) => j.trigger === 'AUTOMATIC').sort((a, b) => a.slot_at - b.slot_at);
+    const perSlot = new Map<number, JobRow[]>();
+    for (const j of automatic) perSlot.set(j.slot_at, [...(perSlot.get(j.slot_at) ?? []), j]);
+    const c: Checked = { w, own, automatic, perSlot, anchor: w.build_completed_at, interval: w.interval_minutes * 60_000 };
+    checkOneJobPerSlot(c, found);
+    checkCreationOrder(c, found);
+    checkEndedWithinAttempts(c, maxAttempts, found);
+    checkNoOverlap(c, found);
+    checkedSlots += checkNoMisses(c, { killEnd, tickMs, samples }, found);
+  }
+  return { violations: found.violations, explained: found.explained, checkedSlots };
+}
+
+/** Every seeded workflow with its jobs; a job of another workflow is a violation. */
+function jobsByWorkflow(workflows: readonly WorkflowRow[], jobs: readonly JobRow[], found: Findings): Map<string, JobRow[]> {
+  const byWorkflow = new Map<string, JobRow[]>();
+  for (const w of workflows) byWorkflow.set(w.id, []);
+  for (const j of jobs) {
+    const list = byWorkflow.get(j.workflow_id);
+    if (list) list.push(j);
+    else found.violation(`job ${j.id} belongs to an unknown workflow ${j.workflow_id}`);
+  }
+  return byWorkflow;
+}
+
+/**
+ * (a) one job per (workflow, slot), and the stronger property: every slot
+ * lies on the workflow's grid, and each job was created while its slot was the
+ * most recent one (slot ≤ created_at < slot + interval).
+ */
+function checkOneJobPerSlot({ w, perSlot, anchor, interval }: Checked, found: Findings): void {
+  for (const [slot, list] of perSlot) {
+    if (list.length > 1) found.violation(`(a) workflow ${w.id} has ${list.length} jobs for slot ${iso(slot)}: ${list.map((j) => j.id).join(', ')}`);
+    const k = (slot - anchor) / interval;
+    if (!Number.isInteger(k) || k < 1) found.violation(`(a) job ${list[0]!.id} of workflow ${w.id} has slot ${iso(slot)}, off the grid build + k×interval (k = ${k})`);
+    for (const j of list) {
+      if (j.created_at < slot || j.created_at >= slot + interval) {
+        found.violation(`(a) job ${j.id} for slot ${iso(slot)} was created at ${iso(j.created_at)}, outside its slot's window`);
+      }
+    }
+  }
+}
+
+/** (a) slots only move forward in creation order: no two jobs served one window, and no older slot ran after a newer one. */
+function checkCreationOrder({ w, automatic }: Checked, found: Findings): void {
+  const byCreation = [...automatic].sort((a, b) => a.created_at - b.created_at || a.slot_at - b.slot_at);
+  for (let i = 1; i < byCreation.length; i++) {
+    const [a, b] = [byCreation[i - 1]!, byCreation[i]!];
+    if (b.slot_at <= a.slot_at) {
+      found.violation(`(a) workflow ${w.id}: job ${b.id} for slot ${iso(b.slot_at)} was created after job ${a.id} for the later or same slot ${iso(a.slot_at)}`);
+    }
+  }
+}
+
+/** (b) every job ended, (e) within maxAttempts attempts. */
+function checkEndedWithinAttempts({ w, own }: Checked, maxAttempts: number, found: Findings): void {
+  for (const j of own) {
+    if (!TERMINAL_JOB_STATUSES.includes(j.status)) found.violation(`(b) job ${j.id} (workflow ${w.id}, slot ${iso(j.slot_at)}) is still ${j.status}`);
+    if (j.attempts > maxAttempts) found.violation(`(e) job ${j.id} took ${j.attempts} attempts (at most ${maxAttempts})`);
+  }
+}
+
+/** (c) runs of one workflow never overlap. */
+function checkNoOverlap({ w, own }: Checked, found: Findings): void {
+  const runs = own.filter((j) => j.started_at !== null).sort((a, b) => a.started_at! - b.started_at!);
+  for (let i = 1; i < runs.length; i++) {
+    const prev = runs[i - 1]!;
+    const next = runs[i]!;
+    if (prev.completed_at === null || prev.completed_at > next.started_at!) {
+      found.violation(
+        `(c) workflow ${w.id}: job ${prev.id} [${iso(prev.started_at!)}, ${prev.completed_at === null ? 'open' : iso(prev.completed_at)}] overlaps job ${next.id} started ${iso(next.started_at!)}`,
+      );
+    }
+  }
+}
+
+/**
+ * (d) no misses: every slot up to one interval before the end of the
+ * disruption (`killEnd`) has a job, unless the most-recent-missed-slot rule or
+ * a stretch without a live leader explains it. Returns the slots that had one.
+ */
+function checkNoMisses(c: Checked, run: { killEnd: number; tickMs: number; samples: readonly LeaderSample[] }, found: Findings): number {
+  let checkedSlots = 0;
+  for (let slot = c.anchor + c.interval; slot <= run.killEnd - c.interval; slot += c.interval) {
+    if ((c.perSlot.get(slot)?.length ?? 0) >= 1) checkedSlots += 1;
+    else judgeMiss(c, slot, run, found);
+  }
+  return checkedSlots;
+}
+
+/** A slot without a job: explained, or a violation. */
+function judgeMiss({ w, automatic, interval }: Checked, slot: number, run: { tickMs: number; samples: readonly LeaderSample[] }, found: Findings): void {
+  const windowEnd = slot + interval;
+  const prev = [...automatic].reverse().find((j) => j.slot_at < slot);
+  const next = automatic.find((j) => j.slot_at > slot);
+  // The scheduler-side time the previous job ended: its last transition.
+  const prevEnd = prev ? (TERMINAL_JOB_STATUSES.includes(prev.status) ? prev.updated_at : Number.POSITIVE_INFINITY) : undefined;
+  const where = `workflow ${w.id}, slot ${iso(slot)}`;
+  if (!next) {
+    found.violation(`(d) ${where}: no job for this slot or any later one`);
+    return;
+  }
+  if (prev && prevEnd! >= windowEnd - 2 * run.tickMs) {
+    found.explain(
+      `${where}: the previous job (slot ${iso(prev.slot_at)}, ${prev.attempts} attempt(s), ${prev.status}) ended ${Number.isFinite(prevEnd) ? iso(prevEnd!) : 'never'}, ` +
+        `at or after this slot's window closed (${iso(windowEnd)}); the next job ran for slot ${iso(next.slot_at)}`,
+    );
+    return;
+  }
+  const from = Math.max(slot, prevEnd ?? slot);
+  const seen = run.samples.filter((s) => s.at >= from && s.at < windowEnd);
+  if (seen.length > 0 && seen.every((s) => !s.live)) {
+    const down = seen.filter((s) => s.unreachable).length;
+    found.explain(
+      `${where}: no live scheduler leader from ${iso(from)} to ${iso(windowEnd)}${down > 0 ? ` (the database was unreachable in ${down}/${seen.length} observations)` : ''}; the next job ran for slot ${iso(next.slot_at)}`,
+    );
+    return;
+  }
+  found.violation(
+    `(d) ${where}: missed although the workflow was free from ${iso(from)} and a leader was live in ${seen.filter((s) => s.live).length}/${seen.length} observations before ${iso(windowEnd)}; ` +
+      `the next job (slot ${iso(next.slot_at)}) was created ${iso(next.created_at)}`,
+  );
+}
+
+/** Counts for the summary: jobs by status and reason, retries. */
+export function summarizeJobs(jobs: readonly JobRow[]): { byStatus: string; byReason: string; retried: number; extraAttempts: number; maxSeen: number } {
+  const byStatus = new Map<string, number>();
+  const byReason = new Map<string, number>();
+  let retried = 0;
+  let extraAttempts = 0;
+  let maxSeen = 0;
+  for (const j of jobs) {
+    byStatus.set(j.status, (byStatus.get(j.status) ?? 0) + 1);
+    if (j.status_reason_code) byReason.set(j.status_reason_code, (byReason.get(j.status_reason_code) ?? 0) + 1);
+    if (j.attempts > 1) {
+      retried += 1;
+      extraAttempts += j.attempts - 1;
+    }
+    maxSeen = Math.max(maxSeen, j.attempts);
+  }
+  const fmtMap = (m: Map<string, number>) => [...m].sort().map(([k, v]) => `${k} ${v}`).join(', ') || 'none';
+  return { byStatus: fmtMap(byStatus), byReason: fmtMap(byReason), retried, extraAttempts, maxSeen };
+}
