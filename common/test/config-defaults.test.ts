@@ -51,6 +51,7 @@ describe('CONFIG_DEFAULTS', () => {
     assert.deepEqual([runner.stoppedJobsTtlMs, runner.stoppedJobsTracked], [60 * 60_000, 10_000]);
     assert.deepEqual([containers.memoryMb, containers.pidsLimit, containers.pullTimeoutMs], [512, 256, 5 * 60_000]);
     assert.deepEqual([bus.envelopeTtlMs, bus.envelopeSeenIds], [5 * 60_000, 100_000]);
+    assert.equal(CONFIG_DEFAULTS.notifier.prefetch, 16);
   });
 
   it('is the source of the bus defaults exported under their own names', () => {

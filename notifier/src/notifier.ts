@@ -14,6 +14,7 @@
  */
 import { Batcher, newId, retry, retryPolicies, type Clock } from '@orloj/common/core';
 import { jobDurationSeconds, type DomainEvent, type JobEventData } from '@orloj/common/domain';
+import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import type { Logger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
 import type { SignedBus } from '@orloj/common/envelope';
@@ -35,7 +36,7 @@ export interface NotifierOptions {
   logger: Logger;
   /** Outbox poll interval (NOTIFIER_POLL_INTERVAL). Default 500 ms. */
   pollMs?: number;
-  /** Events applied at once. Default 16. */
+  /** Events held unacknowledged, the most applied in one transaction. Default CONFIG_DEFAULTS.notifier.prefetch. */
   prefetch?: number;
   /** Run the outbox relay in this process. Default true. */
   relay?: boolean;
@@ -85,7 +86,7 @@ export class Notifier {
     this.starting ??= (async () => {
       // The bus refuses (and logs) another message type or a body decodeDomainEvent cannot read; this counts them.
       this.sub = await this.options.bus.consume(QUEUES.domainEvents, (envelope) => this.batcher.receive(envelope.body), {
-        prefetch: this.options.prefetch ?? 16,
+        prefetch: this.options.prefetch ?? CONFIG_DEFAULTS.notifier.prefetch,
         accept: [MESSAGE_TYPES.domainEvent],
         onMalformed: () => void (this.counts.malformed += 1),
       });

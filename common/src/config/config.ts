@@ -94,6 +94,8 @@ export const CONFIG_DEFAULTS = deepFreeze({
     /** How long an applied event's identity is remembered for deduplication, and how often old ones are forgotten. */
     dedupeRetentionMs: 7 * DAY,
     dedupePurgeEveryMs: 1 * HOUR,
+    /** Domain events a notifier holds unacknowledged, and so the most it applies in one transaction. */
+    prefetch: 16,
   },
   bus: {
     /** BUS_PREFIX: prepended to every queue and exchange name. */
