@@ -12,7 +12,7 @@
  *   redelivers what was unacked.
  * - Patient: a store that is down is waited for instead of dead-lettering events.
  */
-import { Batcher, newId, retry, retryPolicies, type Clock } from '@orloj/common/core';
+import { Batcher, newId, retry, retryPolicies, type Clock, type Within } from '@orloj/common/core';
 import { jobDurationSeconds, type DomainEvent, type JobEventData } from '@orloj/common/domain';
 import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import type { Logger } from '@orloj/common/logging';
@@ -72,7 +72,7 @@ export class Notifier {
   constructor(private readonly options: NotifierOptions) {
     this.log = options.logger.child({ role: 'notifier' });
     this.batcher = new Batcher<DomainEvent>({
-      many: (events) => this.applyMany(events),
+      many: (events, within) => this.applyMany(events, within),
       one: (event) => this.patiently(event),
       onBatchFailure: (err, events) => this.log.warn({ err, events }, 'could not apply a batch of domain events; applying them one by one'),
     });
@@ -137,9 +137,11 @@ export class Notifier {
    * applied before, or earlier in the batch, changes nothing more), the
    * counters (summed per workflow; a workflow's deletion kept in its place
    * among its events), the notifications and the outbox rows — a few
-   * statements for the batch.
+   * statements for the batch. `within` runs a line about event i in the
+   * async context its delivery came in (the Batcher's), so it carries the
+   * reqId of the request that caused the event.
    */
-  async applyMany(events: readonly DomainEvent[]): Promise<void> {
+  async applyMany(events: readonly DomainEvent[], within: Within = (_i, fn) => fn()): Promise<void> {
     const { store, clock } = this.options;
     const { fresh, notified } = await store.transaction(async (tx) => {
       const newIds = await tx.analytics.markAppliedMany(events.map((e) => e.id), clock.now());
@@ -171,6 +173,18 @@ export class Notifier {
     this.counts.applied += fresh.length;
     this.counts.notifications += notified;
     for (const event of fresh) if (event.kind.startsWith('job.')) this.observeJob(event.data as JobEventData);
+    if (this.log.isLevelEnabled('debug')) this.logApplied(events, new Set(fresh), within);
+  }
+
+  /** One debug line per event of an applied batch, each in its delivery's context (its reqId). */
+  private logApplied(events: readonly DomainEvent[], fresh: ReadonlySet<DomainEvent>, within: Within): void {
+    events.forEach((event, i) =>
+      within(i, () => {
+        const jobId = 'job_id' in event.data ? event.data.job_id : undefined;
+        const fields = { eventId: event.id, kind: event.kind, workflowId: event.workflow_id, ...(jobId === undefined ? {} : { jobId }) };
+        this.log.debug(fields, fresh.has(event) ? 'applied a domain event' : 'a domain event applied before: nothing to do');
+      }),
+    );
   }
 
   /** Counted after the commit, and only by the delivery that applied the event: once per job. */

@@ -3,6 +3,7 @@ import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import type { Logger } from '@orloj/common/logging';
 import { DOMAIN_EVENT_TTL_MS, MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
 import type { SignedBus } from '@orloj/common/envelope';
+import { eventRequestId } from '@orloj/common/domain';
 import type { Store } from '@orloj/common/store';
 
 export interface OutboxRelayOptions {
@@ -29,6 +30,8 @@ export interface OutboxRelayOptions {
  * failed), and once its envelope expired without the notifier applying it
  * (a lost or dead-lettered message); the notifier deletes it once applied.
  * Duplicates are harmless: the notifier applies each event identity once.
+ * An event caused by an api request (WorkflowEventData.request_id) is
+ * published with that request id in its envelope.
  */
 export class OutboxRelay {
   private readonly log: Logger;
@@ -88,7 +91,8 @@ export class OutboxRelay {
     await Promise.all(
       events.map(async (event) => {
         try {
-          await bus.publish(QUEUES.domainEvents, MESSAGE_TYPES.domainEvent, event, { ttlMs: DOMAIN_EVENT_TTL_MS, subject: event.user_id });
+          // The request that caused the event (a manual job's) travels as the envelope's req_id: the notifier's lines for it carry that reqId.
+          await bus.publish(QUEUES.domainEvents, MESSAGE_TYPES.domainEvent, event, { ttlMs: DOMAIN_EVENT_TTL_MS, subject: event.user_id, reqId: eventRequestId(event) });
           confirmed.push(event.id);
         } catch (err) {
           this.log.warn({ err, eventId: event.id }, 'could not publish a domain event; it is retried when its claim lapses');

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { systemClock } from '@orloj/common/core';
 import { domainEvents, reasons } from '@orloj/common/domain';
-import { silentLogger } from '@orloj/common/logging';
+import { createLogger, RequestContext, silentLogger } from '@orloj/common/logging';
 import { DOMAIN_EVENT_TTL_MS, MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
 import { roleBus, type RoleKeys } from '@orloj/common/envelope';
 import type { Bus } from '@orloj/common/bus';
 import { deleteWorkflow, recordBuildResult, terminateWorkflow, type Store } from '@orloj/common/store';
-import { OutboxRelay, type Notifier } from '@orloj/notifier';
+import { Notifier, OutboxRelay } from '@orloj/notifier';
 import { describeEachEngine, needService } from '@orloj/common/test-support';
 import { drained, endJob, insertUser, insertWorkflow, notificationsOf, notifierOn, openTestBus, recount, until } from './support.js';
 
@@ -211,6 +211,37 @@ describeEachEngine('notifier', (db, engine) => {
     assert.equal(n.metrics().notifications, before.notifications);
     assert.equal((await notificationsOf(store(), userId)).filter((x) => x.kind === 'WEB_RECOVERED').length, 3);
     assert.equal((await store().analytics.forWorkflow(userId, flaky.id))?.totalJobs, 8, 'a recovery is no job: it adds nothing to the counters');
+  });
+
+  it("publishes a job's events with its request id, and logs each event of a batch under its own", async () => {
+    const userId = await insertUser(store());
+    const [a, b, c] = [await insertWorkflow(store(), userId), await insertWorkflow(store(), userId), await insertWorkflow(store(), userId, { maxConsecutiveJobFailuresAllowed: 1 })];
+    const traced = await endJob(store(), a, { status: 'COMPLETED', ranMs: 5, requestId: 'req-a' });
+    const due = await endJob(store(), b, { status: 'COMPLETED', ranMs: 5 });
+    // Its failure terminates workflow c: the termination was caused by the same request.
+    const failed = await endJob(store(), c, { status: 'FAILED', ranMs: 5, reason: reasons.connectionRefused(), requestId: 'edge:7f3a/b' });
+    const mine = (await store().outbox.claimDue(Date.now(), Date.now(), 1000)).filter((e) => e.user_id === userId);
+    assert.deepEqual(
+      mine.filter((e) => e.data.request_id !== undefined).map((e) => [e.kind, e.data.request_id]).sort(),
+      [['job.completed', 'req-a'], ['job.failed', 'edge:7f3a/b'], ['workflow.terminated', 'edge:7f3a/b']],
+    );
+
+    // The relay publishes all of them at once; the notifier, started after, takes them as one batch (or a few).
+    const relay = new OutboxRelay({ store: store(), bus: roleBus({ bus, role: 'notifier', keys, clock: systemClock, logger: silentLogger }), clock: systemClock, logger: silentLogger });
+    await relay.relayOnce();
+    const context = new RequestContext();
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ level: 'debug', context, destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
+    notifier = new Notifier({ store: store(), bus: roleBus({ bus, role: 'notifier', keys, clock: systemClock, logger, requestContext: context }), clock: systemClock, logger, relay: false });
+    await notifier.start();
+    await drained(store());
+    const applied = (jobId: string, kind: string) => lines.find((l) => l.msg === 'applied a domain event' && l.jobId === jobId && l.kind === kind);
+    assert.equal(applied(traced.id, 'job.completed')?.reqId, 'req-a');
+    assert.equal(applied(failed.id, 'job.failed')?.reqId, 'edge:7f3a/b');
+    assert.ok(applied(due.id, 'job.completed'), 'a line for the job no request caused');
+    assert.equal(applied(due.id, 'job.completed')!.reqId, undefined);
+    const terminated = lines.find((l) => l.msg === 'applied a domain event' && l.kind === 'workflow.terminated' && l.workflowId === c.id);
+    assert.equal(terminated?.reqId, 'edge:7f3a/b');
   });
 
   it('lets concurrent relays claim each event once', async () => {

@@ -31,6 +31,8 @@ export interface JobEnd {
   /** ms the job ran; undefined: it never started */
   ranMs?: number | undefined;
   reason?: JobReason;
+  /** The api request that created it (a manual job's jobs.request_id). */
+  requestId?: string;
 }
 
 /** A job of the workflow that ends as given, through the transition and applyJobOutcome (as the scheduler does). */
@@ -40,7 +42,7 @@ export async function endJob(store: Store, w: Workflow, end: JobEnd, clock: Cloc
   const started = end.ranMs !== undefined;
   // a job that never started ends from QUEUED (COMPLETED, FAILED) or PENDING (CANCELED)
   const from = started ? 'RUNNING' : end.status === 'CANCELED' ? 'PENDING' : 'QUEUED';
-  await store.jobs.insert({ ...job, status: from, attempts: started ? 1 : 0, startedAt: started ? now : null });
+  await store.jobs.insert({ ...job, status: from, attempts: started ? 1 : 0, startedAt: started ? now : null, requestId: end.requestId ?? null });
   return store.transaction(async (tx) => {
     const ended = await tx.jobs.transition(job.id, end.status, now + (end.ranMs ?? 0), {
       completedAt: now + (end.ranMs ?? 0),

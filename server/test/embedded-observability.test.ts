@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startOrloj, type RunningOrloj } from '../src/main.js';
+import { signalSection } from './support/operations-doc.js';
 
 /**
  * The embedded process (every role, SQLite, the in-process bus) serves the
@@ -50,6 +51,14 @@ describe('embedded process: probes and metrics on the api port', function () {
     }
     // The in-process bus reports depths too: the leader's view of the queues.
     assert.match(text, /^# TYPE orloj_bus_queue_messages gauge$/m);
+  });
+
+  it('exports only metrics whose meaning and remedy docs/operations.md gives', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${orloj!.port}/metrics`)).text();
+    // Every role runs here, so every orloj family is described (# HELP), with samples or not.
+    const families = [...text.matchAll(/^# HELP (orloj_\w+)/gm)].map((m) => m[1]!);
+    assert.ok(families.length >= 20, families.join(' '));
+    for (const family of [...families, 'nodejs_eventloop_lag_p99_seconds', 'process_resident_memory_bytes']) signalSection(family);
   });
 
   it('refuses other methods on the probe paths', async () => {

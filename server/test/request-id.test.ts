@@ -45,10 +45,11 @@ for (const combo of combos) {
       db = await createTestDatabase(combo.engine, this);
       dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-reqid-'));
       const requestContext = new RequestContext();
-      const logger = createLogger({ level: 'info', context: requestContext, destination: { write: (line: string) => void lines.push(JSON.parse(line) as Line) } });
+      // debug: the notifier's line per applied event is a debug line.
+      const logger = createLogger({ level: 'debug', context: requestContext, destination: { write: (line: string) => void lines.push(JSON.parse(line) as Line) } });
       orloj = await startOrloj({
         // api, scheduler and runners: an installation by itself, which makes its own keys on RabbitMQ too.
-        roles: ['api', 'scheduler', 'runners'],
+        roles: ['api', 'scheduler', 'runners', 'notifier'],
         logger,
         requestContext,
         env: {
@@ -70,7 +71,7 @@ for (const combo of combos) {
       if (combo.amqp && services.amqp) await deleteBusObjects(services.amqp, busPrefix);
     });
 
-    it("logs the scheduler's and the runner's handling of a manual job with the reqId of the api request that scheduled it", async () => {
+    it("logs the scheduler's, the runner's and the notifier's handling of a manual job with the reqId of the api request that scheduled it", async () => {
       const c = new TestClient(`http://127.0.0.1:${orloj!.port}`);
       assert.equal((await c.post('/auth/register', { email: `reqid-${crypto.randomUUID()}@example.com`, password: 'password123' })).status, 201);
       const created = await c.post(
@@ -96,6 +97,14 @@ for (const combo of combos) {
       const started = await lineWhere(lines, (l) => l.role === 'runners' && l.msg === 'job started' && l.reqId === reqId, 'of the runner starting the job');
       assert.equal(started.workflowId, id);
       await lineWhere(lines, (l) => l.role === 'runners' && l.msg === 'job finished' && l.reqId === reqId, 'of the runner finishing the job');
+      // Its end is a domain event (the outbox, relayed with the job's request id): the notifier's line for it carries the id too.
+      const applied = await lineWhere(lines, (l) => l.role === 'notifier' && l.msg === 'applied a domain event' && l.jobId === scheduled.json.id, 'of the notifier applying the job\'s end');
+      assert.equal(applied.reqId, reqId);
+      assert.equal(applied.workflowId, id);
+      assert.match(String(applied.kind), /^job\.(completed|failed)$/);
+      // Events no request caused carry none: the workflow's creation, its build.
+      const built = await lineWhere(lines, (l) => l.role === 'notifier' && l.msg === 'applied a domain event' && l.kind === 'build.completed' && l.workflowId === id, 'of the build');
+      assert.equal(built.reqId, undefined);
     });
   });
 }

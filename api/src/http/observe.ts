@@ -1,11 +1,10 @@
 import crypto from 'node:crypto';
 import type { Middleware } from 'koa';
+import { isRequestId } from '@orloj/common/core';
 import type { Logger, RequestContext } from '@orloj/common/logging';
 import { answerOps, OPS_PATHS, type Health, type OrlojMetrics } from '@orloj/common/observability';
 import type { ClientAddressResolver } from './client-address.js';
 
-/** What a request id from a trusted proxy may look like; anything else is replaced. */
-const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 export interface ObserveOptions {
@@ -29,7 +28,8 @@ export function observeMiddleware(options: ObserveOptions): Middleware {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
     const proposed = ctx.get('X-Request-Id');
-    const reqId = proposed && REQUEST_ID.test(proposed) && clientAddress.trusts(ctx.req.socket.remoteAddress) ? proposed : crypto.randomUUID();
+    // A proposed id of another shape (isRequestId) is replaced.
+    const reqId = proposed && isRequestId(proposed) && clientAddress.trusts(ctx.req.socket.remoteAddress) ? proposed : crypto.randomUUID();
     ctx.state.reqId = reqId;
     ctx.state.clientAddress = clientAddress.resolve(ctx.req.socket.remoteAddress, ctx.get('X-Forwarded-For') || undefined);
     ctx.set('X-Request-Id', reqId);

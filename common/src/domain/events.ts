@@ -1,5 +1,6 @@
 import type { Job, JobStatus, JobTrigger, ReasonCode } from './job.js';
 import type { Workflow, WorkflowKind } from './workflow.js';
+import { isRequestId } from '../ids.js';
 
 /**
  * Domain events: what happened to a workflow or a job, written to the outbox
@@ -22,6 +23,15 @@ export type DomainEventKind = (typeof DOMAIN_EVENT_KINDS)[number];
 export interface WorkflowEventData {
   workflow_name: string;
   workflow_kind: WorkflowKind;
+  /**
+   * The api request that caused the event, when a request did: the request
+   * that created the manual job whose end (or recovery, or failure that
+   * terminated the workflow) the event records. The outbox relay publishes
+   * the event with it as the envelope's `req_id`, so the notifier's lines for
+   * the event carry that `reqId`. Absent otherwise, and in events of older
+   * versions.
+   */
+  request_id?: string;
 }
 
 export interface JobEventData extends WorkflowEventData {
@@ -35,6 +45,14 @@ export interface JobEventData extends WorkflowEventData {
   completed_at?: number;
   reason_code?: ReasonCode;
   reason_message?: string;
+}
+
+/** Why a workflow was terminated. */
+export interface TerminationCause {
+  /** By the service after too many consecutive failed jobs, not by the user. */
+  automatic: boolean;
+  /** With `automatic`: the request id of the job whose failure terminated it (its `request_id`), if any. */
+  requestId?: string | null;
 }
 
 export interface TerminationEventData extends WorkflowEventData {
@@ -66,8 +84,13 @@ export interface DomainEvent<D extends DomainEventData = DomainEventData> {
   data: D;
 }
 
-function workflowData(w: Workflow): WorkflowEventData {
-  return { workflow_name: w.name, workflow_kind: w.kind };
+function workflowData(w: Workflow, requestId?: string | null): WorkflowEventData {
+  return { workflow_name: w.name, workflow_kind: w.kind, ...(requestId ? { request_id: requestId } : {}) };
+}
+
+/** The request id an event carries (WorkflowEventData.request_id), if it is one. */
+export function eventRequestId(event: DomainEvent): string | undefined {
+  return isRequestId(event.data.request_id) ? event.data.request_id : undefined;
 }
 
 function event<D extends DomainEventData>(kind: DomainEventKind, occurrence: string, w: Workflow, now: number, data: D): DomainEvent<D> {
@@ -83,7 +106,7 @@ export const domainEvents = {
   jobEnded(w: Workflow, job: Job, now: number): DomainEvent<JobEventData> {
     const status = job.status as JobEventData['status'];
     return event(`job.${status.toLowerCase()}` as DomainEventKind, job.id, w, now, {
-      ...workflowData(w),
+      ...workflowData(w, job.requestId),
       job_id: job.id,
       trigger: job.trigger,
       status,
@@ -95,10 +118,10 @@ export const domainEvents = {
     });
   },
   /** Terminated once per generation: only a PUT (which bumps it) reactivates a workflow. */
-  workflowTerminated: (w: Workflow, now: number, automatic: boolean): DomainEvent<TerminationEventData> =>
+  workflowTerminated: (w: Workflow, now: number, cause: TerminationCause): DomainEvent<TerminationEventData> =>
     event('workflow.terminated', `${w.id}:${w.generation}`, w, now, {
-      ...workflowData(w),
-      automatic,
+      ...workflowData(w, cause.automatic ? cause.requestId : undefined),
+      automatic: cause.automatic,
       consecutive_failures: w.consecutiveJobFailuresCount,
       max_consecutive_failures: w.maxConsecutiveJobFailuresAllowed,
     }),
@@ -108,7 +131,7 @@ export const domainEvents = {
    * and a job ends once. `w` as read before the failure count was reset.
    */
   workflowRecovered: (w: Workflow, job: Job, now: number): DomainEvent<RecoveryEventData> =>
-    event('workflow.recovered', `${w.id}:${job.id}`, w, now, { ...workflowData(w), job_id: job.id, consecutive_failures: w.consecutiveJobFailuresCount }),
+    event('workflow.recovered', `${w.id}:${job.id}`, w, now, { ...workflowData(w, job.requestId), job_id: job.id, consecutive_failures: w.consecutiveJobFailuresCount }),
 };
 
 /** Whole seconds (rounded down) a terminal job ran; 0 when it never started. */

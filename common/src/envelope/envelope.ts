@@ -7,7 +7,7 @@
 import { sign, verify, type KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { CONFIG_DEFAULTS } from '../config/config.js';
-import { newId, isUuid } from '../ids.js';
+import { newId, isRequestId, isUuid, REQUEST_ID_PATTERN } from '../ids.js';
 import type { Logger, RequestContext } from '../logging/logger.js';
 import type { OrlojMessages } from '../messages.js';
 import type { OrlojMetrics } from '../observability/metrics.js';
@@ -61,8 +61,6 @@ export type VerifyResult<B = unknown> =
 // Domain separation: a signature over an envelope can never pass for a signature over anything else.
 const SIGNING_CONTEXT = 'orloj-envelope-v1\n';
 const FIELDS = new Set(['id', 'type', 'producer', 'issued_at', 'expires_at', 'subject', 'req_id', 'body', 'sig']);
-/** As the api accepts an X-Request-Id. */
-const REQ_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const SIG_SHAPE = /^[A-Za-z0-9_-]{86}$/;
 /** The `sig` of an envelope sealed without a signature (in-process bus only). */
 const NO_SIGNATURE = '-';
@@ -104,7 +102,7 @@ export class EnvelopeSigner {
     if (typeof type !== 'string' || type === '') throw misuse('an envelope needs a message type');
     if (body === undefined) throw misuse('an envelope needs a body (null is fine)');
     if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw misuse(`envelope ttlMs must be a positive integer, got ${ttlMs}`);
-    if (options.reqId !== undefined && !REQ_ID.test(options.reqId)) throw misuse(`an envelope's request id must match ${REQ_ID}, got ${JSON.stringify(options.reqId)}`);
+    if (options.reqId !== undefined && !isRequestId(options.reqId)) throw misuse(`an envelope's request id must match ${REQUEST_ID_PATTERN}, got ${JSON.stringify(options.reqId)}`);
     const issuedAt = this.clock.now();
     const unsigned = {
       id: newId(),
@@ -279,7 +277,7 @@ function shapeProblem(fields: Record<string, unknown>): string | undefined {
   if (!isProducerRole(fields.producer)) return 'producer must be a known role';
   if (!Number.isSafeInteger(fields.issued_at) || !Number.isSafeInteger(fields.expires_at)) return 'issued_at and expires_at must be integers';
   if ('subject' in fields && typeof fields.subject !== 'string') return 'subject must be a string';
-  if ('req_id' in fields && (typeof fields.req_id !== 'string' || !REQ_ID.test(fields.req_id))) return 'req_id must be a request id';
+  if ('req_id' in fields && !isRequestId(fields.req_id)) return 'req_id must be a request id';
   if (!('body' in fields)) return 'body is missing';
   return undefined;
 }

@@ -3,7 +3,7 @@ import type { Workflow } from '../domain/workflow.js';
 import type { Job } from '../domain/job.js';
 import { cancelReason } from '../domain/job-state.js';
 import { mostRecentSlot } from '../domain/due-slots.js';
-import { domainEvents, type DomainEvent } from '../domain/events.js';
+import { domainEvents, type DomainEvent, type TerminationCause } from '../domain/events.js';
 
 /**
  * Workflow and job state changes that span several rows. Each runs inside the
@@ -22,13 +22,13 @@ export async function createWorkflow(tx: Store, workflow: Workflow): Promise<voi
 /**
  * Terminates an active workflow and cancels its PENDING and QUEUED jobs;
  * RUNNING jobs are stopped by the scheduler (it asks their runners). Returns
- * false when the workflow was already terminated. `automatic`: the service
- * terminates it after too many consecutive failed jobs.
+ * false when the workflow was already terminated. `cause.automatic`: the
+ * service terminates it after too many consecutive failed jobs.
  */
-export async function terminateWorkflow(tx: Store, userId: string, workflowId: string, now: number, automatic = false): Promise<boolean> {
+export async function terminateWorkflow(tx: Store, userId: string, workflowId: string, now: number, cause: TerminationCause = { automatic: false }): Promise<boolean> {
   const terminated = await tx.workflows.terminate(userId, workflowId, now);
   if (!terminated) return false;
-  await tx.outbox.add(domainEvents.workflowTerminated(terminated, now, automatic));
+  await tx.outbox.add(domainEvents.workflowTerminated(terminated, now, cause));
   await cancelJobs(tx, terminated, await tx.jobs.cancelOpen(workflowId, cancelReason('terminated'), now), now);
   return true;
 }
@@ -74,7 +74,7 @@ export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise
   } else if (job.status === 'FAILED') {
     const failures = await tx.workflows.recordFailure(job.workflowId, now);
     if (failures && !failures.terminated && failures.count >= failures.max) {
-      return { autoTerminated: await terminateWorkflow(tx, job.userId, job.workflowId, now, true) };
+      return { autoTerminated: await terminateWorkflow(tx, job.userId, job.workflowId, now, { automatic: true, requestId: job.requestId }) };
     }
   }
   if (workflow) await runMissedSlot(tx, workflow, job, now);
