@@ -12,10 +12,10 @@ import { silentLogger } from '@orloj/common/logging';
 import { DOMAIN_EVENT_TTL_MS, LOG_BATCH_TTL_MS, MESSAGE_TYPES, QUEUES, TOPICS } from '@orloj/common/messages';
 import { terminateWorkflow } from '@orloj/common/store';
 import { createTestDatabase, deleteBusObjects, needService, RoleProcess, until, type TestDatabase } from '@orloj/common/test-support';
-import { insertWorkflow } from '../../notifier/test/support.js';
-import { TestClient } from '../../api/test/support/client.js';
-import { SseReader } from '../../api/test/support/sse.js';
-import { startTarget, verify, type Target } from '../../scripts/chaos-lib.js';
+import { insertWorkflow } from '@orloj/notifier/test-support';
+import { SseReader, TestClient } from '@orloj/api/test-support';
+import { startTarget, type Target } from '../../scripts/harness/target.js';
+import { verify } from '../../scripts/harness/verify.js';
 import { probePort, probeUntil } from './support/role-fleet.js';
 
 const SPEED = 20; // a one-minute slot every 3 s of real time
