@@ -35,10 +35,15 @@ export class LeaderWork {
   }
 
   /**
-   * Creates the jobs of due slots and hands out pending jobs, batch after
+   * Hands out pending jobs and creates the jobs of due slots, batch after
    * batch while batches come full (a burst of due slots), yielding to the event
    * loop between them so runner events keep being applied, for at most one
    * tick; the next wake continues.
+   *
+   * PENDING (manual) jobs go first: a user's "Run now" takes a place in their
+   * share (maxActivePerUser) before their automatic slots, which wait and run
+   * their most recent slot later. The other way round, a user whose due slots
+   * kept their share full never saw a manual job start.
    */
   async duePass(now: number): Promise<void> {
     const { clock, store, config } = this.c;
@@ -48,11 +53,11 @@ export class LeaderWork {
       const room = config.maxQueued - (await store.jobs.countQueued(config.maxQueued));
       if (room <= 0) return;
       const limit = Math.min(config.batchSize, room);
-      const created = await this.dueSlots.createDueJobs(now, limit);
-      // PENDING jobs (manual ones), in the room the due slots left.
-      const left = limit - created;
-      const dispatched = left > 0 ? await this.dispatch(now, left) : 0;
-      if ((created < limit && dispatched < left) || clock.now() >= until || this.c.signal.aborted) return;
+      const dispatched = await this.dispatch(now, limit);
+      // Due slots, in the room the manual jobs left.
+      const left = limit - dispatched;
+      const created = left > 0 ? await this.dueSlots.createDueJobs(now, left) : 0;
+      if ((dispatched < limit && created < left) || clock.now() >= until || this.c.signal.aborted) return;
       await new Promise((resolve) => setImmediate(resolve));
     }
   }

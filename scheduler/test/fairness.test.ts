@@ -89,4 +89,28 @@ describeEachEngine('scheduler fairness between users', (db) => {
     for (const w of flows) for (const j of await store().jobs.list({ workflowId: w.id, limit: 10 })) statuses.push(j.status);
     assert.deepEqual(statuses.sort(), ['PENDING', 'QUEUED', 'QUEUED']);
   });
+
+  it("gives a manual job the user's next place before their automatic slots", async () => {
+    const busy = await insertUser(store());
+    const flows = [];
+    for (let i = 0; i < 4; i++) flows.push(await insertWorkflow(store(), busy, r.clock.now()));
+    const manualFlow = await insertWorkflow(store(), busy, r.clock.now(), { intervalMinutes: 600 });
+    await scheduler.tick(); // builds
+    r.clock.advance(MINUTE);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 2, 'two job.run messages');
+    // The share is full of automatic jobs, and more slots are due; the user asks for a run now.
+    const built = (await store().workflows.findById(manualFlow.id))!;
+    const manual = newJob(built, 'MANUAL', r.clock.now(), r.clock.now());
+    await store().jobs.insert(manual);
+    const first = r.runners.jobs[0]!;
+    await r.runners.started(first, r.clock.now());
+    await r.runners.finished(first, 'COMPLETED', { started: r.clock.now(), finished: r.clock.now() });
+    await eventually(() => store().jobs.findById(first.job_id), (j) => j?.status === 'COMPLETED', 'COMPLETED');
+    r.clock.advance(1_000);
+    await scheduler.tick();
+    await r.runners.until(() => r.runners.jobs.length === 3, 'a third job.run');
+    assert.equal(r.runners.jobs[2]!.job_id, manual.id, 'the freed place went to the manual job');
+    assert.equal(await active(busy), 2);
+  });
 });
