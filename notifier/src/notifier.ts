@@ -13,7 +13,7 @@
  * - Patient: a store that is down is waited for instead of dead-lettering events.
  */
 import { Batcher, newId, retry, retryPolicies, type Clock } from '@orloj/common/core';
-import { jobDurationSeconds, type DomainEvent, type JobEventData } from '@orloj/common/domain';
+import { isJobEvent, jobDurationSeconds, type DomainEvent, type JobEventData } from '@orloj/common/domain';
 import type { Logger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
 import type { SignedBus } from '@orloj/common/envelope';
@@ -157,6 +157,7 @@ export class Notifier {
             workflowId: event.workflow_id,
             dedupeKey: `${event.user_id}:${event.id}`,
             kind: content!.kind,
+            stateChange: content!.stateChange ?? null,
             payload: JSON.stringify(content!.payload),
             readAt: null,
             createdAt: event.occurred_at,
@@ -169,7 +170,7 @@ export class Notifier {
     this.counts.duplicates += events.length - fresh.length;
     this.counts.applied += fresh.length;
     this.counts.notifications += notified;
-    for (const event of fresh) if (event.kind.startsWith('job.')) this.observeJob(event.data as JobEventData);
+    for (const event of fresh) if (isJobEvent(event)) this.observeJob(event.data);
   }
 
   /** Counted after the commit, and only by the delivery that applied the event: once per job. */
@@ -205,13 +206,12 @@ async function applyCounters(tx: Store, events: readonly DomainEvent[]): Promise
       deletedIds.add(event.workflow_id);
       continue;
     }
-    const job = event.kind.startsWith('job.');
-    if (!job && event.kind !== 'workflow.created') continue;
+    if (!isJobEvent(event) && event.kind !== 'workflow.created') continue;
     const adds = deletedIds.has(event.workflow_id) ? after : before;
     const add = adds.get(event.workflow_id) ?? { workflowId: event.workflow_id, userId: event.user_id, kind: event.data.workflow_kind, jobs: 0, durationS: 0 };
-    if (job) {
+    if (isJobEvent(event)) {
       add.jobs += 1;
-      add.durationS += jobDurationSeconds(event.data as JobEventData);
+      add.durationS += jobDurationSeconds(event.data);
     }
     adds.set(event.workflow_id, add);
   }
