@@ -208,7 +208,7 @@ export const openApiDocument = {
       WorkflowHealth: {
         type: 'object',
         description: 'The workflow as a monitoring user reads it (docs/api.md, "Checks and health").',
-        required: ['state', 'auto_terminated', 'recent_runs', 'uptime'],
+        required: ['state', 'auto_terminated', 'recent_runs', 'uptime', 'skipped_slots'],
         properties: {
           state: { enum: [...HEALTH_STATES] },
           auto_terminated: { type: 'boolean', description: 'Terminated by the failure limit rather than by its owner.' },
@@ -233,6 +233,12 @@ export const openApiDocument = {
             },
             additionalProperties: false,
           },
+          skipped_slots: {
+            type: 'integer',
+            minimum: 0,
+            description: 'Missed runs: the workflow\'s skipped_slots (as the single read has them), here on list items too.',
+          },
+          last_slot_skipped_at: { ...dateTime, description: 'Once a slot was skipped: when the last one was (as the single read has it).' },
         },
         additionalProperties: false,
       },
