@@ -12,11 +12,11 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { openDatabase, Store } from '@orloj/common/store';
 import { requireServices } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, outlastRetryRound, pollUntil, startOrloj, stopOrloj, watchedPage, type RunningOrloj } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
 function missing(): string | undefined {
@@ -44,7 +44,6 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
   let orloj: RunningOrloj | undefined;
   let dataDir: string | undefined;
   let browser: Browser | undefined;
-  let context: BrowserContext;
   let page: Page;
   let base: string;
   let http0: { server: http.Server; base: string } | undefined;
@@ -103,20 +102,7 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     orloj = await startOrloj(orlojEnv);
     base = `http://127.0.0.1:${orloj.port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    context = await browser.newContext({ baseURL: base, viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-    context.setDefaultTimeout(WAIT);
-    context.on('request', (req) => {
-      const url = new URL(req.url());
-      if (url.origin !== base && url.protocol !== 'data:') problems.push(`request to another host: ${req.url()}`);
-    });
-    page = await context.newPage();
-    page.on('console', (msg) => {
-      if (serverDown && /ERR_CONNECTION_REFUSED|Failed to load resource|EventSource/.test(msg.text())) return;
-      if (msg.type() === 'error' && !(/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate'))) {
-        problems.push(`console error: ${msg.text()} (${msg.location().url})`);
-      }
-    });
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page = await watchedPage(browser, base, WAIT, problems, () => serverDown);
 
     await api('POST', '/auth/register', { email: `glance-${Date.now()}@example.com`, password: 'correct horse battery' });
     ids.doomed = await createCheck('doomed check', `${http0.base}/fail?doomed`, 3);
@@ -353,6 +339,7 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     await stopOrloj(orloj);
     const banner = page.getByRole('status').filter({ hasText: 'Disconnected — retrying' });
     await banner.waitFor();
+    await outlastRetryRound(page);
     assert.equal(await response.count(), 1, 'what was on screen stays');
     assert.equal(await page.getByText('The server cannot be reached').count(), 0);
     await shot('26-job-disconnected');
@@ -376,6 +363,7 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     await stopOrloj(orloj);
     const banner = page.getByRole('status').filter({ hasText: 'Disconnected — retrying' });
     await banner.waitFor();
+    await outlastRetryRound(page);
     assert.equal(await totals.textContent(), shown, 'the totals stay as they were');
     assert.equal(await chart.count(), 1, 'the charts stay');
     assert.equal(await page.getByText('The server cannot be reached').count(), 0);
