@@ -14,7 +14,7 @@ import {
   REASON_CODES,
   WORKFLOW_KINDS,
 } from '@orloj/common/domain';
-import { NOTIFICATION_KINDS } from '@orloj/common/store';
+import { NOTIFICATION_KINDS, NOTIFICATION_STATE_CHANGES } from '@orloj/common/store';
 import { createWorkflowBody, credentialsBody, markNotificationsBody, scheduleJobBody, updateUserBody, updateWorkflowBody } from './schemas.js';
 
 /**
@@ -208,7 +208,7 @@ export const openApiDocument = {
       WorkflowHealth: {
         type: 'object',
         description: 'The workflow as a monitoring user reads it (docs/api.md, "Checks and health").',
-        required: ['state', 'auto_terminated', 'recent_runs', 'uptime'],
+        required: ['state', 'auto_terminated', 'recent_runs', 'uptime', 'skipped_slots'],
         properties: {
           state: { enum: [...HEALTH_STATES] },
           auto_terminated: { type: 'boolean', description: 'Terminated by the failure limit rather than by its owner.' },
@@ -233,6 +233,12 @@ export const openApiDocument = {
             },
             additionalProperties: false,
           },
+          skipped_slots: {
+            type: 'integer',
+            minimum: 0,
+            description: 'Missed runs: the workflow\'s skipped_slots (as the single read has them), here on list items too.',
+          },
+          last_slot_skipped_at: { ...dateTime, description: 'Once a slot was skipped: when the last one was (as the single read has it).' },
         },
         additionalProperties: false,
       },
@@ -372,12 +378,12 @@ export const openApiDocument = {
           kind: {
             enum: [...NOTIFICATION_KINDS],
             description:
-              'WEB_SUCCESS, WEB_INFO: routine (a build or job completed, a job canceled, a workflow terminated by its owner). WEB_ERROR, WEB_ALERT: something went wrong (a job or build failed, a workflow terminated automatically). WEB_RECOVERED (added later): a workflow is up again, a job completed right after a failed run; one per such transition, besides the job\'s own "Job completed". Clients should show a kind they do not know as a plain notification.',
+              'WEB_SUCCESS, WEB_INFO: routine (a build or job completed, a job canceled, a workflow terminated by its owner, a workflow recovered). WEB_ERROR, WEB_ALERT: something went wrong (a job or build failed, a workflow terminated automatically). Which of them change the workflow\'s state is said by the payload\'s `state_change`, not by the kind.',
           },
           payload: {
             type: 'string',
             description:
-              'A JSON object encoded as a string: `title`, `message`, `entity_type` (`WORKFLOW` or `JOB`), `entity_id`, `workflow_id` and `action_url` (`/workflows/<id>` or `/workflows/<id>/jobs/<job id>`).',
+              'A JSON object encoded as a string: `title`, `message`, `entity_type` (`WORKFLOW` or `JOB`), `entity_id`, `workflow_id` and `action_url` (`/workflows/<id>` or `/workflows/<id>/jobs/<job id>`); on a state change also `state_change` (an addition to the contract): `down` (the failed job that turned the workflow down), `recovered` ("Workflow recovered": a job completed right after a failed run), `terminated` (terminated automatically at the failure limit) or `build_failed`. Absent on every other notification.',
           },
           read_at: { ...dateTime, description: 'Set once the notification was marked read (the first time).' },
           created_at: { ...dateTime, description: 'When the event it tells of happened.' },
@@ -822,8 +828,14 @@ export const openApiDocument = {
           {
             name: 'kind',
             in: 'query',
-            description: `Only these kinds, comma-separated (e.g. WEB_ALERT,WEB_ERROR,WEB_RECOVERED for state changes); every kind when absent. Kinds: ${NOTIFICATION_KINDS.join(', ')}.`,
+            description: `Only these kinds, comma-separated (e.g. WEB_ALERT,WEB_ERROR); every kind when absent. Kinds: ${NOTIFICATION_KINDS.join(', ')}.`,
             schema: { type: 'string', pattern: `^(${NOTIFICATION_KINDS.join('|')})(,(${NOTIFICATION_KINDS.join('|')}))*$` },
+          },
+          {
+            name: 'state_change',
+            in: 'query',
+            description: `An addition to the contract. true: only state changes (payload \`state_change\` one of ${NOTIFICATION_STATE_CHANGES.join(', ')}); false: only the other notifications; both when absent. Combines with unread, kind and the cursor.`,
+            schema: { type: 'boolean' },
           },
           { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
         ],

@@ -199,6 +199,31 @@ describeApi('workflow health', (h) => {
     assert.equal(byName(second.json).get('changing').recent_runs.length, 2);
   });
 
+  it('carries the missed runs in health, on list items too, as the single read has them', async () => {
+    const c = await h().user();
+    const now = Date.now();
+    const missed = await create(c, 'missed');
+    const steady = await create(c, 'steady');
+    for (const id of [missed, steady]) await built(id, now + MINUTE);
+    // As the scheduler records slots that passed while the previous run went on (recordSkippedSlots).
+    await h().db.store.workflows.recordSkippedSlots([{ id: missed, skipped: 2, at: now - 3 * MINUTE }]);
+    await h().db.store.workflows.recordSkippedSlots([{ id: missed, skipped: 1, at: now - MINUTE }]);
+    const list = await c.get('/workflows?include=health');
+    assert.equal(list.status, 200, list.text);
+    conforms('WorkflowPage', list.json);
+    const health = byName(list.json);
+    assert.equal(health.get('missed').skipped_slots, 3);
+    assert.equal(health.get('missed').last_slot_skipped_at, new Date(now - MINUTE).toISOString());
+    assert.equal(health.get('steady').skipped_slots, 0);
+    assert.equal('last_slot_skipped_at' in health.get('steady'), false);
+    const one = await c.get(`/workflows/${missed}?include=health`);
+    assert.equal(one.json.skipped_slots, 3);
+    assert.equal(one.json.health.last_slot_skipped_at, one.json.last_slot_skipped_at);
+    // Without health the list stays the contract's.
+    const plain = (await c.get('/workflows')).json.workflows as Record<string, unknown>[];
+    assert.ok(plain.every((w) => !('skipped_slots' in w) && !('health' in w)));
+  });
+
   it('shows the check on job reads and lists, and nothing for jobs without one', async () => {
     const c = await h().user();
     const now = Date.now();

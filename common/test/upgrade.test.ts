@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
-import { sql } from 'kysely';
-import { DatabaseTooNewError, openDatabase } from '@orloj/common/store';
-import { MIGRATION_NAMES } from '../src/store/migrations/index.js';
+import { Migrator, sql } from 'kysely';
+import { newId } from '@orloj/common/core';
+import { newJob, type JobStatus } from '@orloj/common/domain';
+import { DatabaseTooNewError, openDatabase, Store } from '@orloj/common/store';
+import { MIGRATION_NAMES, migrationProvider } from '../src/store/migrations/index.js';
+import { workflowFixture } from './support/fixtures.js';
 import { createTestDatabase, ENGINES, type TestDatabase } from './support/stores.js';
 
 for (const engine of ENGINES) {
@@ -38,6 +41,80 @@ for (const engine of ENGINES) {
       assert.deepEqual(await database.handle.migrationStatus(), { applied: [], pending: [...MIGRATION_NAMES], unknown: [] });
       await database.handle.migrate();
       assert.deepEqual(await database.handle.migrationStatus(), { applied: [...MIGRATION_NAMES], pending: [], unknown: [] });
+    });
+
+    it('0015 marks the state changes among older notifications, WEB_RECOVERED ones becoming WEB_SUCCESS', async function () {
+      database = await createTestDatabase(engine, this, { migrate: false });
+      const { db, dialect } = database.handle;
+      const schema = engine === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s : undefined;
+      const migrator = new Migrator({ db, provider: migrationProvider(dialect), ...(schema ? { migrationTableSchema: schema } : {}) });
+      assert.equal((await migrator.migrateTo('0014-job-request-id')).error, undefined);
+
+      const store = Store.fromHandle(database.handle);
+      const userId = newId();
+      await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
+      const w = workflowFixture(userId, { buildStatus: 'COMPLETED', buildCompletedAt: 0 });
+      const fresh = workflowFixture(userId, { buildStatus: 'COMPLETED', buildCompletedAt: 0 });
+      for (const x of [w, fresh]) await store.workflows.insert(x);
+      const jobs: Record<string, string> = {};
+      const job = async (name: string, wf: typeof w, status: JobStatus, at: number) => {
+        const j = newJob(wf, 'MANUAL', at, at);
+        await store.jobs.insert({ ...j, status, completedAt: at });
+        jobs[name] = j.id;
+      };
+      // w: C F F (canceled) C F — down twice; fresh: its first run failed — down.
+      await job('c1', w, 'COMPLETED', 1_000);
+      await job('f2', w, 'FAILED', 2_000);
+      await job('f3', w, 'FAILED', 3_000);
+      await job('x4', w, 'CANCELED', 4_000);
+      await job('c5', w, 'COMPLETED', 5_000);
+      await job('f6', w, 'FAILED', 6_000);
+      await job('f1', fresh, 'FAILED', 1_000);
+      const payload = (title: string) => JSON.stringify({ title, message: 'm', entity_type: 'WORKFLOW', entity_id: w.id, workflow_id: w.id, action_url: `/workflows/${w.id}` });
+      const rows: [key: string, kind: string, title: string, workflowId?: string][] = [
+        [`job.completed:${jobs.c1}`, 'WEB_SUCCESS', 'Job completed'],
+        [`job.failed:${jobs.f2}`, 'WEB_ERROR', 'Job failed'],
+        [`job.failed:${jobs.f3}`, 'WEB_ERROR', 'Job failed'],
+        [`job.canceled:${jobs.x4}`, 'WEB_INFO', 'Job canceled'],
+        [`workflow.recovered:${w.id}:${jobs.c5}`, 'WEB_RECOVERED', 'Workflow recovered'],
+        [`job.failed:${jobs.f6}`, 'WEB_ERROR', 'Job failed'],
+        [`job.failed:${jobs.f1}`, 'WEB_ERROR', 'Job failed', fresh.id],
+        [`build.failed:${w.id}:0`, 'WEB_ERROR', 'Build failed'],
+        [`workflow.terminated:${w.id}:1`, 'WEB_ALERT', 'Workflow terminated automatically'],
+        [`workflow.terminated:${fresh.id}:0`, 'WEB_INFO', 'Workflow terminated', fresh.id],
+      ];
+      for (const [i, [key, kind, title, workflowId]] of rows.entries()) {
+        await db
+          .insertInto('notifications')
+          .values({ id: newId(), user_id: userId, workflow_id: workflowId ?? w.id, dedupe_key: `${userId}:${key}`, kind, payload: payload(title), read_at: null, created_at: i, updated_at: i })
+          .execute();
+      }
+
+      await database.handle.migrate();
+      const after = await db.selectFrom('notifications').select(['dedupe_key', 'kind', 'state_change', 'payload']).orderBy('created_at').execute();
+      assert.deepEqual(
+        after.map((r) => [r.dedupe_key.slice(userId.length + 1), r.kind, r.state_change]),
+        [
+          [`job.completed:${jobs.c1}`, 'WEB_SUCCESS', null],
+          [`job.failed:${jobs.f2}`, 'WEB_ERROR', 'down'],
+          [`job.failed:${jobs.f3}`, 'WEB_ERROR', null],
+          [`job.canceled:${jobs.x4}`, 'WEB_INFO', null],
+          [`workflow.recovered:${w.id}:${jobs.c5}`, 'WEB_SUCCESS', 'recovered'],
+          [`job.failed:${jobs.f6}`, 'WEB_ERROR', 'down'],
+          [`job.failed:${jobs.f1}`, 'WEB_ERROR', 'down'],
+          [`build.failed:${w.id}:0`, 'WEB_ERROR', 'build_failed'],
+          [`workflow.terminated:${w.id}:1`, 'WEB_ALERT', 'terminated'],
+          [`workflow.terminated:${fresh.id}:0`, 'WEB_INFO', null],
+        ],
+      );
+      // The payload says it as the notifier writes it; the others are left as they were.
+      for (const r of after) {
+        const p = JSON.parse(r.payload) as Record<string, string>;
+        assert.equal(p.state_change ?? null, r.state_change, r.payload);
+        assert.equal(p.title, rows.find(([key]) => r.dedupe_key.endsWith(key))![2]);
+      }
+      const listed = await store.notifications.list({ userId, unreadOnly: false, stateChange: true, limit: 100 });
+      assert.equal(listed.length, 6);
     });
   });
 }

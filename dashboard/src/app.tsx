@@ -19,7 +19,9 @@ function RequireSession({ children }: { children: ReactNode }) {
   const session = useSession();
   const location = useLocation();
   if (session.isPending) return <Spinner label="Checking your session…" />;
-  if (session.isError) {
+  // Only when there is no session known yet: a check that fails while the server is away (the disconnected
+  // banner retries every query on screen, this one included) must not take the page down with it.
+  if (session.isError && session.data === undefined) {
     return (
       <main className="page narrow">
         <h1>orloj is not reachable</h1>

@@ -17,6 +17,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
 import { requireServices, services } from '@orloj/common/test-support';
+import { axeViolations } from './support/axe.js';
 import { CHROMIUM, DASHBOARD_DIST, SCREENSHOTS, startOrloj } from './support/orloj.js';
 
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
@@ -297,6 +298,74 @@ describe('dashboard in a real browser', function () {
     await page.keyboard.press('Escape');
   });
 
+  it('takes every main page at 1440×900 and 390×844, in light and dark, without sideways scrolling or axe-core violations', async function () {
+    const pages: [name: string, open: (p: Page) => Promise<void>][] = [
+      ['workflows', async (p) => {
+        await p.goto('/workflows');
+        await p.getByRole('table', { name: 'Workflows' }).getByRole('link', { name: 'e2e container' }).waitFor();
+      }],
+      ['workflow', async (p) => {
+        await p.goto(workflowUrl);
+        await p.getByRole('table', { name: 'Jobs' }).getByRole('link').first().waitFor();
+      }],
+      ['job-log', async (p) => {
+        await p.goto(`${workflowUrl}/jobs/${jobId}`);
+        await p.getByLabel('Log', { exact: true }).getByText('done', { exact: true }).waitFor();
+      }],
+      ['notifications', async (p) => {
+        await p.goto('/workflows');
+        await p.getByRole('button', { name: /^Notifications/ }).click();
+        const drawer = p.getByRole('dialog', { name: 'Notifications' });
+        await drawer.getByRole('button', { name: 'All', exact: true }).click();
+        await drawer.locator('li.notification').first().waitFor();
+      }],
+      ['profile', async (p) => {
+        await p.goto('/profile');
+        await heading('Profile').waitFor();
+      }],
+    ];
+    if (apiPaths.includes('/analytics')) {
+      pages.push(['analytics', async (p) => {
+        await p.goto('/analytics');
+        await p.getByRole('img', { name: /^Jobs per kind/ }).waitFor();
+      }]);
+    }
+    const sizes = [['desktop', { width: 1440, height: 900 }], ['phone', { width: 390, height: 844 }]] as const;
+    const found: string[] = [];
+    const check = async (p: Page, what: string) => {
+      // (a string: this file is type-checked without the DOM library)
+      const overflow = await p.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      if (overflow > 0) found.push(`${what} scrolls sideways by ${overflow}px`);
+      for (const v of await axeViolations(p)) found.push(`${what}: ${v}`);
+      await p.screenshot({ path: path.join(SCREENSHOTS, `40-${what}.png`), fullPage: true });
+    };
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    for (const [size, viewport] of sizes) {
+      await page.setViewportSize(viewport);
+      for (const scheme of ['light', 'dark'] as const) {
+        await page.emulateMedia({ colorScheme: scheme });
+        for (const [name, open] of pages) {
+          await open(page);
+          await check(page, `${size}-${scheme}-${name}`);
+          if (name === 'notifications') await page.keyboard.press('Escape');
+        }
+        // Signed out: a context of its own, the same size and scheme.
+        const anonymous = await browser!.newContext({ baseURL: base, viewport, colorScheme: scheme });
+        try {
+          const signIn = await anonymous.newPage();
+          await signIn.goto('/');
+          await signIn.getByRole('heading', { level: 1, name: 'Sign in to orloj' }).waitFor();
+          await check(signIn, `${size}-${scheme}-sign-in`);
+        } finally {
+          await anonymous.close();
+        }
+      }
+    }
+    await page.setViewportSize({ width: 1280, height: 860 });
+    await page.emulateMedia({ colorScheme: 'light' });
+    assert.deepEqual(found, []);
+  });
+
   it('terminates the workflow, then deletes it after confirming', async () => {
     await page.goto(workflowUrl);
     await heading('e2e container').waitFor();
@@ -371,8 +440,8 @@ describe('dashboard in a real browser', function () {
     await shot('15-analytics');
   });
 
-  it('fits a 375 px wide phone, in light and dark', async () => {
-    await page.setViewportSize({ width: 375, height: 812 });
+  it("fits a 390 px wide phone with the HTTP check's pages too, in light and dark", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
       for (const [name, url] of [
@@ -384,15 +453,10 @@ describe('dashboard in a real browser', function () {
         // (a string: this file is type-checked without the DOM library)
         const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
         assert.ok(overflow <= 0, `${name} (${scheme}) scrolls sideways by ${overflow}px`);
+        await shot(`16-phone-${scheme}-heartbeat-${name}`);
       }
-      await page.goto('/workflows');
-      await page.getByRole('table', { name: 'Workflows' }).waitFor();
-      await shot(`16-mobile-workflows-${scheme}`);
     }
     await page.setViewportSize({ width: 1280, height: 860 });
-    await page.goto('/workflows');
-    await heading('Workflows').waitFor();
-    await shot('17-workflows-dark');
     await page.emulateMedia({ colorScheme: 'light' });
   });
 

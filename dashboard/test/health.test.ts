@@ -12,10 +12,11 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { openDatabase, Store } from '@orloj/common/store';
 import { requireServices } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, outlastRetryRound, pollUntil, startOrloj, stopOrloj, watchedPage, type RunningOrloj } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
 function missing(): string | undefined {
@@ -43,7 +44,6 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
   let orloj: RunningOrloj | undefined;
   let dataDir: string | undefined;
   let browser: Browser | undefined;
-  let context: BrowserContext;
   let page: Page;
   let base: string;
   let http0: { server: http.Server; base: string } | undefined;
@@ -102,20 +102,7 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     orloj = await startOrloj(orlojEnv);
     base = `http://127.0.0.1:${orloj.port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    context = await browser.newContext({ baseURL: base, viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-    context.setDefaultTimeout(WAIT);
-    context.on('request', (req) => {
-      const url = new URL(req.url());
-      if (url.origin !== base && url.protocol !== 'data:') problems.push(`request to another host: ${req.url()}`);
-    });
-    page = await context.newPage();
-    page.on('console', (msg) => {
-      if (serverDown && /ERR_CONNECTION_REFUSED|Failed to load resource|EventSource/.test(msg.text())) return;
-      if (msg.type() === 'error' && !(/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate'))) {
-        problems.push(`console error: ${msg.text()} (${msg.location().url})`);
-      }
-    });
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page = await watchedPage(browser, base, WAIT, problems, () => serverDown);
 
     await api('POST', '/auth/register', { email: `glance-${Date.now()}@example.com`, password: 'correct horse battery' });
     ids.doomed = await createCheck('doomed check', `${http0.base}/fail?doomed`, 3);
@@ -125,6 +112,14 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     await runNow(ids.failing);
     for (let i = 0; i < 2; i++) await runNow(ids.healthy);
     await until('doomed terminated automatically', () => api('GET', `/workflows/${ids.doomed}?include=health`), (w) => w.health?.auto_terminated === true);
+    // Missed runs take an interval of downtime (a minute at least) to happen for real: recorded here as the
+    // scheduler records them (recordSkippedSlots), through a second connection to the server's own database.
+    const db = openDatabase(`sqlite:${path.join(dataDir, 'orloj.db')}`);
+    try {
+      await Store.fromHandle(db).workflows.recordSkippedSlots([{ id: ids.healthy, skipped: 3, at: Date.now() - 5 * 60_000 }]);
+    } finally {
+      await db.close();
+    }
   });
 
   afterEach(function () {
@@ -164,28 +159,36 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     assert.match((await lastRun.textContent()) ?? '', /ago|now/);
     assert.match((await lastRun.getAttribute('title')) ?? '', /\d{4}.*\d:\d\d/, 'the absolute time on hover');
     assert.match((await healthy.locator('td[data-label="Next run"] time').textContent()) ?? '', /^in /);
+    // The missed runs of the last 24 hours: a compact mark, the absolute time with its zone on hover.
+    const mark = healthy.locator('.missed-mark');
+    assert.match((await mark.textContent()) ?? '', /^missed \d+ min\.? ago$/);
+    assert.match((await mark.getAttribute('title')) ?? '', /^3 missed runs\./);
+    assert.match((await mark.locator('time').getAttribute('title')) ?? '', /\d{4}.*\d:\d\d:\d\d.*(UTC|GMT)/, 'the absolute time and its zone on hover');
+    assert.equal(await rows.locator('.missed-mark').count(), 1, 'only the workflow that missed runs is marked');
     await shot('20-workflows-at-a-glance');
   });
 
-  it('puts the alerts on the bell and at the top of the drawer, routine notifications one click away', async () => {
+  it('puts the state changes on the bell and at the top of the drawer, routine notifications one click away', async () => {
     await page.goto('/workflows');
-    // 4 failures (3 of them the doomed one's) and the automatic termination; 2 completions and 3 builds are routine.
-    const bell = page.getByRole('button', { name: /^Notifications, 5 alerts, \d+ unread$/ });
+    // Two workflows went down (the first failure of each) and one was terminated automatically: three state changes.
+    // The doomed one's second and third failures, 2 completions and 3 builds are routine.
+    const bell = page.getByRole('button', { name: /^Notifications, 3 alerts, \d+ unread$/ });
     await bell.waitFor();
-    assert.equal(await page.getByTestId('unread-count').textContent(), '5');
+    assert.equal(await page.getByTestId('unread-count').textContent(), '3');
     await bell.click();
     const drawer = page.getByRole('dialog', { name: 'Notifications' });
+    assert.equal(await drawer.getByRole('button', { name: 'State changes' }).getAttribute('aria-pressed'), 'true');
     const items = drawer.locator('li.notification');
     await items.first().waitFor();
-    assert.equal(await items.count(), 5);
-    assert.deepEqual(
-      (await items.locator('strong').allTextContents()).sort(),
-      ['Job failed', 'Job failed', 'Job failed', 'Job failed', 'Workflow terminated automatically'],
-    );
+    assert.equal(await items.count(), 3);
+    assert.deepEqual((await items.locator('strong').allTextContents()).sort(), ['Job failed', 'Job failed', 'Workflow terminated automatically']);
+    assert.deepEqual((await items.locator('.notification-tag').allTextContents()).sort(), ['down', 'down', 'terminated']);
     await shot('24-notifications-alerts');
     await drawer.getByRole('button', { name: 'Everything else' }).click();
     await drawer.locator('li.notification strong', { hasText: 'Job completed' }).first().waitFor();
-    assert.equal(await drawer.locator('li.notification strong', { hasText: 'Job failed' }).count(), 0);
+    // Every failure keeps its notification: those of a workflow already down are routine.
+    assert.equal(await drawer.locator('li.notification strong', { hasText: 'Job failed' }).count(), 2);
+    assert.equal(await drawer.locator('li.notification .notification-tag').count(), 0);
     await page.keyboard.press('Escape');
   });
 
@@ -216,6 +219,9 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     assert.ok(slowest >= 15, `the target answers after 15 ms; the chart says ${label}`);
     const health = page.getByRole('group', { name: 'Health' }).or(page.locator('dl[aria-label="Health"]'));
     await health.getByText('100 %').waitFor();
+    const missed = health.locator('.missed');
+    assert.match((await missed.textContent()) ?? '', /^3 missed, the last \d+ min\.? ago$/);
+    assert.match((await missed.locator('time').getAttribute('title')) ?? '', /\d{4}.*\d:\d\d:\d\d.*(UTC|GMT)/);
     const definition = page.locator('dl[aria-label="Definition"]');
     await definition.getByText(`${http0!.base}/ok`).waitFor();
     await definition.getByText('Expected status').waitFor();
@@ -333,6 +339,7 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     await stopOrloj(orloj);
     const banner = page.getByRole('status').filter({ hasText: 'Disconnected — retrying' });
     await banner.waitFor();
+    await outlastRetryRound(page);
     assert.equal(await response.count(), 1, 'what was on screen stays');
     assert.equal(await page.getByText('The server cannot be reached').count(), 0);
     await shot('26-job-disconnected');
@@ -342,5 +349,35 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     await response.waitFor();
     await page.getByRole('link', { name: 'healthy check' }).click();
     await page.getByRole('heading', { level: 1, name: 'healthy check' }).waitFor();
+  });
+
+  it('keeps the Analytics page through a server restart, its totals and charts under the disconnected banner', async () => {
+    await page.goto('/analytics');
+    await page.getByRole('heading', { level: 1, name: 'Analytics' }).waitFor();
+    const chart = page.getByRole('img', { name: /^Jobs per kind/ });
+    await chart.waitFor();
+    const totals = page.locator('dl[aria-label="Totals"]');
+    const shown = await totals.textContent();
+    assert.match(shown ?? '', /Jobs run\s*6/, 'the runs of the three checks');
+    serverDown = true;
+    await stopOrloj(orloj);
+    const banner = page.getByRole('status').filter({ hasText: 'Disconnected — retrying' });
+    await banner.waitFor();
+    await outlastRetryRound(page);
+    assert.equal(await totals.textContent(), shown, 'the totals stay as they were');
+    assert.equal(await chart.count(), 1, 'the charts stay');
+    assert.equal(await page.getByText('The server cannot be reached').count(), 0);
+    assert.equal(await page.locator('.error-text').count(), 0);
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      assert.deepEqual(await axeViolations(page), [], `the banner over Analytics in ${scheme}`);
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+    await shot('28-analytics-disconnected');
+    orloj = await startOrloj(orlojEnv);
+    await banner.waitFor({ state: 'detached' });
+    serverDown = false;
+    await chart.waitFor();
+    assert.equal(await totals.textContent(), shown);
   });
 });

@@ -115,6 +115,8 @@ describe('dashboard: a recovery on the bell, in a real browser', function () {
     assert.deepEqual((await items.locator('strong').allTextContents()).sort(), ['Job failed', 'Workflow recovered']);
     const recovered = drawer.locator('li.notification-recovered');
     assert.equal(await recovered.locator('.notification-tag').textContent(), 'recovered');
+    // The failure before it turned the check down: a state change too, tagged so.
+    assert.equal(await drawer.locator('li.notification-error .notification-tag').textContent(), 'down');
     assert.match((await recovered.locator('p').textContent()) ?? '', /"flapping check" is up again: a job completed after 1 consecutive failed job\./);
 
     for (const scheme of ['light', 'dark'] as const) {

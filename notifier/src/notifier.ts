@@ -13,7 +13,7 @@
  * - Patient: a store that is down is waited for instead of dead-lettering events.
  */
 import { Batcher, newId, retry, retryPolicies, type Clock, type Within } from '@orloj/common/core';
-import { jobDurationSeconds, type DomainEvent, type JobEventData } from '@orloj/common/domain';
+import { isJobEvent, jobDurationSeconds, type DomainEvent, type JobEventData } from '@orloj/common/domain';
 import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import type { Logger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
@@ -160,6 +160,7 @@ export class Notifier {
             workflowId: event.workflow_id,
             dedupeKey: `${event.user_id}:${event.id}`,
             kind: content!.kind,
+            stateChange: content!.stateChange ?? null,
             payload: JSON.stringify(content!.payload),
             readAt: null,
             createdAt: event.occurred_at,
@@ -172,7 +173,7 @@ export class Notifier {
     this.counts.duplicates += events.length - fresh.length;
     this.counts.applied += fresh.length;
     this.counts.notifications += notified;
-    for (const event of fresh) if (event.kind.startsWith('job.')) this.observeJob(event.data as JobEventData);
+    for (const event of fresh) if (isJobEvent(event)) this.observeJob(event.data);
     if (this.log.isLevelEnabled('debug')) this.logApplied(events, new Set(fresh), within);
   }
 
@@ -220,13 +221,12 @@ async function applyCounters(tx: Store, events: readonly DomainEvent[]): Promise
       deletedIds.add(event.workflow_id);
       continue;
     }
-    const job = event.kind.startsWith('job.');
-    if (!job && event.kind !== 'workflow.created') continue;
+    if (!isJobEvent(event) && event.kind !== 'workflow.created') continue;
     const adds = deletedIds.has(event.workflow_id) ? after : before;
     const add = adds.get(event.workflow_id) ?? { workflowId: event.workflow_id, userId: event.user_id, kind: event.data.workflow_kind, jobs: 0, durationS: 0 };
-    if (job) {
+    if (isJobEvent(event)) {
       add.jobs += 1;
-      add.durationS += jobDurationSeconds(event.data as JobEventData);
+      add.durationS += jobDurationSeconds(event.data);
     }
     adds.set(event.workflow_id, add);
   }

@@ -91,11 +91,12 @@ describeEachEngine('notifier', (db, engine) => {
     const wf = (id: string) => ({ entity_type: 'WORKFLOW', entity_id: id, workflow_id: id, action_url: `/workflows/${id}` });
     const job = (wid: string, jid: string) => ({ entity_type: 'JOB', entity_id: jid, workflow_id: wid, action_url: `/workflows/${wid}/jobs/${jid}` });
     assert.deepEqual({ ...find('Build completed', built.id), message: '' }, { kind: 'WEB_SUCCESS', title: 'Build completed', message: '', ...wf(built.id) });
-    assert.deepEqual({ ...find('Build failed', broken.id), message: '' }, { kind: 'WEB_ERROR', title: 'Build failed', message: '', ...wf(broken.id) });
+    assert.deepEqual({ ...find('Build failed', broken.id), message: '' }, { kind: 'WEB_ERROR', title: 'Build failed', message: '', ...wf(broken.id), state_change: 'build_failed' });
     assert.deepEqual({ ...find('Job completed', completed.id), message: '' }, { kind: 'WEB_SUCCESS', title: 'Job completed', message: '', ...job(built.id, completed.id) });
     const f = find('Job failed', failed.id);
-    assert.deepEqual({ ...f, message: '' }, { kind: 'WEB_ERROR', title: 'Job failed', message: '', ...job(built.id, failed.id) });
-    assert.match(f.message!, /"Built" failed: The container exited with code 2\./);
+    // The run before it completed: this failure turned the workflow down.
+    assert.deepEqual({ ...f, message: '' }, { kind: 'WEB_ERROR', title: 'Job failed', message: '', ...job(built.id, failed.id), state_change: 'down' });
+    assert.match(f.message!, /"Built" failed: The container exited with code 2\. The workflow is down\.$/);
     const c = find('Job canceled', canceled.id);
     assert.equal(c.kind, 'WEB_INFO');
     assert.match(c.message!, /updated before this job ran/);
@@ -104,9 +105,17 @@ describeEachEngine('notifier', (db, engine) => {
     assert.match(byUser.message!, /terminated by you/);
     const auto = find('Workflow terminated automatically', flaky.id);
     assert.equal(auto.kind, 'WEB_ALERT');
+    assert.equal(auto.state_change, 'terminated');
     assert.match(auto.message!, /after 3 consecutive failed jobs \(its limit is 3\)/);
     assert.equal(seen.filter((s) => s.workflow_id === gone.id).length, 0, 'nothing about the deleted workflow');
     assert.equal(seen.filter((s) => s.title === 'Job failed' && s.workflow_id === flaky.id).length, 3);
+    // Of the flaky one's three failures only the first changed its state; the stored column says what the payload says.
+    assert.deepEqual(
+      seen.filter((s) => s.title === 'Job failed' && s.workflow_id === flaky.id).map((s) => s.state_change ?? null).sort(),
+      ['down', null, null],
+    );
+    for (const n of all) assert.equal(n.stateChange, (JSON.parse(n.payload) as { state_change?: string }).state_change ?? null);
+    assert.deepEqual(new Set(all.map((n) => n.kind)), new Set(['WEB_SUCCESS', 'WEB_ERROR', 'WEB_INFO', 'WEB_ALERT']), 'the contract\'s kinds only');
     assert.equal(all.length, 10);
     for (const n of all) assert.equal(n.createdAt <= Date.now(), true);
   });
@@ -168,28 +177,31 @@ describeEachEngine('notifier', (db, engine) => {
     assert.deepEqual(left, [], 'every applied event left the outbox');
   });
 
-  it('tells of a recovery once per down→up transition, and never for a workflow that was not down', async () => {
+  it('marks each down and up transition once, as the health state reads them, and never a workflow that stayed up', async () => {
     const userId = await insertUser(store());
     const steady = await insertWorkflow(store(), userId, { name: 'Steady' });
     for (const status of ['COMPLETED', 'CANCELED', 'COMPLETED'] as const) await endJob(store(), steady, { status, ranMs: 10 });
     const flaky = await insertWorkflow(store(), userId, { name: 'Flaky', maxConsecutiveJobFailuresAllowed: 100 });
-    const ends: Record<string, string> = {};
-    // F F C C F (canceled) C C: two transitions; a canceled run neither ends nor continues one.
-    for (const [i, status] of (['FAILED', 'FAILED', 'COMPLETED', 'COMPLETED', 'FAILED', 'CANCELED', 'COMPLETED', 'COMPLETED'] as const).entries()) {
-      ends[i] = (await endJob(store(), flaky, { status, ranMs: 10, reason: status === 'COMPLETED' ? undefined : reasons.connectionRefused() })).id;
+    const ends: string[] = [];
+    // F F C C F (canceled) C C: down, up, down, up; a canceled run neither ends nor continues a state.
+    for (const status of ['FAILED', 'FAILED', 'COMPLETED', 'COMPLETED', 'FAILED', 'CANCELED', 'COMPLETED', 'COMPLETED'] as const) {
+      ends.push((await endJob(store(), flaky, { status, ranMs: 10, reason: status === 'COMPLETED' ? undefined : reasons.connectionRefused() })).id);
     }
     // An update resets the failure count, but the workflow stays down until a run completes.
     const updated = await insertWorkflow(store(), userId, { name: 'Updated', maxConsecutiveJobFailuresAllowed: 100 });
+    const firstFailure = await endJob(store(), updated, { status: 'FAILED', ranMs: 10, reason: reasons.connectionRefused() });
     await endJob(store(), updated, { status: 'FAILED', ranMs: 10, reason: reasons.connectionRefused() });
     await store().transaction((tx) => tx.workflows.resetFailures(updated.id, Date.now()));
     const afterUpdate = await endJob(store(), updated, { status: 'COMPLETED', ranMs: 10 });
 
     const n = await startNotifier();
     await drained(store());
-    const recovered = (await notificationsOf(store(), userId))
-      .filter((x) => x.kind === 'WEB_RECOVERED')
-      .map((x): Record<string, string> => ({ kind: x.kind, ...(JSON.parse(x.payload) as Record<string, string>) }));
-    const wf = (id: string) => ({ kind: 'WEB_RECOVERED', title: 'Workflow recovered', entity_type: 'WORKFLOW', entity_id: id, workflow_id: id, action_url: `/workflows/${id}` });
+    const all = await notificationsOf(store(), userId);
+    const changes = all
+      .filter((x) => x.stateChange !== null)
+      .map((x): Record<string, string | null | undefined> => ({ kind: x.kind, stateChange: x.stateChange, ...(JSON.parse(x.payload) as Record<string, string>) }));
+    const wf = (id: string) => ({ kind: 'WEB_SUCCESS', stateChange: 'recovered', title: 'Workflow recovered', entity_type: 'WORKFLOW', entity_id: id, workflow_id: id, action_url: `/workflows/${id}`, state_change: 'recovered' });
+    const recovered = changes.filter((x) => x.stateChange === 'recovered');
     // Events may be applied in any order: compared sorted by message.
     recovered.sort((a, b) => (a.message! < b.message! ? -1 : 1));
     assert.deepEqual(recovered, [
@@ -197,8 +209,13 @@ describeEachEngine('notifier', (db, engine) => {
       { ...wf(flaky.id), message: 'Workflow "Flaky" is up again: a job completed after 2 consecutive failed jobs.' },
       { ...wf(updated.id), message: 'Workflow "Updated" is up again: a job completed after failed jobs.' },
     ]);
-    // The job notifications are all still there, one per job.
-    assert.equal((await notificationsOf(store(), userId)).filter((x) => JSON.parse(x.payload).entity_type === 'JOB').length, 3 + 8 + 2);
+    const down = changes.filter((x) => x.stateChange === 'down');
+    assert.deepEqual(down.map((x) => x.entity_id).sort(), [ends[0]!, ends[4]!, firstFailure.id].sort(), 'the failures that turned a workflow down, and no other');
+    for (const x of down) assert.deepEqual([x.kind, x.title, x.state_change], ['WEB_ERROR', 'Job failed', 'down']);
+    assert.equal(changes.length, 6);
+    // The job notifications are all still there, one per job, the failures that were no transition included.
+    assert.equal(all.filter((x) => JSON.parse(x.payload).entity_type === 'JOB').length, 3 + 8 + 3);
+    assert.equal(all.filter((x) => x.stateChange === null && JSON.parse(x.payload).title === 'Job failed').length, 2);
 
     // Delivered again (the same identity, whatever the workflow looks like now): nothing new, nothing counted.
     const before = n.metrics();
@@ -207,9 +224,11 @@ describeEachEngine('notifier', (db, engine) => {
       const job = (await store().jobs.findById(jobId))!;
       await n.apply(domainEvents.workflowRecovered(w, job, Date.now()));
     }
-    assert.equal(n.metrics().duplicates, before.duplicates + 3);
+    const again = (await store().jobs.findById(ends[0]!))!;
+    await n.apply(domainEvents.jobEnded(flaky, again, Date.now(), true));
+    assert.equal(n.metrics().duplicates, before.duplicates + 4);
     assert.equal(n.metrics().notifications, before.notifications);
-    assert.equal((await notificationsOf(store(), userId)).filter((x) => x.kind === 'WEB_RECOVERED').length, 3);
+    assert.equal((await notificationsOf(store(), userId)).filter((x) => x.stateChange !== null).length, 6);
     assert.equal((await store().analytics.forWorkflow(userId, flaky.id))?.totalJobs, 8, 'a recovery is no job: it adds nothing to the counters');
   });
 

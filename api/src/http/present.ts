@@ -63,6 +63,8 @@ export function presentHealth(h: WorkflowHealth) {
       canceled: h.uptime.canceled,
       ...(decided > 0 ? { ratio: Math.round((h.uptime.completed / decided) * 10_000) / 10_000 } : {}),
     },
+    skipped_slots: h.skippedSlots,
+    ...(h.lastSlotSkippedAt !== null ? { last_slot_skipped_at: toIso(h.lastSlotSkippedAt) } : {}),
   };
 }
 

@@ -39,13 +39,14 @@ export function notificationsRoutes(deps: ApiDeps): Router {
     const unreadOnly = q.bool('unread') ?? false;
     const limit = q.int('limit', 1, 100) ?? NOTIFICATION_PAGE_SIZE;
     const kinds = readKinds(q);
+    const stateChange = q.bool('state_change');
     q.done();
     const after = decodeCursor(LIST, cursor);
     const userId = userIdOf(ctx);
     const user = await store.users.findById(userId);
     if (!user) throw new OrlojError('unauthenticated', 'The account no longer exists.');
     // With preference NONE notifications are still recorded, but none is listed.
-    const rows = user.notificationPreference === 'NONE' ? [] : await store.notifications.list({ userId, unreadOnly, kinds, after, limit: limit + 1 });
+    const rows = user.notificationPreference === 'NONE' ? [] : await store.notifications.list({ userId, unreadOnly, kinds, stateChange, after, limit: limit + 1 });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     ctx.body = {

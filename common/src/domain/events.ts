@@ -55,6 +55,17 @@ export interface TerminationCause {
   requestId?: string | null;
 }
 
+/**
+ * A failed job. `down`: this failure turned the workflow down — the run
+ * before it (CANCELED ones passed over) did not fail, the same reading as the
+ * health state's `down` (common/src/domain/health.ts). Absent when the
+ * workflow was down already, and in events of older versions.
+ */
+export interface FailedJobEventData extends JobEventData {
+  status: 'FAILED';
+  down?: true;
+}
+
 export interface TerminationEventData extends WorkflowEventData {
   /** Terminated by the service after too many consecutive failed jobs, not by the user. */
   automatic: boolean;
@@ -70,18 +81,41 @@ export interface RecoveryEventData extends WorkflowEventData {
   consecutive_failures: number;
 }
 
-export type DomainEventData = WorkflowEventData | JobEventData | TerminationEventData | RecoveryEventData;
+/** What each kind of event carries. */
+export interface DomainEventDataByKind {
+  'workflow.created': WorkflowEventData;
+  'build.completed': WorkflowEventData;
+  'build.failed': WorkflowEventData;
+  'job.completed': JobEventData;
+  'job.failed': FailedJobEventData;
+  'job.canceled': JobEventData;
+  'workflow.terminated': TerminationEventData;
+  'workflow.deleted': WorkflowEventData;
+  'workflow.recovered': RecoveryEventData;
+}
 
-/** An event as the outbox holds it and the bus carries it (message type MESSAGE_TYPES.domainEvent). */
-export interface DomainEvent<D extends DomainEventData = DomainEventData> {
+export type DomainEventData = DomainEventDataByKind[DomainEventKind];
+
+/** An event of one kind, as the outbox holds it and the bus carries it (message type MESSAGE_TYPES.domainEvent). */
+export interface DomainEventOf<K extends DomainEventKind> {
   /** Deterministic identity: kind, entity and occurrence. The same change always yields the same id. */
   id: string;
-  kind: DomainEventKind;
+  kind: K;
   user_id: string;
   workflow_id: string;
   /** ms since the epoch */
   occurred_at: number;
-  data: D;
+  data: DomainEventDataByKind[K];
+}
+
+/** Any event: a union discriminated by `kind`, so a switch on it types `data`. */
+export type DomainEvent = { [K in DomainEventKind]: DomainEventOf<K> }[DomainEventKind];
+
+export type JobEvent = DomainEventOf<'job.completed'> | DomainEventOf<'job.failed'> | DomainEventOf<'job.canceled'>;
+
+/** A job's terminal outcome (job.completed, job.failed, job.canceled). */
+export function isJobEvent(e: DomainEvent): e is JobEvent {
+  return e.kind === 'job.completed' || e.kind === 'job.failed' || e.kind === 'job.canceled';
 }
 
 function workflowData(w: Workflow, requestId?: string | null): WorkflowEventData {
@@ -93,44 +127,48 @@ export function eventRequestId(event: DomainEvent): string | undefined {
   return isRequestId(event.data.request_id) ? event.data.request_id : undefined;
 }
 
-function event<D extends DomainEventData>(kind: DomainEventKind, occurrence: string, w: Workflow, now: number, data: D): DomainEvent<D> {
+function event<K extends DomainEventKind>(kind: K, occurrence: string, w: Workflow, now: number, data: DomainEventDataByKind[K]): DomainEventOf<K> {
   return { id: `${kind}:${occurrence}`, kind, user_id: w.userId, workflow_id: w.id, occurred_at: now, data };
 }
 
 export const domainEvents = {
-  workflowCreated: (w: Workflow): DomainEvent => event('workflow.created', w.id, w, w.createdAt, workflowData(w)),
+  workflowCreated: (w: Workflow): DomainEventOf<'workflow.created'> => event('workflow.created', w.id, w, w.createdAt, workflowData(w)),
   /** A workflow builds once per generation: only a PUT (which bumps it) starts another build. */
-  buildFinished: (w: Workflow, ok: boolean, now: number): DomainEvent =>
+  buildFinished: (w: Workflow, ok: boolean, now: number): DomainEventOf<'build.completed' | 'build.failed'> =>
     event(ok ? 'build.completed' : 'build.failed', `${w.id}:${w.generation}`, w, now, workflowData(w)),
-  /** A job reaches a terminal state once. */
-  jobEnded(w: Workflow, job: Job, now: number): DomainEvent<JobEventData> {
-    const status = job.status as JobEventData['status'];
-    return event(`job.${status.toLowerCase()}` as DomainEventKind, job.id, w, now, {
+  /**
+   * A job reaches a terminal state once. `down`: a FAILED job that turned the
+   * workflow down (see FailedJobEventData).
+   */
+  jobEnded(w: Workflow, job: Job, now: number, down = false): JobEvent {
+    const data: JobEventData = {
       ...workflowData(w, job.requestId),
       job_id: job.id,
       trigger: job.trigger,
-      status,
+      status: job.status as JobEventData['status'],
       scheduled_at: job.scheduledAt,
       ...(job.startedAt !== null ? { started_at: job.startedAt } : {}),
       ...(job.completedAt !== null ? { completed_at: job.completedAt } : {}),
       ...(job.statusReasonCode !== null ? { reason_code: job.statusReasonCode } : {}),
       ...(job.statusReasonMessage !== null ? { reason_message: job.statusReasonMessage } : {}),
-    });
+    };
+    if (data.status === 'FAILED') return event('job.failed', job.id, w, now, { ...data, status: 'FAILED', ...(down ? { down: true as const } : {}) });
+    return event(data.status === 'COMPLETED' ? 'job.completed' : 'job.canceled', job.id, w, now, data);
   },
   /** Terminated once per generation: only a PUT (which bumps it) reactivates a workflow. */
-  workflowTerminated: (w: Workflow, now: number, cause: TerminationCause): DomainEvent<TerminationEventData> =>
+  workflowTerminated: (w: Workflow, now: number, cause: TerminationCause): DomainEventOf<'workflow.terminated'> =>
     event('workflow.terminated', `${w.id}:${w.generation}`, w, now, {
       ...workflowData(w, cause.automatic ? cause.requestId : undefined),
       automatic: cause.automatic,
       consecutive_failures: w.consecutiveJobFailuresCount,
       max_consecutive_failures: w.maxConsecutiveJobFailuresAllowed,
     }),
-  workflowDeleted: (w: Workflow, now: number): DomainEvent => event('workflow.deleted', w.id, w, now, workflowData(w)),
+  workflowDeleted: (w: Workflow, now: number): DomainEventOf<'workflow.deleted'> => event('workflow.deleted', w.id, w, now, workflowData(w)),
   /**
    * The down→up transition, once: its occurrence is the job that completed,
    * and a job ends once. `w` as read before the failure count was reset.
    */
-  workflowRecovered: (w: Workflow, job: Job, now: number): DomainEvent<RecoveryEventData> =>
+  workflowRecovered: (w: Workflow, job: Job, now: number): DomainEventOf<'workflow.recovered'> =>
     event('workflow.recovered', `${w.id}:${job.id}`, w, now, { ...workflowData(w, job.requestId), job_id: job.id, consecutive_failures: w.consecutiveJobFailuresCount }),
 };
 

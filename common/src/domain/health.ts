@@ -60,6 +60,8 @@ export interface RunFacts {
   window: RunCounts;
   open: OpenRun[];
   nextDueAt: number | null;
+  /** Due slots that never got a job of their own, and when the last one passed (absent: none). */
+  skipped?: { count: number; lastAt: number | null };
 }
 
 export interface WorkflowHealth {
@@ -73,6 +75,9 @@ export interface WorkflowHealth {
   nextRunAt: number | null;
   recentRuns: RunSummary[];
   uptime: { windowMs: number } & RunCounts;
+  /** Missed runs: due slots that never got a job of their own since the workflow was created, and when the last one passed. */
+  skippedSlots: number;
+  lastSlotSkippedAt: number | null;
 }
 
 type HealthInput = Pick<
@@ -106,5 +111,7 @@ export function workflowHealth(w: HealthInput, facts: RunFacts, now: number): Wo
     nextRunAt,
     recentRuns: facts.recent,
     uptime: { windowMs: UPTIME_WINDOW_MS, ...facts.window },
+    skippedSlots: facts.skipped?.count ?? 0,
+    lastSlotSkippedAt: facts.skipped?.lastAt ?? null,
   };
 }

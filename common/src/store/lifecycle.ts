@@ -60,15 +60,18 @@ export async function recordBuildResult(tx: Store, workflowId: string, token: nu
  * Applies a job's terminal outcome to its workflow: a FAILED job adds one
  * consecutive failure and terminates the workflow at its limit; a COMPLETED
  * job resets the count; a CANCELED job does neither. Every outcome writes its
- * event. Call it only with the job returned by the transition that made it
- * terminal, so a result delivered twice is counted once.
+ * event; a failure that turns the workflow down is marked so (`down`), and a
+ * completion that turns it up again writes workflow.recovered too. Call it
+ * only with the job returned by the transition that made it terminal, so a
+ * result delivered twice is counted once.
  */
 export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise<{ autoTerminated: boolean }> {
   // Locked: see runMissedSlot.
   const workflow = await tx.workflows.findById(job.workflowId, { lock: true });
-  if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now));
+  const change = workflow && job.status !== 'CANCELED' ? await stateChange(tx, job) : undefined;
+  if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now, change === 'down'));
   if (job.status === 'COMPLETED') {
-    if (workflow && (await isRecovery(tx, job))) await tx.outbox.add(domainEvents.workflowRecovered(workflow, job, now));
+    if (workflow && change === 'recovered') await tx.outbox.add(domainEvents.workflowRecovered(workflow, job, now));
     // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
     if (!workflow || workflow.consecutiveJobFailuresCount > 0) await tx.workflows.resetFailures(job.workflowId, now);
   } else if (job.status === 'FAILED') {
@@ -124,16 +127,19 @@ export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: num
 }
 
 /**
- * Whether the completed job turns the workflow from down to up: it is now the
- * latest finished run and the one before it (CANCELED runs passed over)
- * FAILED — the same reading as the health state's `down` and `up`
- * (common/src/domain/health.ts). The workflow row is locked by the caller, so
- * outcomes of one workflow are applied one at a time and each transition is
- * seen by exactly one job.
+ * Whether the finished job changes the workflow's up/down state: it is now
+ * the latest finished run, and the one before it (CANCELED runs passed over)
+ * FAILED while this one completed (`recovered`), or did not fail (or there was
+ * none) while this one FAILED (`down`) — the same reading as the health
+ * state's `down` and `up` (common/src/domain/health.ts). The workflow row is
+ * locked by the caller, so outcomes of one workflow are applied one at a time
+ * and each transition is seen by exactly one job.
  */
-async function isRecovery(tx: Store, job: Job): Promise<boolean> {
+async function stateChange(tx: Store, job: Job): Promise<'down' | 'recovered' | undefined> {
   const [latest, before] = await tx.jobs.latestOutcomes(job.workflowId, 2);
-  return latest?.id === job.id && before?.status === 'FAILED';
+  if (latest?.id !== job.id) return undefined;
+  if (job.status === 'COMPLETED') return before?.status === 'FAILED' ? 'recovered' : undefined;
+  return before?.status === 'FAILED' ? undefined : 'down';
 }
 
 /**

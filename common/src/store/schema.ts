@@ -148,6 +148,8 @@ export interface NotificationsTable {
   workflow_id: string;
   dedupe_key: string;
   kind: string;
+  /** down, recovered, terminated, build_failed; null when not a state change (migration 0015) */
+  state_change: string | null;
   payload: string;
   read_at: number | null;
   created_at: number;

@@ -3,8 +3,11 @@
  * hand from the contract and docs/api decisions: the api of this build may
  * not serve them yet (features.gen.ts says whether it does).
  */
-/** WEB_RECOVERED came after the first four (docs/api.md); a kind this build does not know is shown as a plain notification. */
-export type NotificationKind = 'WEB_INFO' | 'WEB_SUCCESS' | 'WEB_ALERT' | 'WEB_ERROR' | 'WEB_RECOVERED';
+/** The contract's kinds (api-decisions.md); a kind this build does not know is shown as a plain notification. */
+export type NotificationKind = 'WEB_INFO' | 'WEB_SUCCESS' | 'WEB_ALERT' | 'WEB_ERROR';
+
+/** A notification that says a workflow's state changed carries one of these in its payload (docs/api.md, "Notifications"). */
+export type StateChange = 'down' | 'recovered' | 'terminated' | 'build_failed';
 
 export interface Notification {
   id: string;
@@ -28,6 +31,8 @@ export interface NotificationPayload {
   entity_id?: string;
   workflow_id?: string;
   action_url?: string;
+  /** Present only on a state change; the api lists them apart with `state_change=true`. */
+  state_change?: StateChange | string;
 }
 
 export interface Totals {

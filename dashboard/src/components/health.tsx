@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import type { Workflow } from '../api/client';
+import { formatCount } from '../format';
 import { formatAbsolute, formatRelative } from '../relative-time';
 
 export type Health = NonNullable<Workflow['health']>;
@@ -88,6 +89,35 @@ export function Uptime({ uptime }: { uptime: Health['uptime'] }) {
   return (
     <span className="nowrap" title={`${uptime.completed} completed, ${uptime.failed} failed in the last ${uptime.window_hours} h`}>
       {text}
+    </span>
+  );
+}
+
+/** Whether the last missed run is within the uptime window (24 h): the list marks such rows. */
+export function missedRecently(health: Health, now: number = Date.now()): boolean {
+  const last = health.last_slot_skipped_at ? Date.parse(health.last_slot_skipped_at) : NaN;
+  return health.skipped_slots > 0 && now - last < health.uptime.window_hours * 3_600_000;
+}
+
+const MISSED_HINT = 'Due runs that never started: orloj was down, the previous run was still going, or the runners were behind. Only the most recent missed run is made up.';
+
+/** The workflow page's missed runs: how many since it was created, and when the last one was (relative, absolute on hover). */
+export function MissedRuns({ health }: { health: Health }) {
+  if (health.skipped_slots === 0) return <span className="muted">None</span>;
+  const n = health.skipped_slots;
+  return (
+    <span className={missedRecently(health) ? 'missed missed-recent' : 'missed'} title={MISSED_HINT}>
+      {formatCount(n)} missed{health.last_slot_skipped_at ? <>, the last <RelativeTime iso={health.last_slot_skipped_at} /></> : null}
+    </span>
+  );
+}
+
+/** The list row's compact mark while the last missed run is recent: "missed 5 min ago", the absolute time on hover. */
+export function MissedMark({ health }: { health: Health }) {
+  if (!missedRecently(health)) return null;
+  return (
+    <span className="badge badge-wait missed-mark" title={`${formatCount(health.skipped_slots)} missed run${health.skipped_slots === 1 ? '' : 's'}. ${MISSED_HINT}`}>
+      missed <RelativeTime iso={health.last_slot_skipped_at} />
     </span>
   );
 }

@@ -2,7 +2,7 @@ import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tansta
 import { useEffect, useRef, useState } from 'react';
 import { Link } from 'react-router';
 import { contractRequest } from '../api/client';
-import { notificationPayload, safeActionPath, type Notification, type NotificationPage } from '../api/contract';
+import { notificationPayload, safeActionPath, type Notification, type NotificationPage, type StateChange } from '../api/contract';
 import { formatTime } from '../format';
 import { EmptyState, Spinner } from './badges';
 
@@ -10,48 +10,76 @@ const POLL_MS = 10_000;
 const UNREAD_PAGE = 100;
 
 /**
- * Alerts are the notifications that say something went wrong: a job or a build
- * failed, a workflow was terminated automatically (docs/notifications.md).
- * Together with recoveries (a workflow up again after failed runs) they are the
- * state changes the drawer opens on. The rest (completed jobs and builds,
- * cancellations, terminations by the user) is routine, kept one click away so
- * it does not bury them.
+ * State changes are the notifications that say a workflow's state changed
+ * (docs/notifications.md, "State changes"): the failure that turned it down,
+ * its automatic termination, a failed build (together, the alerts) and its
+ * recovery. The api marks them (`state_change` in the payload) and lists
+ * them apart (`state_change=true`), so the bell and the drawer's first view
+ * ask for them alone. The rest — completed jobs and builds, failures of a
+ * workflow already down, cancellations, terminations by the user — is
+ * routine, kept one click away so it does not bury them.
  */
-export const ALERT_KINDS: readonly Notification['kind'][] = ['WEB_ALERT', 'WEB_ERROR'];
-export const RECOVERED_KIND: Notification['kind'] = 'WEB_RECOVERED';
-const STATE_CHANGE_KINDS: readonly Notification['kind'][] = [...ALERT_KINDS, RECOVERED_KIND];
-const ROUTINE_KINDS: readonly Notification['kind'][] = ['WEB_SUCCESS', 'WEB_INFO'];
-const isAlert = (n: Notification) => ALERT_KINDS.includes(n.kind);
-const isRecovery = (n: Notification) => n.kind === RECOVERED_KIND;
+const stateChangeOf = (n: Notification) => notificationPayload(n).state_change;
+const isRecovery = (n: Notification) => stateChangeOf(n) === 'recovered';
 
-/** Unread notifications (the newest 100; "+" when there are more), alerts and recoveries counted apart. */
+/** Words for each state change, said beside the title (not in colour alone). */
+const CHANGE_TAGS: Record<StateChange, { text: string; tone: 'ok' | 'bad'; arrow?: 'up' | 'down' }> = {
+  down: { text: 'down', tone: 'bad', arrow: 'down' },
+  recovered: { text: 'recovered', tone: 'ok', arrow: 'up' },
+  terminated: { text: 'terminated', tone: 'bad' },
+  build_failed: { text: 'build failed', tone: 'bad' },
+};
+const changeTag = (n: Notification) => {
+  const change = stateChangeOf(n);
+  return change && Object.hasOwn(CHANGE_TAGS, change) ? { change: change as StateChange, ...CHANGE_TAGS[change as StateChange] } : undefined;
+};
+
+const unreadPath = (stateChange: boolean) => `/notifications?unread=true&state_change=${stateChange}&limit=${UNREAD_PAGE}`;
+
+/**
+ * Unread notifications, counted by the api's filter: the unread state changes
+ * (alerts and recoveries apart) and the unread rest, each up to 100 ("+" when
+ * there are more), so a flood of routine ones never hides a state change.
+ */
 function useUnreadCount() {
-  return useQuery({
-    queryKey: ['notifications', 'unread'],
-    queryFn: () => contractRequest<NotificationPage>('GET', `/notifications?unread=true&limit=${UNREAD_PAGE}`),
+  const changes = useQuery({
+    queryKey: ['notifications', 'unread', 'changes'],
+    queryFn: () => contractRequest<NotificationPage>('GET', unreadPath(true)),
     refetchInterval: POLL_MS,
     select: (page) => {
-      const unread = page.notifications.filter((n) => !n.read_at);
-      return { count: unread.length, alerts: unread.filter(isAlert).length, recoveries: unread.filter(isRecovery).length, more: page.cursor !== '' };
+      const recoveries = page.notifications.filter(isRecovery).length;
+      return { alerts: page.notifications.length - recoveries, recoveries, more: page.cursor !== '' };
     },
   });
+  const rest = useQuery({
+    queryKey: ['notifications', 'unread', 'rest'],
+    queryFn: () => contractRequest<NotificationPage>('GET', unreadPath(false)),
+    refetchInterval: POLL_MS,
+    select: (page) => ({ count: page.notifications.length, more: page.cursor !== '' }),
+  });
+  const alerts = changes.data?.alerts ?? 0;
+  const recoveries = changes.data?.recoveries ?? 0;
+  return {
+    alerts,
+    recoveries,
+    changesMore: changes.data?.more ?? false,
+    count: alerts + recoveries + (rest.data?.count ?? 0),
+    more: (changes.data?.more ?? false) || (rest.data?.more ?? false),
+  };
 }
 
 /**
- * The bell: unread alerts in red; with none, unread recoveries in green; with
- * neither, unread routine ones in grey. The counter shows the most urgent of
- * them, the label names every count.
+ * The bell: unread alerts (down, terminated, build failed) in red; with none,
+ * unread recoveries in green; with neither, the other unread ones in grey.
+ * The counter shows the most urgent of them, the label names every count.
  */
 export function NotificationsButton({ onOpen }: { onOpen: () => void }) {
-  const unread = useUnreadCount();
-  const count = unread.data?.count ?? 0;
-  const alerts = unread.data?.alerts ?? 0;
-  const recoveries = unread.data?.recoveries ?? 0;
-  const more = unread.data?.more ? '+' : '';
+  const { alerts, recoveries, count, changesMore, more: anyMore } = useUnreadCount();
+  const more = anyMore ? '+' : '';
   const label =
     count === 0
       ? 'Notifications, none unread'
-      : `Notifications, ${alerts > 0 ? `${alerts} alert${alerts === 1 ? '' : 's'}, ` : ''}${recoveries > 0 ? `${recoveries} recovered, ` : ''}${count}${more} unread`;
+      : `Notifications, ${alerts > 0 ? `${alerts}${changesMore ? '+' : ''} alert${alerts === 1 ? '' : 's'}, ` : ''}${recoveries > 0 ? `${recoveries} recovered, ` : ''}${count}${more} unread`;
   return (
     <button type="button" className="secondary bell" aria-label={label} onClick={onOpen}>
       <svg aria-hidden="true" width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="2" strokeLinecap="round" strokeLinejoin="round">
@@ -61,6 +89,7 @@ export function NotificationsButton({ onOpen }: { onOpen: () => void }) {
       {alerts > 0 ? (
         <span className="bell-count" aria-hidden="true" data-testid="unread-count">
           {alerts}
+          {changesMore ? '+' : ''}
         </span>
       ) : recoveries > 0 ? (
         <span className="bell-count bell-count-recovered" aria-hidden="true" data-testid="unread-count">
@@ -76,21 +105,29 @@ export function NotificationsButton({ onOpen }: { onOpen: () => void }) {
   );
 }
 
+function Arrow({ to }: { to: 'up' | 'down' }) {
+  return (
+    <svg aria-hidden="true" width="12" height="12" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="3" strokeLinecap="round" strokeLinejoin="round">
+      <path d={to === 'up' ? 'M12 19V5M5 12l7-7 7 7' : 'M12 5v14M5 12l7 7 7-7'} />
+    </svg>
+  );
+}
+
 function NotificationItem({ n, onRead, busy, onNavigate }: { n: Notification; onRead: () => void; busy: boolean; onNavigate: () => void }) {
   const p = notificationPayload(n);
   const target = safeActionPath(p.action_url);
   const kind = n.kind.replace(/^WEB_/, '').toLowerCase();
+  const tag = changeTag(n);
+  const changeClass = tag ? ` notification-change notification-${tag.change.replace('_', '-')}` : '';
   return (
-    <li className={`notification notification-${kind}${n.read_at ? ' read' : ''}`}>
+    <li className={`notification notification-${kind}${changeClass}${n.read_at ? ' read' : ''}`}>
       <div className="notification-head">
         <span className="notification-title">
-          {isRecovery(n) ? (
-            // Said in words as well as in colour: the tag is what tells a recovery from a routine completion.
-            <span className="badge badge-ok notification-tag">
-              <svg aria-hidden="true" width="12" height="12" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="3" strokeLinecap="round" strokeLinejoin="round">
-                <path d="M12 19V5M5 12l7-7 7 7" />
-              </svg>
-              recovered
+          {tag ? (
+            // Said in words as well as in colour: the tag is what tells a state change from a routine notification.
+            <span className={`badge badge-${tag.tone} notification-tag`}>
+              {tag.arrow ? <Arrow to={tag.arrow} /> : null}
+              {tag.text}
             </span>
           ) : null}
           <strong>{p.title ?? 'Notification'}</strong>
@@ -117,30 +154,30 @@ function NotificationItem({ n, onRead, busy, onNavigate }: { n: Notification; on
 }
 
 const VIEWS = [
-  ['alerts', 'Alerts', STATE_CHANGE_KINDS],
-  ['routine', 'Everything else', ROUTINE_KINDS],
+  ['changes', 'State changes', true],
+  ['routine', 'Everything else', false],
   ['all', 'All', undefined],
 ] as const;
 type View = (typeof VIEWS)[number][0];
 
-/** The drawer's list for a view: the api filters by kind, so routine ones never push alerts off a page. */
-function listPath(kinds: readonly string[] | undefined, cursor: string): string {
+/** The drawer's list for a view: the api filters state changes, so routine ones never push them off a page. */
+function listPath(stateChange: boolean | undefined, cursor: string): string {
   const params = new URLSearchParams();
-  if (kinds) params.set('kind', kinds.join(','));
+  if (stateChange !== undefined) params.set('state_change', String(stateChange));
   if (cursor) params.set('cursor', cursor);
   const q = params.toString();
-  return `/notifications${q ? `?${q.replace(/%2C/g, ',')}` : ''}`;
+  return `/notifications${q ? `?${q}` : ''}`;
 }
 
-/** A side panel (modal dialog): state changes first (failures, automatic terminations, recoveries), everything else one click away; mark one or all read. */
+/** A side panel (modal dialog): state changes first (down, recovered, terminated automatically, build failed), everything else one click away; mark one or all read. */
 export function NotificationsDrawer({ onClose }: { onClose: () => void }) {
   const client = useQueryClient();
   const panel = useRef<HTMLDivElement>(null);
-  const [view, setView] = useState<View>('alerts');
-  const kinds = VIEWS.find((v) => v[0] === view)![2];
+  const [view, setView] = useState<View>('changes');
+  const stateChange = VIEWS.find((v) => v[0] === view)![2];
   const list = useInfiniteQuery({
     queryKey: ['notifications', 'list', view],
-    queryFn: ({ pageParam }) => contractRequest<NotificationPage>('GET', listPath(kinds, pageParam)),
+    queryFn: ({ pageParam }) => contractRequest<NotificationPage>('GET', listPath(stateChange, pageParam)),
     initialPageParam: '',
     getNextPageParam: (last) => last.cursor || undefined,
     refetchInterval: POLL_MS,
@@ -190,9 +227,9 @@ export function NotificationsDrawer({ onClose }: { onClose: () => void }) {
         {list.isPending ? (
           <Spinner />
         ) : all.length === 0 ? (
-          view === 'alerts' ? (
-            <EmptyState title="No alerts">
-              <p>Failed jobs and builds, automatic terminations and recoveries show up here; completed runs are under Everything else.</p>
+          view === 'changes' ? (
+            <EmptyState title="No state changes">
+              <p>A workflow going down or recovering, an automatic termination or a failed build shows up here; every other notification is under Everything else.</p>
             </EmptyState>
           ) : (
             <EmptyState title="No notifications yet">

@@ -12,7 +12,7 @@ import { DataTable } from '../components/data-table';
 import { Facts } from '../components/facts';
 import { checkSummary } from '../components/check';
 import { DefinitionSummary, targetOf } from '../components/definition';
-import { HealthBadge, RelativeTime, RunStrip, Uptime } from '../components/health';
+import { HealthBadge, MissedRuns, RelativeTime, RunStrip, Uptime } from '../components/health';
 import { ResponseTimeChart } from '../components/response-chart';
 import { SelectField } from '../components/fields';
 import { LoadMore } from '../components/load-more';
@@ -34,6 +34,7 @@ function HealthSection({ w }: { w: Workflow }) {
           ['Last run', <RelativeTime iso={h.last_run ? (h.last_run.completed_at ?? h.last_run.scheduled_at) : undefined} />],
           ['Next run', h.running ? 'running now' : <RelativeTime iso={h.next_run_at} fallback={w.terminated_at ? 'none (terminated)' : '—'} />],
           [`Uptime ${h.uptime.window_hours} h`, <Uptime uptime={h.uptime} />],
+          ['Missed runs', <MissedRuns health={h} />],
           ['Recent runs', <RunStrip runs={h.recent_runs} />, true],
         ]}
       />

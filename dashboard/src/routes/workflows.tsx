@@ -5,7 +5,7 @@ import { api, BUILD_STATUSES, call, isBuilding, WORKFLOW_KINDS, type BuildStatus
 import { EmptyState, Spinner, StatusBadge } from '../components/badges';
 import { DataTable } from '../components/data-table';
 import { SelectField, TextField } from '../components/fields';
-import { attentionRank, HealthBadge, RelativeTime, RunStrip, Uptime } from '../components/health';
+import { attentionRank, HealthBadge, MissedMark, RelativeTime, RunStrip, Uptime } from '../components/health';
 import { LoadMore } from '../components/load-more';
 import { formatInterval } from '../format';
 import { useTitle } from '../components/use-title';
@@ -167,6 +167,7 @@ function WorkflowTable({ workflows }: { workflows: Workflow[] }) {
             <span className="state-cell">
               {w.health ? <HealthBadge health={w.health} /> : <StatusBadge status={w.build_status} />}
               {w.health?.auto_terminated ? <StatusBadge status="FAILED" label="terminated automatically" /> : null}
+              {w.health ? <MissedMark health={w.health} /> : null}
             </span>
           ),
         },

@@ -16,7 +16,9 @@ function notification(id: string, payload: object, read = false, kind: Notificat
   };
 }
 
-/** GET (with the unread and kind filters) and PUT /notifications, over a list the test owns. */
+const changeOf = (n: Notification) => (JSON.parse(n.payload) as { state_change?: string }).state_change;
+
+/** GET (with the unread, state_change and limit filters, as the api applies them) and PUT /notifications, over a list the test owns. */
 function fakeApi(list: Notification[]) {
   const puts: unknown[] = [];
   const gets: string[] = [];
@@ -30,10 +32,12 @@ function fakeApi(list: Notification[]) {
     const u = new URL(url, 'http://dashboard.test');
     expect(u.pathname).toBe('/api/notifications');
     gets.push(u.search);
-    const kinds = u.searchParams.get('kind')?.split(',');
+    expect(u.searchParams.has('kind')).toBe(false);
+    const changes = u.searchParams.get('state_change');
     const unread = u.searchParams.get('unread') === 'true';
-    const shown = list.filter((n) => (!kinds || kinds.includes(n.kind)) && (!unread || !n.read_at));
-    return Response.json({ notifications: shown, cursor: '' });
+    const limit = Number(u.searchParams.get('limit') ?? 50);
+    const shown = list.filter((n) => (changes === null || (changeOf(n) !== undefined) === (changes === 'true')) && (!unread || !n.read_at));
+    return Response.json({ notifications: shown.slice(0, limit), cursor: shown.length > limit ? 'more' : '' });
   });
   vi.stubGlobal('fetch', fetch);
   return { fetch, puts, gets };
@@ -50,41 +54,57 @@ describe('notifications', () => {
     expect(screen.getByTestId('unread-count').textContent).toBe('2');
   });
 
-  it('counts unread alerts apart, in red, ahead of routine ones', async () => {
-    fakeApi([
-      notification('a', { title: 'Job completed' }),
-      notification('b', { title: 'Job failed' }, false, 'WEB_ERROR'),
-      notification('c', { title: 'Workflow terminated automatically' }, false, 'WEB_ALERT'),
-      notification('d', { title: 'Job failed' }, true, 'WEB_ERROR'),
-    ]);
-    renderWithProviders(<NotificationsButton onOpen={() => {}} />);
-    expect(await screen.findByRole('button', { name: 'Notifications, 2 alerts, 3 unread' })).toBeTruthy();
-    expect(screen.getByTestId('unread-count').textContent).toBe('2');
-    expect(screen.getByTestId('unread-count').className).not.toContain('routine');
-  });
-
-  it('opens on alerts, asking the api for them only, with everything else one click away', async () => {
+  it('counts unread state changes apart, with the api\'s filter, alerts in red ahead of routine ones', async () => {
     const { gets } = fakeApi([
       notification('a', { title: 'Job completed' }),
-      notification('b', { title: 'Workflow terminated automatically' }, false, 'WEB_ALERT'),
+      notification('b', { title: 'Job failed', state_change: 'down' }, false, 'WEB_ERROR'),
+      notification('c', { title: 'Workflow terminated automatically', state_change: 'terminated' }, false, 'WEB_ALERT'),
+      // a failure of a workflow already down is routine
+      notification('d', { title: 'Job failed' }, false, 'WEB_ERROR'),
+      notification('e', { title: 'Job failed', state_change: 'down' }, true, 'WEB_ERROR'),
+    ]);
+    renderWithProviders(<NotificationsButton onOpen={() => {}} />);
+    expect(await screen.findByRole('button', { name: 'Notifications, 2 alerts, 4 unread' })).toBeTruthy();
+    expect(screen.getByTestId('unread-count').textContent).toBe('2');
+    expect(screen.getByTestId('unread-count').className).not.toContain('routine');
+    expect(gets).toContain('?unread=true&state_change=true&limit=100');
+    expect(gets).toContain('?unread=true&state_change=false&limit=100');
+  });
+
+  it('counts every unread state change, however many routine ones are newer', async () => {
+    const routine = Array.from({ length: 150 }, (_, i) => notification(`r${i}`, { title: 'Job failed' }, false, 'WEB_ERROR'));
+    fakeApi([...routine, notification('down', { title: 'Job failed', state_change: 'down' }, false, 'WEB_ERROR')]);
+    renderWithProviders(<NotificationsButton onOpen={() => {}} />);
+    expect(await screen.findByRole('button', { name: 'Notifications, 1 alert, 101+ unread' })).toBeTruthy();
+    expect(screen.getByTestId('unread-count').textContent).toBe('1');
+  });
+
+  it('opens on the state changes, asking the api for them only, with everything else one click away', async () => {
+    const { gets } = fakeApi([
+      notification('a', { title: 'Job completed' }),
+      notification('b', { title: 'Workflow terminated automatically', state_change: 'terminated' }, false, 'WEB_ALERT'),
+      notification('c', { title: 'Job failed' }, false, 'WEB_ERROR'),
     ]);
     const user = userEvent.setup();
     renderWithProviders(<NotificationsDrawer onClose={() => {}} />);
     const drawer = await screen.findByRole('dialog', { name: 'Notifications' });
     await within(drawer).findByText('Workflow terminated automatically');
     expect(within(drawer).queryByText('Job completed')).toBeNull();
-    // The state changes: alerts and recoveries.
-    expect(gets).toContain('?kind=WEB_ALERT,WEB_ERROR,WEB_RECOVERED');
+    expect(within(drawer).queryByText('Job failed')).toBeNull();
+    expect(within(drawer).getByRole('button', { name: 'State changes' }).getAttribute('aria-pressed')).toBe('true');
+    expect(gets).toContain('?state_change=true');
     await user.click(within(drawer).getByRole('button', { name: 'Everything else' }));
     await within(drawer).findByText('Job completed');
+    expect(within(drawer).getByText('Job failed')).toBeTruthy();
     expect(within(drawer).queryByText('Workflow terminated automatically')).toBeNull();
+    expect(gets).toContain('?state_change=false');
   });
 
   it('counts unread recoveries in green when nothing is failing, and names them in the label', async () => {
     fakeApi([
       notification('a', { title: 'Job completed' }),
-      notification('b', { title: 'Workflow recovered' }, false, 'WEB_RECOVERED'),
-      notification('c', { title: 'Workflow recovered' }, true, 'WEB_RECOVERED'),
+      notification('b', { title: 'Workflow recovered', state_change: 'recovered' }),
+      notification('c', { title: 'Workflow recovered', state_change: 'recovered' }, true),
     ]);
     renderWithProviders(<NotificationsButton onOpen={() => {}} />);
     expect(await screen.findByRole('button', { name: 'Notifications, 1 recovered, 2 unread' })).toBeTruthy();
@@ -94,8 +114,8 @@ describe('notifications', () => {
 
   it('keeps the red alert count ahead of recoveries', async () => {
     fakeApi([
-      notification('a', { title: 'Job failed' }, false, 'WEB_ERROR'),
-      notification('b', { title: 'Workflow recovered' }, false, 'WEB_RECOVERED'),
+      notification('a', { title: 'Job failed', state_change: 'down' }, false, 'WEB_ERROR'),
+      notification('b', { title: 'Workflow recovered', state_change: 'recovered' }),
     ]);
     renderWithProviders(<NotificationsButton onOpen={() => {}} />);
     expect(await screen.findByRole('button', { name: 'Notifications, 1 alert, 1 recovered, 2 unread' })).toBeTruthy();
@@ -103,25 +123,30 @@ describe('notifications', () => {
     expect(screen.getByTestId('unread-count').className).toBe('bell-count');
   });
 
-  it('lists a recovery among the state changes, tagged "recovered", not among routine ones', async () => {
+  it('tags each state change in words, a recovery "recovered" and the failure that turned it down "down"', async () => {
     fakeApi([
       notification('a', { title: 'Job completed' }),
-      notification('b', { title: 'Workflow recovered', message: 'Workflow "api" is up again.' }, false, 'WEB_RECOVERED'),
-      notification('c', { title: 'Job failed' }, false, 'WEB_ERROR'),
+      notification('b', { title: 'Workflow recovered', message: 'Workflow "api" is up again.', state_change: 'recovered' }),
+      notification('c', { title: 'Job failed', state_change: 'down' }, false, 'WEB_ERROR'),
+      notification('d', { title: 'Build failed', state_change: 'build_failed' }, false, 'WEB_ERROR'),
     ]);
     const user = userEvent.setup();
     renderWithProviders(<NotificationsDrawer onClose={() => {}} />);
     const drawer = await screen.findByRole('dialog', { name: 'Notifications' });
-    const item = (await within(drawer).findByText('Workflow recovered')).closest('li')!;
-    expect(item.className).toContain('notification-recovered');
-    expect(within(item).getByText('recovered')).toBeTruthy();
-    expect(within(drawer).getByText('Job failed')).toBeTruthy();
+    const recovered = (await within(drawer).findByText('Workflow recovered')).closest('li')!;
+    expect(recovered.className).toContain('notification-recovered');
+    expect(recovered.className).toContain('notification-success');
+    expect(within(recovered).getByText('recovered')).toBeTruthy();
+    const down = within(drawer).getByText('Job failed').closest('li')!;
+    expect(down.className).toContain('notification-down');
+    expect(within(down).getByText('down')).toBeTruthy();
+    expect(within(within(drawer).getByText('Build failed').closest('li')!).getByText('build failed')).toBeTruthy();
     expect(within(drawer).queryByText('Job completed')).toBeNull();
-    // only the recovery carries the tag
-    expect(within(drawer).getAllByText('recovered')).toHaveLength(1);
     await user.click(within(drawer).getByRole('button', { name: 'Everything else' }));
     await within(drawer).findByText('Job completed');
     expect(within(drawer).queryByText('Workflow recovered')).toBeNull();
+    // a routine notification carries no tag
+    expect(within(drawer).getByText('Job completed').closest('li')!.querySelector('.notification-tag')).toBeNull();
   });
 
   it('lists notifications with their text and link, and marks one or all read', async () => {
@@ -155,7 +180,7 @@ describe('notifications', () => {
     fakeApi([]);
     const onClose = vi.fn();
     renderWithProviders(<NotificationsDrawer onClose={onClose} />);
-    await screen.findByText('No alerts');
+    await screen.findByText('No state changes');
     await userEvent.keyboard('{Escape}');
     expect(onClose).toHaveBeenCalled();
   });

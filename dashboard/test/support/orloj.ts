@@ -2,9 +2,10 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const BIN = path.join(ROOT, 'server/src/bin.ts');
@@ -67,4 +68,46 @@ export async function pollUntil<T>(wait: number, what: string, read: () => Promi
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v).slice(0, 400)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/**
+ * While the server is down: waits for a round of the disconnected banner's
+ * retries to fail (it asks again every query on screen, the session check
+ * included), then asserts the page was not replaced by "orloj is not
+ * reachable" — what was on screen must stay.
+ */
+export async function outlastRetryRound(page: Page): Promise<void> {
+  await page.waitForEvent('requestfailed', { predicate: (r) => r.url().endsWith('/api/auth/validate') });
+  assert.equal(await page.getByRole('heading', { name: 'orloj is not reachable' }).count(), 0, 'a failed session check took the page down');
+}
+
+/** Saves a full-page screenshot as artifacts/screenshots/<name>.png. */
+export async function saveScreenshot(page: Page, name: string): Promise<void> {
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/**
+ * A page at 1440×900 in light mode, in a context of its own on `base`, whose
+ * problems — a request to another host, a console error (but the 401 of the
+ * signed-out session check, and while `down()` says the server is away on
+ * purpose, its refused requests), an uncaught page error — are pushed onto
+ * `problems` for the suite to fail on.
+ */
+export async function watchedPage(browser: Browser, base: string, wait: number, problems: string[], down: () => boolean = () => false): Promise<Page> {
+  const context = await browser.newContext({ baseURL: base, viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+  context.setDefaultTimeout(wait);
+  context.on('request', (req) => {
+    const url = new URL(req.url());
+    if (url.origin !== base && url.protocol !== 'data:') problems.push(`request to another host: ${req.url()}`);
+  });
+  const page = await context.newPage();
+  page.on('console', (msg) => {
+    if (down() && /ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_EMPTY_RESPONSE|Failed to load resource|EventSource/.test(msg.text())) return;
+    if (msg.type() === 'error' && !(/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate'))) {
+      problems.push(`console error: ${msg.text()} (${msg.location().url})`);
+    }
+  });
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  return page;
 }

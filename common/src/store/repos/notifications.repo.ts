@@ -3,9 +3,18 @@ import type { Database } from '../schema.js';
 import type { DialectHelpers } from '../dialect.js';
 import type { KeysetPosition } from '../../cursor.js';
 
-/** WEB_RECOVERED (a workflow up again after failed runs) was added after the first four; clients must tolerate kinds they do not know. */
-export const NOTIFICATION_KINDS = ['WEB_INFO', 'WEB_SUCCESS', 'WEB_ALERT', 'WEB_ERROR', 'WEB_RECOVERED'] as const;
+/** The contract's kinds (api-decisions.md); nothing else is ever stored or listed. */
+export const NOTIFICATION_KINDS = ['WEB_INFO', 'WEB_SUCCESS', 'WEB_ALERT', 'WEB_ERROR'] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+/**
+ * A notification that says the workflow's state changed (docs/notifications.md,
+ * "State changes"): the failure that turned it down, the completion that
+ * brought it back, its automatic termination, a failed build. Stored beside
+ * the kind (and in the payload as `state_change`) so the api can filter on it.
+ */
+export const NOTIFICATION_STATE_CHANGES = ['down', 'recovered', 'terminated', 'build_failed'] as const;
+export type NotificationStateChange = (typeof NOTIFICATION_STATE_CHANGES)[number];
 
 export interface Notification {
   id: string;
@@ -14,6 +23,8 @@ export interface Notification {
   /** user + event identity; unique */
   dedupeKey: string;
   kind: NotificationKind;
+  /** null (or absent, on insert) for every notification that is not a state change */
+  stateChange?: NotificationStateChange | null;
   /** JSON object text, returned as stored */
   payload: string;
   readAt: number | null;
@@ -45,6 +56,7 @@ export class NotificationsRepo {
             workflow_id: n.workflowId,
             dedupe_key: n.dedupeKey,
             kind: n.kind,
+            state_change: n.stateChange ?? null,
             payload: n.payload,
             read_at: n.readAt,
             created_at: n.createdAt,
@@ -65,12 +77,15 @@ export class NotificationsRepo {
     unreadOnly: boolean;
     /** Only these kinds (all when absent). */
     kinds?: readonly NotificationKind[] | undefined;
+    /** true: only state changes; false: only the others; absent: both. */
+    stateChange?: boolean | undefined;
     after?: KeysetPosition | undefined;
     limit: number;
   }): Promise<Notification[]> {
     let q = this.db.selectFrom('notifications').selectAll().where('user_id', '=', f.userId);
     if (f.unreadOnly) q = q.where('read_at', 'is', null);
     if (f.kinds) q = q.where('kind', 'in', f.kinds);
+    if (f.stateChange !== undefined) q = q.where('state_change', f.stateChange ? 'is not' : 'is', null);
     if (f.after) {
       const { k, id } = f.after;
       q = q.where((eb) => eb.or([eb('created_at', '<', k), eb.and([eb('created_at', '=', k), eb('id', '<', id)])]));
@@ -82,6 +97,7 @@ export class NotificationsRepo {
       workflowId: r.workflow_id,
       dedupeKey: r.dedupe_key,
       kind: r.kind as NotificationKind,
+      stateChange: r.state_change as NotificationStateChange | null,
       payload: r.payload,
       readAt: r.read_at,
       createdAt: r.created_at,

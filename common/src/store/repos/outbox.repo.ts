@@ -76,6 +76,7 @@ export class OutboxRepo {
       .returningAll()
       .execute();
     return rows
+      // Rows this repo wrote from a typed DomainEvent: kind and data belong together.
       .map((r) => ({
         id: r.id,
         kind: r.kind as DomainEventKind,
@@ -83,7 +84,7 @@ export class OutboxRepo {
         workflow_id: r.workflow_id,
         occurred_at: r.occurred_at,
         data: JSON.parse(r.data) as DomainEvent['data'],
-      }))
+      }) as DomainEvent)
       .sort((a, b) => a.occurred_at - b.occurred_at || (a.id < b.id ? -1 : 1));
   }
 

@@ -472,11 +472,19 @@ export class WorkflowsRepo {
     return (await q.execute()).map(toWorkflow);
   }
 
-  /** Each workflow's next automatic slot (the scheduler's bookkeeping, which the list leaves out). */
-  async nextDue(ids: readonly string[]): Promise<Map<string, number | null>> {
+  /** Each workflow's next automatic slot and its skipped slots (the scheduler's bookkeeping, which the list leaves out). */
+  async scheduleFacts(ids: readonly string[]): Promise<Map<string, { nextDueAt: number | null; skipped: { count: number; lastAt: number | null } }>> {
     if (ids.length === 0) return new Map();
-    const rows = await this.db.selectFrom('workflows').select(['id', 'next_due_at']).where('id', 'in', ids).execute();
-    return new Map(rows.map((r) => [r.id, r.next_due_at === null ? null : Number(r.next_due_at)]));
+    const rows = await this.db.selectFrom('workflows').select(['id', 'next_due_at', 'skipped_slots', 'last_slot_skipped_at']).where('id', 'in', ids).execute();
+    return new Map(
+      rows.map((r) => [
+        r.id,
+        {
+          nextDueAt: r.next_due_at === null ? null : Number(r.next_due_at),
+          skipped: { count: Number(r.skipped_slots), lastAt: r.last_slot_skipped_at === null ? null : Number(r.last_slot_skipped_at) },
+        },
+      ]),
+    );
   }
 }
 

@@ -1,0 +1,202 @@
+/**
+ * A live tail that survives the server, in a real browser: the api role in a
+ * process of its own (PostgreSQL, RabbitMQ), the scheduler, runners,
+ * log-ingest and notifier in another with the real container runtime. A
+ * CONTAINER job prints a numbered line every 250 ms; its job page follows it
+ * live while the api process is stopped and started again on the same port.
+ * The container keeps printing meanwhile (its lines are stored by
+ * log-ingest), so the tail must resume where it stopped — with
+ * `Last-Event-ID` — and go on live, every line once, in order, none lost.
+ * What the page received is read over the DevTools protocol (each
+ * server-sent event with its id), beside what it shows. Screenshots land in
+ * artifacts/screenshots/ (dashboard/README.md).
+ */
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { createTestDatabase, deleteBusObjects, requireServices, RoleProcess, services, type TestDatabase } from '@orloj/common/test-support';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, callApi, outlastRetryRound, pollUntil, saveScreenshot, watchedPage } from './support/orloj.js';
+
+const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
+const WAIT = Number(process.env.E2E_WAIT) || 90_000;
+/** Lines the job prints, one every 250 ms: 40 s, long enough to outlive a restart of the api. */
+const LINES = 160;
+
+function missing(): string | undefined {
+  if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
+  if (!services.docker) return 'no container runtime (TEST_DOCKER_HOST)';
+  if (!services.postgres || !services.amqp) return 'no PostgreSQL or RabbitMQ (TEST_DATABASE_URL, TEST_AMQP_URL)';
+  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
+  return undefined;
+}
+
+async function freePort(): Promise<number> {
+  const probe = http.createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise((r) => probe.close(r));
+  return port;
+}
+
+/** A server-sent event as the page received it (CDP Network.eventSourceMessageReceived). */
+interface Received {
+  requestId: string;
+  eventName: string;
+  eventId: string;
+  data: string;
+}
+
+describe('dashboard: a live tail through a restart of the api, in a real browser', function () {
+  this.timeout(6 * WAIT);
+  let db: TestDatabase | undefined;
+  let dataDir: string | undefined;
+  const prefix = `orloj-tail-${crypto.randomBytes(4).toString('hex')}.`;
+  let apiProcess: RoleProcess | undefined;
+  let workers: RoleProcess | undefined;
+  let browser: Browser | undefined;
+  let page: Page;
+  let base: string;
+  const problems: string[] = [];
+  /** While the api is down on purpose, the browser's failed requests are expected. */
+  let apiDown = false;
+
+  const api = (method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> => callApi(page, base, method, route, body);
+
+  before(async function () {
+    const why = missing();
+    if (why) {
+      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
+      this.skip();
+    }
+    db = await createTestDatabase('postgres', this);
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-tail-'));
+    const port = await freePort();
+    const env = { databaseUrl: db.url, amqpUrl: services.amqp!, busPrefix: prefix, dataDir };
+    // The api on a fixed port: the page must find it there again after the restart.
+    // The test image is local: both the api (which checks payloads) and the runners allow its registry.
+    const shared = { CONTAINER_REGISTRIES: 'docker.io,localhost', LOG_LEVEL: 'warn' };
+    apiProcess = new RoleProcess('api', env, { ...shared, PORT: String(port), DASHBOARD_DIR: DASHBOARD_DIST, RATE_LIMIT_ENABLED: 'false' });
+    workers = new RoleProcess('scheduler,runners,log-ingest,notifier', env, { ...shared, DOCKER_HOST: services.docker! });
+    // The keys are made once into DATA_DIR/keys (RoleProcess.start), before the processes share it.
+    await apiProcess.start();
+    await workers.start();
+    base = `http://127.0.0.1:${port}`;
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    page = await watchedPage(browser, base, WAIT, problems, () => apiDown);
+  });
+
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed') {
+      this.currentTest.err!.message += `\n--- api output (last 2 KiB):\n${apiProcess?.output.slice(-2048) ?? ''}\n--- workers output (last 2 KiB):\n${workers?.output.slice(-2048) ?? ''}`;
+    }
+    if (problems.length) assert.fail(problems.splice(0).join('\n'));
+  });
+
+  after(async function () {
+    this.timeout(120_000);
+    await browser?.close();
+    await apiProcess?.stop('SIGTERM');
+    await workers?.stop('SIGTERM');
+    await db?.drop();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    if (services.amqp) await deleteBusObjects(services.amqp, prefix).catch(() => undefined);
+  });
+
+  it('resumes the tail of a running CONTAINER job with Last-Event-ID, every line once, none lost', async () => {
+    await api('POST', '/auth/register', { email: `tail-${Date.now()}@example.com`, password: 'correct horse battery' });
+    const script = `i=0; while [ $i -lt ${LINES} ]; do i=$((i+1)); echo "line $i"; sleep 0.25; done`;
+    const { id: workflowId } = (await api('POST', '/workflows', {
+      name: 'counting container',
+      kind: 'CONTAINER',
+      payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sh', '-c', script], timeout: '3m' }),
+      interval: 600,
+      max_consecutive_job_failures_allowed: 3,
+    })) as { id: string };
+    await pollUntil(WAIT, 'the image checked', () => api('GET', `/workflows/${workflowId}`), (w) => w.build_status === 'COMPLETED');
+
+    // Every server-sent event the page receives, and every request that opens a tail, with its headers.
+    const cdp = await page.context().newCDPSession(page);
+    const received: Received[] = [];
+    const opens: { requestId: string; url: string; lastEventId?: string }[] = [];
+    const lastEventIdOf = (headers: Record<string, string>) => Object.entries(headers).find(([k]) => k.toLowerCase() === 'last-event-id')?.[1];
+    cdp.on('Network.eventSourceMessageReceived', (e: Received) => received.push(e));
+    cdp.on('Network.requestWillBeSent', (e: { requestId: string; request: { url: string; headers: Record<string, string> } }) => {
+      if (/\/jobs\/[0-9a-f-]+\/events/.test(e.request.url)) opens.push({ requestId: e.requestId, url: e.request.url });
+    });
+    // The headers as sent (Last-Event-ID is added by the network stack, after requestWillBeSent).
+    cdp.on('Network.requestWillBeSentExtraInfo', (e: { requestId: string; headers: Record<string, string> }) => {
+      const header = lastEventIdOf(e.headers);
+      if (header === undefined) return;
+      const open = opens.find((o) => o.requestId === e.requestId);
+      if (open) open.lastEventId = header;
+      else opens.push({ requestId: e.requestId, url: '', lastEventId: header });
+    });
+    await cdp.send('Network.enable');
+
+    const { id: jobId } = (await api('POST', `/workflows/${workflowId}/jobs/schedule`)) as { id: string };
+    await page.goto(`/workflows/${workflowId}/jobs/${jobId}`);
+    const live = page.getByLabel('Live log');
+    await live.getByText('line 8', { exact: true }).waitFor();
+    const logs = () => received.filter((e) => e.eventName === 'log');
+    const beforeStop = logs().length;
+    assert.ok(beforeStop >= 8 && beforeStop < LINES, `${beforeStop} lines before the stop`);
+
+    apiDown = true;
+    await apiProcess!.stop('SIGTERM');
+    const banner = page.getByRole('status').filter({ hasText: 'Disconnected — retrying' });
+    await banner.waitFor();
+    const lastSeen = logs().at(-1)!.eventId;
+    await outlastRetryRound(page);
+    await live.getByText(`line ${Number(lastSeen) + 1}`, { exact: true }).waitFor();
+    assert.equal(await page.getByText('The server cannot be reached').count(), 0, 'the page keeps what it showed');
+    await saveScreenshot(page, '29-job-live-disconnected');
+    // The container goes on printing while the api is away: log-ingest stores its lines.
+    await pollUntil(WAIT, 'lines stored while the api is down', () => db!.store.db.selectFrom('job_logs').select(({ fn }) => fn.countAll<string>().as('n')).where('job_id', '=', jobId).executeTakeFirstOrThrow(), (r) => Number(r.n) >= Number(lastSeen) + 12);
+    await outlastRetryRound(page);
+
+    await apiProcess!.start();
+    await banner.waitFor({ state: 'detached' });
+    apiDown = false;
+    // Back live, before the job ends: later lines arrive as they are printed.
+    const resumedAt = logs().length;
+    await pollUntil(WAIT, 'a line printed after the restart, live', async () => logs().length, (n) => n > resumedAt + 4);
+    const job = (await api('GET', `/workflows/${workflowId}/jobs/${jobId}`)) as { status: string };
+    assert.equal(job.status, 'RUNNING', 'the tail went on live while the job still ran');
+    await saveScreenshot(page, '29-job-live-resumed');
+
+    // The page closes its tail once it sees the job finished (its `end` event may come first, or not at all).
+    await pollUntil(WAIT, 'every line at the page', async () => ({ lines: logs().length, last: logs().at(-1)?.eventId }), (r) => r.lines >= LINES);
+    await page.locator('.page-head .badge', { hasText: 'completed' }).waitFor();
+
+    // What the page got: every line once, in order, across at least two connections.
+    const ids = logs().map((e) => Number(e.eventId));
+    const perConnection = [...new Set(received.map((e) => e.requestId))].map((id) => {
+      const got = received.filter((e) => e.requestId === id && e.eventName === 'log');
+      return { ...opens.find((o) => o.requestId === id), lines: got.length, first: got[0]?.eventId, last: got.at(-1)?.eventId };
+    });
+    assert.deepEqual(ids, Array.from({ length: LINES }, (_, i) => i), `every line once, in order; by connection: ${JSON.stringify(perConnection)}; opened: ${JSON.stringify(opens)}`);
+    assert.deepEqual(logs().map((e) => (JSON.parse(e.data) as { message: string }).message), Array.from({ length: LINES }, (_, i) => `line ${i + 1}`));
+    const connections = new Set(logs().map((e) => e.requestId));
+    assert.ok(connections.size >= 2, `the lines came over ${connections.size} connection(s)`);
+    // The resumed connection asked for the lines after the last one seen, and got exactly those.
+    const resumed = opens.slice(1);
+    assert.ok(resumed.length >= 1, `tail requests: ${JSON.stringify(opens)}`);
+    const resumes = resumed.map((o) => o.lastEventId ?? new URL(o.url).searchParams.get('since') ?? new URL(o.url).searchParams.get('lastEventId'));
+    assert.ok(resumes.includes(lastSeen), `resumed from ${JSON.stringify(resumes)}, the last line seen was ${lastSeen}`);
+    assert.ok(resumed.some((o) => o.lastEventId === lastSeen), `the browser resumed with the Last-Event-ID header: ${JSON.stringify(resumed)}`);
+    const firstAfter = logs().find((e) => e.requestId !== logs()[0]!.requestId)!;
+    assert.equal(Number(firstAfter.eventId), Number(lastSeen) + 1, 'the resumed stream starts right after the last line seen');
+
+    // And what it shows: the finished log, opened at its end, without a line twice.
+    const log = page.getByLabel('Log', { exact: true });
+    await log.getByText(`line ${LINES}`, { exact: true }).waitFor();
+    const shown = await log.locator('.log-line:not(.log-pending) .log-message').allTextContents();
+    assert.equal(new Set(shown).size, shown.length, `a line shown twice: ${JSON.stringify(shown)}`);
+    await saveScreenshot(page, '29-job-live-after-restart');
+  });
+});
