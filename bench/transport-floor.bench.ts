@@ -33,6 +33,7 @@ import { meterCpu, meterOwnCpu, pidsNamed, type CpuMeter } from './lib/cpu.js';
 import { createBenchDatabase, type Engine } from './lib/orloj.js';
 import { envInt, fmt, sleep } from './lib/stats.js';
 import type { BenchSuite, SuiteContext, SuiteReport } from './lib/suite.js';
+import { codeVersion } from './lib/versions.js';
 
 const TICK_MS = 100;
 const PAYLOAD = JSON.stringify({ endpoint: 'http://127.0.0.1:8081/health', method: 'GET', expected_status: 200, timeout: '10s', headers: {} });
@@ -98,9 +99,15 @@ async function measureMessages(s: Settings, inProcess: boolean): Promise<Measure
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-bench-floor-'));
   const keys: RoleKeys = await ensureKeyDir(dataDir);
   const prefix = `bench-floor-${crypto.randomBytes(4).toString('hex')}.`;
-  const bus: Bus = await createBus(inProcess ? 'memory:' : s.amqpUrl, { logger: silentLogger, prefix });
-  const as = (role: 'scheduler' | 'runners' | 'notifier') => roleBus({ bus, role, keys, clock: systemClock, logger: silentLogger });
-  const [scheduler, runners, notifier] = [as('scheduler'), as('runners'), as('notifier')];
+  // A connection of its own for each role, as each role process has (the in-process bus is one bus by nature).
+  const shared: Bus | undefined = inProcess ? await createBus('memory:', { logger: silentLogger, prefix }) : undefined;
+  const buses: Bus[] = [];
+  const as = async (role: 'scheduler' | 'runners' | 'notifier') => {
+    const bus = shared ?? (await createBus(s.amqpUrl, { logger: silentLogger, prefix }));
+    buses.push(bus);
+    return roleBus({ bus, role, keys, clock: systemClock, logger: silentLogger });
+  };
+  const [scheduler, runners, notifier] = [await as('scheduler'), await as('runners'), await as('notifier')];
   const workflows = workflowsFor(s, crypto.randomUUID());
   let applied = 0;
   const subs = [
@@ -140,18 +147,21 @@ async function measureMessages(s: Settings, inProcess: boolean): Promise<Measure
   const started = performance.now();
   let next = 0;
   const sent = await paced(s, async (n) => {
-    for (let i = 0; i < n; i++) {
-      const w = workflows[next++ % workflows.length]!;
-      const body: JobRunMessage = { job_id: crypto.randomUUID(), workflow_id: w.id, attempt: 1, kind: 'HEARTBEAT', payload: w.payload, log_retention: false };
-      await scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, body, { subject: w.userId });
-    }
+    // A pass's hand-out, published together as HandOut.send does.
+    const pass = Array.from({ length: n }, () => workflows[next++ % workflows.length]!);
+    await Promise.all(
+      pass.map((w) => {
+        const body: JobRunMessage = { job_id: crypto.randomUUID(), workflow_id: w.id, attempt: 1, kind: 'HEARTBEAT', payload: w.payload, log_retention: false };
+        return scheduler.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, body, { subject: w.userId });
+      }),
+    );
   });
   for (const deadline = Date.now() + 30_000; applied < sent && Date.now() < deadline; ) await sleep(20);
   const seconds = (performance.now() - started) / 1000;
   const cpu = stopAll(meters);
   for (const sub of subs) await sub.cancel();
-  // Its queues and exchanges go too (the in-process bus has nothing to delete).
-  await ('destroy' in bus && typeof bus.destroy === 'function' ? (bus.destroy as () => Promise<void>)() : bus.close());
+  // Their queues and exchanges go too (the in-process bus has nothing to delete).
+  for (const bus of new Set(buses)) await ('destroy' in bus && typeof bus.destroy === 'function' ? (bus.destroy as () => Promise<void>)() : bus.close());
   fs.rmSync(dataDir, { recursive: true, force: true });
   const label = inProcess ? 'messages: in-process bus, unsigned (embedded default)' : 'messages: RabbitMQ, confirmed and signed (distributed)';
   return { label, jobs: applied, cpu, perJobMs: perJob(cpu, applied, seconds) };
@@ -254,8 +264,9 @@ async function run(ctx: SuiteContext): Promise<SuiteReport> {
     description:
       'What a job’s messages and rows cost with no orloj logic at all, at the job rate of N one-minute workflows (N / 60 jobs a second): the four messages a job sends between roles (job.run, job.started, job.finished, domain.event) through orloj’s bus and envelope code, consumers passing each on; and a job’s rows by the set-wise store calls orloj makes (inserted QUEUED, started, finished with its outcome event, relayed, applied: dedupe record, counters, notification, outbox row removed), a batch every 100 ms. One process drives each row; CPU is that process plus, for RabbitMQ, beam.smp and, for PostgreSQL, every postgres process. The floor of a topology is its messages plus its rows: the least CPU a job can cost there before any scheduling work.',
     settings: [
+      ['Code', codeVersion()],
       ['Rate', `${fmt(s.rate, 1)} jobs/s (BENCH_FLOOR_WORKFLOWS ${fmt(s.rate * 60)} one-minute workflows), ${s.durationS} s each (BENCH_FLOOR_DURATION)`],
-      ['Messages', 'in-process: MemoryBus, unsigned (ADR 0004); RabbitMQ: durable queues, persistent messages, publisher confirms, Ed25519 envelopes, prefetch 64 / 64 / 16 as the roles use; one connection'],
+      ['Messages', 'in-process: MemoryBus, unsigned (ADR 0004); RabbitMQ: durable queues, persistent messages, publisher confirms, Ed25519 envelopes, prefetch 64 / 64 / 16 as the roles use; a connection per role'],
       ['Rows', 'SQLite: a temp file (WAL); PostgreSQL: a fresh schema in BENCH_DATABASE_URL; the job tables of orloj’s migrations'],
     ],
     table: { columns: ['Part', 'jobs', 'CPU (% of one core)', 'CPU ms a job'], rows: table },

@@ -99,6 +99,9 @@ export async function startDistributedOrloj(databaseUrl: string, amqpUrl: string
         env: {
           PATH: process.env.PATH ?? '',
           HOME: process.env.HOME ?? os.homedir(),
+          // e.g. "--require ./bench/tools/count-pg-statements.cjs" (statements per role, docs/benchmarks.md)
+          ...(process.env.BENCH_ROLE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_ROLE_NODE_OPTIONS } : {}),
+          ...(process.env.ORLOJ_PG_COUNT_DIR ? { ORLOJ_PG_COUNT_DIR: process.env.ORLOJ_PG_COUNT_DIR } : {}),
           ...settings,
           DATABASE_URL: url.toString(),
           BUS_URL: amqpUrl,
