@@ -41,13 +41,7 @@ const CHUNK = 500;
 export class AnalyticsRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
-  /** Records that the event was applied; false when it had been already (apply nothing then). */
-  async markApplied(eventId: string, now: number): Promise<boolean> {
-    const r = await this.db.insertInto('applied_events').values({ id: eventId, applied_at: now }).onConflict((oc) => oc.column('id').doNothing()).executeTakeFirst();
-    return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
-  }
-
-  /** markApplied for many events in one statement a chunk: the ids applied now (the others were applied before). */
+  /** Records these events as applied, one statement a chunk: the ids applied now (the others were applied before). */
   async markAppliedMany(eventIds: readonly string[], now: number): Promise<Set<string>> {
     const applied = new Set<string>();
     const ids = [...new Set(eventIds)];
@@ -69,20 +63,11 @@ export class AnalyticsRepo {
   }
 
   /** Adds to a workflow's counters, creating its row if needed. */
-  async addToWorkflow(w: { workflowId: string; userId: string; kind: WorkflowKind }, jobs: number, durationS: number): Promise<void> {
-    await this.db
-      .insertInto('workflow_stats')
-      .values({ workflow_id: w.workflowId, user_id: w.userId, kind: w.kind, total_jobs: jobs, total_duration_s: durationS, deleted_at: null })
-      .onConflict((oc) =>
-        oc.column('workflow_id').doUpdateSet((eb) => ({
-          total_jobs: eb('workflow_stats.total_jobs', '+', jobs),
-          total_duration_s: eb('workflow_stats.total_duration_s', '+', durationS),
-        })),
-      )
-      .execute();
+  addToWorkflow(w: { workflowId: string; userId: string; kind: WorkflowKind }, jobs: number, durationS: number): Promise<void> {
+    return this.addToWorkflows([{ ...w, jobs, durationS }]);
   }
 
-  /** addToWorkflow for many workflows, each once, in one statement a chunk. */
+  /** Adds to the counters of many workflows, each once, in one statement a chunk. */
   async addToWorkflows(adds: readonly { workflowId: string; userId: string; kind: WorkflowKind; jobs: number; durationS: number }[]): Promise<void> {
     if (new Set(adds.map((a) => a.workflowId)).size !== adds.length) throw new Error('addToWorkflows: each workflow once');
     for (let i = 0; i < adds.length; i += CHUNK) {

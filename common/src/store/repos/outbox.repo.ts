@@ -94,12 +94,7 @@ export class OutboxRepo {
     await this.db.updateTable('domain_events').set({ published_at: now, next_attempt_at: republishAt }).where('id', 'in', ids).execute();
   }
 
-  /** The notifier applied the event: nothing more to publish. */
-  async remove(id: string): Promise<void> {
-    await this.db.deleteFrom('domain_events').where('id', '=', id).execute();
-  }
-
-  /** remove() for many events. */
+  /** The notifier applied these events: nothing more to publish. */
   async removeMany(ids: readonly string[]): Promise<void> {
     for (let i = 0; i < ids.length; i += 500) await this.db.deleteFrom('domain_events').where('id', 'in', ids.slice(i, i + 500)).execute();
   }

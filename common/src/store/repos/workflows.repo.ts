@@ -420,17 +420,10 @@ export class WorkflowsRepo {
   }
 
   /**
-   * Whether the workflow exists; in PostgreSQL its row is then locked against
-   * deletion (FOR KEY SHARE) until the transaction ends, so a row referencing
-   * it can be written next. SQLite's single writer gives the same.
+   * Which of these workflows exist; in PostgreSQL their rows are then locked
+   * against deletion (FOR KEY SHARE) until the transaction ends, so rows
+   * referencing them can be written next. SQLite's single writer gives the same.
    */
-  async holdIfExists(id: string): Promise<boolean> {
-    let q = this.db.selectFrom('workflows').select('id').where('id', '=', id);
-    if (this.dialect.rowLocks) q = q.forKeyShare();
-    return (await q.executeTakeFirst()) !== undefined;
-  }
-
-  /** holdIfExists for many workflows: the ones that exist, held against deletion the same way. */
   async holdExisting(ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
     let q = this.db.selectFrom('workflows').select('id').where('id', 'in', [...new Set(ids)]).orderBy('id');
