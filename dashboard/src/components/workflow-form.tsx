@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState, type FocusEvent, type FormEvent } from 'react';
+import { useLayoutEffect, useRef, useState, type FocusEvent, type FormEvent } from 'react';
 import { WORKFLOW_KINDS } from '../api/client';
 import { CheckboxField, FormErrors, SelectField, TextAreaField, TextField } from './fields';
 import { useFormErrors } from './use-form-errors';
@@ -54,7 +54,8 @@ function useWorkflowForm(initial: WorkflowFormValues | undefined, onSubmit: Prop
   const err = (f: FormField) => (checked(f) ? live[f] : undefined) ?? (edited.has(f) ? undefined : (local[f] ?? errors.fields[f]));
   const form = useRef<HTMLFormElement>(null);
   // After a refused submit the first field in error takes the focus, so keyboard and screen reader users land on it.
-  useEffect(() => {
+  // A layout effect: in the same commit that marks the fields, not after the next paint (the focus never lags the marks).
+  useLayoutEffect(() => {
     form.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
   }, [errors.fields, local]);
   const field = <K extends FormField>(key: K) => ({
