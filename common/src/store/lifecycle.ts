@@ -1,4 +1,5 @@
 import type { Store } from './store.js';
+import type { LastTwoOutcomes } from './repos/jobs.repo.js';
 import type { Workflow } from '../domain/workflow.js';
 import type { Job } from '../domain/job.js';
 import { cancelReason } from '../domain/job-state.js';
@@ -110,10 +111,7 @@ export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: num
     const workflow = workflows.get(job.workflowId);
     if (!workflow) continue;
     events.push(domainEvents.jobEnded(workflow, job, now));
-    const last = outcomes.get(job.workflowId);
-    if (job.status === 'COMPLETED' && last?.latestId === job.id && last.beforeStatus === 'FAILED') {
-      events.push(domainEvents.workflowRecovered(workflow, job, now));
-    }
+    if (stateChangeOf(job, outcomes.get(job.workflowId)) === 'recovered') events.push(domainEvents.workflowRecovered(workflow, job, now));
   }
   await tx.outbox.addMany(events);
   for (const job of completed) {
@@ -136,10 +134,15 @@ export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: num
  * and each transition is seen by exactly one job.
  */
 async function stateChange(tx: Store, job: Job): Promise<'down' | 'recovered' | undefined> {
-  const [latest, before] = await tx.jobs.latestOutcomes(job.workflowId, 2);
-  if (latest?.id !== job.id) return undefined;
-  if (job.status === 'COMPLETED') return before?.status === 'FAILED' ? 'recovered' : undefined;
-  return before?.status === 'FAILED' ? undefined : 'down';
+  return stateChangeOf(job, (await tx.jobs.lastTwoOutcomes([job.workflowId])).get(job.workflowId));
+}
+
+/** stateChange() from the workflow's last two outcomes as JobsRepo.lastTwoOutcomes reads them (after this job's own transition). */
+function stateChangeOf(job: Job, last: LastTwoOutcomes | undefined): 'down' | 'recovered' | undefined {
+  if (last?.latestId !== job.id) return undefined;
+  if (job.status === 'COMPLETED') return last.beforeStatus === 'FAILED' ? 'recovered' : undefined;
+  if (job.status === 'FAILED') return last.beforeStatus === 'FAILED' ? undefined : 'down';
+  return undefined;
 }
 
 /**

@@ -168,6 +168,12 @@ const PG_TYPES: Readonly<Record<keyof JobsTable, string>> = {
   request_id: 'text',
 };
 
+/** A workflow's last two outcomes that count for its up/down state (JobsRepo.lastTwoOutcomes). */
+export interface LastTwoOutcomes {
+  latestId: string | null;
+  beforeStatus: 'COMPLETED' | 'FAILED' | null;
+}
+
 /** One job's lifecycle move, for applyMany. */
 export interface JobMove {
   id: string;
@@ -427,24 +433,6 @@ export class JobsRepo {
     return rows.map(toJob);
   }
 
-  /**
-   * The workflow's latest finished runs that count for its up/down state
-   * (COMPLETED or FAILED; CANCELED ones passed over), newest first in the
-   * order the health state reads them (scheduled_at, id), served by
-   * jobs_workflow_list_idx.
-   */
-  async latestOutcomes(workflowId: string, limit: number): Promise<{ id: string; status: 'COMPLETED' | 'FAILED' }[]> {
-    const rows = await this.db
-      .selectFrom('jobs')
-      .select(['id', 'status'])
-      .where('workflow_id', '=', workflowId)
-      .where('status', 'in', ['COMPLETED', 'FAILED'])
-      .orderBy('scheduled_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(limit)
-      .execute();
-    return rows.map((r) => ({ id: r.id, status: r.status as 'COMPLETED' | 'FAILED' }));
-  }
 
   /** Whether the workflow has a job that is QUEUED or RUNNING. */
   async hasActive(workflowId: string): Promise<boolean> {
@@ -596,12 +584,13 @@ export class JobsRepo {
   }
 
   /**
-   * latestOutcomes(workflow, 2) for many workflows in one statement: of each,
-   * the id of its latest finished run (COMPLETED or FAILED, in the order the
-   * health state reads them) and the status of the run before it. Two
-   * correlated lookups a workflow, each served by jobs_workflow_list_idx.
+   * Of each of these workflows, the id of its latest finished run that counts
+   * for its up/down state (COMPLETED or FAILED, CANCELED passed over, in the
+   * order the health state reads them: scheduled_at, id) and the status of the
+   * run before it, in one statement. Two correlated lookups a workflow, each
+   * served by jobs_workflow_list_idx.
    */
-  async lastTwoOutcomes(workflowIds: readonly string[]): Promise<Map<string, { latestId: string | null; beforeStatus: 'COMPLETED' | 'FAILED' | null }>> {
+  async lastTwoOutcomes(workflowIds: readonly string[]): Promise<Map<string, LastTwoOutcomes>> {
     if (workflowIds.length === 0) return new Map();
     const outcomes = (eb: ExpressionBuilder<Database & { w: Database['workflows'] }, 'w'>) =>
       eb
