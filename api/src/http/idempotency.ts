@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { Context } from 'koa';
 import { OrlojError, type Clock } from '@orloj/common/core';
 import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import { canonicalJson } from '@orloj/common/envelope';
 import type { Store } from '@orloj/common/store';
 
 export const IDEMPOTENCY_TTL_MS = CONFIG_DEFAULTS.http.idempotencyTtlMs;
@@ -39,18 +40,6 @@ export function readIdempotencyKey(ctx: Context): string {
   if (bytes < 1 || bytes > MAX_KEY_BYTES) throw invalid(`it must be 1 to ${MAX_KEY_BYTES} bytes after trimming spaces`);
   if (/\p{Cc}/u.test(key)) throw invalid('it must not contain control characters');
   return key;
-}
-
-/** JSON with object keys sorted, so logically equal bodies fingerprint equally. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }
 
 export interface IdempotentResponse {
