@@ -36,8 +36,6 @@ export interface Isolation {
   usernsMode?: 'auto';
 }
 
-export const DEFAULT_ISOLATION: Isolation = Object.freeze({ scratchMb: CONFIG_DEFAULTS.containers.scratchMb });
-
 /** Where images expect to write; each gets a tmpfs of its own. */
 const SCRATCH_PATHS: Readonly<Record<string, string>> = { '/tmp': '1777', '/var/tmp': '1777', '/run': '755' };
 
@@ -56,7 +54,7 @@ function containerName(jobId: string): string {
   return `orloj-${safe}-${randomBytes(4).toString('hex')}`;
 }
 
-export function createOptions(spec: ContainerRunSpec, isolation: Isolation = DEFAULT_ISOLATION): Docker.ContainerCreateOptions {
+export function createOptions(spec: ContainerRunSpec, isolation: Isolation): Docker.ContainerCreateOptions {
   const memoryBytes = Math.round((spec.memoryMb ?? DEFAULT_MEMORY_MB) * 1024 * 1024);
   const env = Object.entries(spec.env)
     .filter(([k]) => k.length > 0 && !k.includes('=') && !k.includes('\0'))
