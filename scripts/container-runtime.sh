@@ -19,6 +19,8 @@
 # - The kernel refuses setrlimit above the current limits, so containers.conf
 #   sets explicit default ulimits (nofile/nproc 1024). The file is passed to the
 #   service through the CONTAINERS_CONF environment variable.
+# - Containers get a user namespace each (Podman's UsernsMode "auto"): the ids
+#   come from a "containers" range in /etc/subuid and /etc/subgid, added here.
 # - Pulls from remote registries fail fast (DNS), which gives a realistic
 #   IMAGE_PULL_FAILED case. Test images are built locally instead: the static
 #   busybox of `busybox-static` plus one symlink per applet, packed with tar and
@@ -212,9 +214,31 @@ ensure_images() {
   done
 }
 
+# orloj runs each container in a user namespace of its own (UsernsMode "auto",
+# docs/container-runtime.md): rootful Podman takes the host ids for them from
+# the ranges of the user "containers" in /etc/subuid and /etc/subgid (the user
+# need not exist). The range is Podman's documented example, far above any
+# real account.
+SUBID_RANGE="containers:2147483647:2147483648"
+
+subids_present() {
+  local f
+  for f in /etc/subuid /etc/subgid; do grep -q '^containers:' "$f" 2>/dev/null || return 1; done
+}
+
+ensure_subids() {
+  local f
+  for f in /etc/subuid /etc/subgid; do
+    grep -q '^containers:' "$f" 2>/dev/null && continue
+    [ "$(id -u)" = 0 ] || { log "not root: cannot add $SUBID_RANGE to $f (containers then fail; or set CONTAINER_USERNS=host)"; return 1; }
+    log "adding $SUBID_RANGE to $f"
+    echo "$SUBID_RANGE" >>"$f"
+  done
+}
+
 ensure() {
   # Fast path: everything is already up.
-  if ping_ok && all_images_present && ! service_stranded; then
+  if ping_ok && all_images_present && subids_present && ! service_stranded; then
     echo "unix://$SOCK"
     return 0
   fi
@@ -223,6 +247,7 @@ ensure() {
   exec 9>"$STATE_DIR/lock"
   flock -w 300 9 || die "could not lock $STATE_DIR/lock"
   ensure_packages || die "podman, runc and busybox-static are required"
+  ensure_subids || die "the subordinate id ranges for user namespaces could not be set up"
   write_conf
   if service_stranded; then
     log "the podman service runs in a deleted folder; restarting it"

@@ -75,6 +75,16 @@ describeApi('container payload limits (defaults)', (h) => {
     }
   });
 
+  it('refuses image ids, which runtimes find in their local store whatever registry they came from (issue 29)', async () => {
+    const c = await h().user();
+    const id = '9578d416c758b94a950dfbc32a161b656dc396b558386359e900e398a24f45d9';
+    for (const image of [`sha256:${id}`, id, 'sha256:9578d416']) {
+      assert.match(await refused(c, { image }, 'payload.image'), /image id/);
+    }
+    // A short id prefix is a valid name (docker.io/library/9578d416:latest): the runner reads it as one.
+    await accepted(c, { image: '9578d416' });
+  });
+
   it('refuses a network other than none: networked containers are off by default', async () => {
     const c = await h().user();
     const message = await refused(c, { image: 'alpine:3', network: 'bridge' }, 'payload.network');

@@ -44,6 +44,18 @@ describe('config', () => {
     );
   });
 
+  it('isolates containers by default: 256 MiB scratch space, a user namespace where the runtime offers one', () => {
+    const c = loadConfig({});
+    assert.equal(c.runner.containerScratchMb, 256);
+    assert.equal(c.runner.containerUserns, 'auto');
+    const set = loadConfig({ CONTAINER_SCRATCH_MB: '64', CONTAINER_USERNS: 'host' });
+    assert.equal(set.runner.containerScratchMb, 64);
+    assert.equal(set.runner.containerUserns, 'host');
+    assert.throws(() => loadConfig({ CONTAINER_SCRATCH_MB: '0' }), /CONTAINER_SCRATCH_MB must be an integer from 1 to 65536/);
+    assert.throws(() => loadConfig({ CONTAINER_SCRATCH_MB: 'lots' }), /CONTAINER_SCRATCH_MB/);
+    assert.throws(() => loadConfig({ CONTAINER_USERNS: 'keep-id' }), /CONTAINER_USERNS must be one of auto, host/);
+  });
+
   it('refuses SameSite=None without https and a CSRF expiry longer than the session', () => {
     assert.throws(() => loadConfig({ SERVER_SAME_SITE_MODE: 'None' }), /https/);
     assert.throws(() => loadConfig({ SESSION_EXPIRY: '1h', CSRF_EXPIRY: '2h' }), /CSRF_EXPIRY/);

@@ -5,6 +5,7 @@ import ipaddr from 'ipaddr.js';
 import {
   AddressGuard,
   AddressNotAllowedError,
+  CLOUD_METADATA_TARGETS,
   DEFAULT_BLOCKED_TARGETS,
   guardedLookup,
   parseCidr,
@@ -86,7 +87,10 @@ describe('address guard', () => {
       '128.0.0.1',
       '2001:db8::1',
       'fd00::1',
-      'fd00:ec2::253',
+      'fd00:ec3::254',
+      'fd20:ce::253',
+      '100.100.100.201',
+      '168.63.129.17',
       'fec0::1',
       '::ffff:8.8.8.8',
       '64:ff9b::8.8.8.8',
@@ -95,6 +99,66 @@ describe('address guard', () => {
     ]) {
       assert.equal(guard.isAllowed(a), true, a);
     }
+  });
+
+  /** Issue 29, item 6: every documented metadata address, with the provider that documents it. */
+  const METADATA_ADDRESSES: Array<[string, string]> = [
+    ['169.254.169.254', 'AWS, GCP, Azure, Oracle, DigitalOcean, OpenStack…'],
+    ['169.254.170.2', 'AWS ECS task credentials'],
+    ['169.254.170.23', 'AWS EKS Pod Identity'],
+    ['169.254.42.42', 'Scaleway'],
+    ['169.254.0.23', 'Tencent Cloud'],
+    ['fd00:ec2::254', 'AWS IPv6'],
+    ['fd00:ec2::23', 'AWS EKS Pod Identity IPv6'],
+    ['fd20:ce::254', 'Google Cloud IPv6'],
+    ['100.100.100.200', 'Alibaba Cloud'],
+    ['fd00:100::100:200', 'Alibaba Cloud IPv6'],
+    ['168.63.129.16', 'Azure WireServer'],
+    ['192.0.0.192', 'Oracle Cloud Classic'],
+    ['fd00:c1::a9fe:a9fe', 'Oracle Cloud Infrastructure IPv6'],
+    ['fd00:42::42', 'Scaleway IPv6'],
+    ['fd00:a9fe:a9fe::1', 'Akamai / Linode IPv6'],
+    ['fe80::a9fe:a9fe', 'OpenStack IPv6'],
+  ];
+  /** What an operator allowing "our private networks" (and link-local) might write. */
+  const WIDE_ALLOW = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '192.0.0.0/24', '168.63.0.0/16', 'fc00::/7', '169.254.0.0/16', 'fe80::/10'];
+
+  for (const [address, provider] of METADATA_ADDRESSES) {
+    it(`refuses the metadata address ${address} (${provider}), also when private and link-local ranges are allowed`, () => {
+      assert.equal(guard.isAllowed(address), false);
+      const wide = new AddressGuard({ allowTargets: WIDE_ALLOW });
+      assert.equal(wide.isAllowed(address), false);
+      if (address.includes('.')) {
+        assert.equal(wide.isAllowed(`::ffff:${address}`), false, 'mapped form');
+        assert.equal(wide.isAllowed(`64:ff9b::${address}`), false, 'NAT64 form');
+      }
+    });
+  }
+
+  it('lists every metadata address tested above in its own entry', () => {
+    for (const [address] of METADATA_ADDRESSES) {
+      const parsed = ipaddr.parse(address);
+      const entry = CLOUD_METADATA_TARGETS.find((c) => {
+        const [net, bits] = parseCidr(c);
+        return net.kind() === parsed.kind() && parsed.match(net, bits);
+      });
+      assert.ok(entry, address);
+    }
+  });
+
+  it('re-allows a metadata address only when allowTargets names it (an operator faking one in tests)', () => {
+    const wide = new AddressGuard({ allowTargets: WIDE_ALLOW });
+    assert.equal(wide.isAllowed('169.254.1.1'), true, 'the rest of link-local is re-allowed');
+    assert.equal(wide.isAllowed('100.100.100.201'), true);
+    assert.equal(wide.isAllowed('fd00:ec3::1'), true);
+    const named = new AddressGuard({ allowTargets: ['100.100.100.200/32', 'fd00:ec2::254', '169.254.169.254/32'] });
+    assert.equal(named.isAllowed('100.100.100.200'), true);
+    assert.equal(named.isAllowed('fd00:ec2::254'), true);
+    assert.equal(named.isAllowed('fd00:ec2::23'), false, 'only the named address of the AWS block');
+    assert.equal(named.isAllowed('169.254.169.254'), true);
+    assert.equal(named.isAllowed('169.254.170.2'), false, 'link-local stays refused');
+    const denied = new AddressGuard({ allowTargets: ['100.100.100.200/32'], denyTargets: ['100.64.0.0/10'] });
+    assert.equal(denied.isAllowed('100.100.100.200'), false, 'deny wins');
   });
 
   it('refuses anything that is not an IP address (fail closed)', () => {
@@ -150,7 +214,7 @@ describe('address guard', () => {
   });
 
   it('parses every default range', () => {
-    for (const cidr of DEFAULT_BLOCKED_TARGETS) assert.doesNotThrow(() => parseCidr(cidr));
+    for (const cidr of [...DEFAULT_BLOCKED_TARGETS, ...CLOUD_METADATA_TARGETS]) assert.doesNotThrow(() => parseCidr(cidr));
   });
 
   it('parseTargetList splits a comma-separated setting', () => {
@@ -202,7 +266,8 @@ describe('address guard', () => {
     });
 
     it('allows every public IPv4 address', () => {
-      const publicV4 = fc.ipV4().filter((a) => ipaddr.parse(a).range() === 'unicast');
+      const metadata = new Set(['168.63.129.16']);
+      const publicV4 = fc.ipV4().filter((a) => ipaddr.parse(a).range() === 'unicast' && !metadata.has(a));
       fc.assert(
         fc.property(publicV4, (a) => {
           assert.equal(guard.isAllowed(a), true);

@@ -12,7 +12,6 @@ import { needService } from '@orloj/common/test-support';
 import {
   ContainerExecutor,
   dockerOptionsFromHost,
-  normalizeImageRef,
   type ContainerLogLine,
   type ContainerRunHooks,
   type ContainerRunResult,
@@ -26,7 +25,7 @@ const IMAGE = 'localhost/orloj-test/busybox:1';
 const RUN_LABEL = 'orloj.test_run';
 const runId = randomBytes(6).toString('hex');
 
-describe('dockerOptionsFromHost / normalizeImageRef', () => {
+describe('dockerOptionsFromHost', () => {
   it('parses unix, bare path and tcp DOCKER_HOST values', () => {
     assert.deepEqual(dockerOptionsFromHost('unix:///var/run/docker.sock'), { socketPath: '/var/run/docker.sock' });
     assert.deepEqual(dockerOptionsFromHost('/run/podman/podman.sock'), { socketPath: '/run/podman/podman.sock' });
@@ -36,13 +35,6 @@ describe('dockerOptionsFromHost / normalizeImageRef', () => {
     assert.throws(() => dockerOptionsFromHost('npipe:////./pipe/docker_engine'), /unsupported DOCKER_HOST/);
     assert.throws(() => dockerOptionsFromHost('not a url'), /unsupported DOCKER_HOST/);
     assert.throws(() => dockerOptionsFromHost('unix://'), /no socket path/);
-  });
-
-  it('adds :latest only when neither a tag nor a digest is given', () => {
-    assert.equal(normalizeImageRef('alpine'), 'alpine:latest');
-    assert.equal(normalizeImageRef('localhost:5000/team/app'), 'localhost:5000/team/app:latest');
-    assert.equal(normalizeImageRef('localhost:5000/team/app:2'), 'localhost:5000/team/app:2');
-    assert.equal(normalizeImageRef('app@sha256:abcd'), 'app@sha256:abcd');
   });
 });
 
@@ -92,6 +84,12 @@ class FakeRuntime {
     this.server = http.createServer((req, res) => {
       this.requests.push(`${req.method} ${(req.url ?? '').split('?')[0]}`);
       req.resume();
+      // What the executor asks once about the runtime: a Docker with user namespace remapping.
+      if (/\/version$/.test(req.url ?? '')) return json(res, 200, { Version: '1', Components: [{ Name: 'Engine', Version: '1' }] });
+      if (/\/info$/.test(req.url ?? '')) return json(res, 200, { SecurityOptions: ['name=seccomp,profile=default', 'name=userns'] });
+      // Every image is present, under the name asked for.
+      const image = /\/images\/(.+)\/json$/.exec((req.url ?? '').split('?')[0] ?? '');
+      if (image) return json(res, 200, { Id: `sha256:${'e'.repeat(64)}`, RepoTags: [decodeURIComponent(image[1]!)], RepoDigests: [] });
       handler(req, res, this);
     });
     this.server.on('connection', (s) => {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import diagnostics from 'node:diagnostics_channel';
 import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,6 +8,7 @@ import { pino } from 'pino';
 import { Cancellation } from '@orloj/common/core';
 import { reasons } from '@orloj/common/domain';
 import type { CheckFailure, HeartbeatPayload } from '@orloj/common/domain';
+import { AddressNotAllowedError } from '../src/executors/address-guard.js';
 import { HttpCheckExecutor, parseTargetList } from '../src/executors/http-check.executor.js';
 import type { HttpCheckResult } from '../src/executors/http-check.executor.js';
 
@@ -336,6 +338,50 @@ describe('HttpCheckExecutor', () => {
     it('refuses the metadata address even when loopback is allowed', async () => {
       assertFailed(await executor.run(heartbeat('http://169.254.169.254/latest/meta-data/')), reasons.addressNotAllowed());
       assertFailed(await executor.run(heartbeat('http://[fd00:ec2::254]/latest/meta-data/')), reasons.addressNotAllowed());
+    });
+
+    /**
+     * Issue 29, item 6: metadata services outside 169.254/16 were reached.
+     * Each is refused before any connection is attempted, as a literal and as
+     * a name resolving to it, with private and link-local ranges allowed.
+     * Every socket made meanwhile is watched (Node's `net.client.socket`
+     * channel): a literal makes none, a name makes one whose lookup fails with
+     * the guard's refusal, and a socket whose lookup fails never connects. A
+     * missed refusal would time out or be refused by the network instead.
+     */
+    describe('cloud metadata addresses, refused before connecting', () => {
+      const addresses = ['100.100.100.200', 'fd20:ce::254', '168.63.129.16', 'fd00:ec2::254', '169.254.169.254', '169.254.170.2', '192.0.0.192', 'fd00:c1::a9fe:a9fe', 'fd00:100::100:200', 'fd00:42::42', 'fd00:a9fe:a9fe::1'];
+      const allowTargets = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '192.0.0.0/24', 'fc00::/7', '169.254.0.0/16'];
+      const sockets: Array<{ lookupRefused: boolean; connected: boolean }> = [];
+      const watch = (message: unknown): void => {
+        const socket = (message as { socket: import('node:net').Socket }).socket;
+        const seen = { lookupRefused: false, connected: false };
+        sockets.push(seen);
+        socket.once('lookup', (err: Error | null) => void (seen.lookupRefused = err instanceof AddressNotAllowedError));
+        socket.once('connect', () => void (seen.connected = true));
+      };
+      before(() => diagnostics.subscribe('net.client.socket', watch));
+      after(() => diagnostics.unsubscribe('net.client.socket', watch));
+
+      for (const address of addresses) {
+        it(`refuses ${address}`, async () => {
+          const family = address.includes(':') ? 6 : 4;
+          const exec = new HttpCheckExecutor({ logger, allowTargets, lookup: async () => [{ address, family }] });
+          try {
+            // A short time limit: where the address answers or hangs, a missed refusal fails fast.
+            const payload = (endpoint: string) => heartbeat(endpoint, { timeout: 2_000, body_contains: 'secret' });
+            const first = sockets.length;
+            assertFailed(await exec.run(payload(`http://${family === 6 ? `[${address}]` : address}/latest/meta-data/`)), reasons.addressNotAllowed());
+            assert.equal(sockets.length, first, 'a socket was made for the literal address');
+            assertFailed(await exec.run(payload('http://metadata.orloj.test/computeMetadata/v1/')), reasons.addressNotAllowed());
+            const made = sockets.slice(first);
+            assert.ok(made.length <= 1, `${made.length} sockets for one refused name`);
+            for (const socket of made) assert.deepEqual(socket, { lookupRefused: true, connected: false });
+          } finally {
+            await exec.close();
+          }
+        });
+      }
     });
 
     it('refuses an IPv4-mapped IPv6 loopback literal', async () => {

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
-import { reasons } from '@orloj/common/domain';
+import Docker from 'dockerode';
+import { qualifiedImageRef, reasons } from '@orloj/common/domain';
 import type { ContainerLimits } from '@orloj/common/config';
 import { tcpCanary, type Canary, needService } from '@orloj/common/test-support';
 import { ContainerExecutor, ImagePolicy, type Resolver } from '../src/index.js';
+import { dockerOptionsFromHost, imageCarriesName } from '../src/executors/container.executor.js';
 import { LogCap } from '../src/log-cap.js';
 
 /**
@@ -51,6 +53,42 @@ describe('ImagePolicy', () => {
     assert.equal(policy.refuseRun({ ...payload, network: 'none' }), undefined);
     assert.deepEqual(policy.resources(payload, 512), { memoryMb: 1024, cpus: 1, timeoutMs: 30 * 60_000 });
     assert.deepEqual(policy.resources({ ...payload, memory_mb: undefined, cpus: undefined }, 512), { memoryMb: 512, cpus: 1, timeoutMs: 30 * 60_000 });
+  });
+});
+
+describe('image references in full', () => {
+  it('spells out registry, library/ and :latest the way Docker reads a reference', () => {
+    assert.equal(qualifiedImageRef('alpine'), 'docker.io/library/alpine:latest');
+    assert.equal(qualifiedImageRef('alpine:3'), 'docker.io/library/alpine:3');
+    assert.equal(qualifiedImageRef('team/app:1'), 'docker.io/team/app:1');
+    assert.equal(qualifiedImageRef('docker.io/alpine'), 'docker.io/library/alpine:latest');
+    assert.equal(qualifiedImageRef('index.docker.io/team/app'), 'docker.io/team/app:latest');
+    assert.equal(qualifiedImageRef('Registry.Example.com:5000/team/app'), 'registry.example.com:5000/team/app:latest');
+    assert.equal(qualifiedImageRef('localhost/orloj-test/busybox:1'), 'localhost/orloj-test/busybox:1');
+    assert.equal(qualifiedImageRef('app@sha256:abcd'), 'docker.io/library/app@sha256:abcd');
+    assert.equal(qualifiedImageRef('localhost:5000/app:2@sha256:abcd'), 'localhost:5000/app:2@sha256:abcd');
+    assert.equal(qualifiedImageRef('9578d416'), 'docker.io/library/9578d416:latest');
+  });
+
+  it('accepts an inspected image only when it carries the asked name (Docker lists Hub names short)', () => {
+    const hub = { RepoTags: ['alpine:3'], RepoDigests: ['alpine@sha256:abcd'] };
+    assert.equal(imageCarriesName(hub, 'docker.io/library/alpine:3'), true);
+    assert.equal(imageCarriesName(hub, 'docker.io/library/alpine@sha256:abcd'), true);
+    assert.equal(imageCarriesName(hub, 'docker.io/library/alpine:3@sha256:abcd'), true);
+    assert.equal(imageCarriesName(hub, 'docker.io/library/alpine:4'), false);
+    assert.equal(imageCarriesName(hub, 'docker.io/team/alpine@sha256:abcd'), false, 'the digest under another name');
+    const local = { RepoTags: ['localhost/orloj-test/busybox:1'], RepoDigests: ['localhost/orloj-test/busybox@sha256:abcd'] };
+    assert.equal(imageCarriesName(local, 'docker.io/orloj-test/busybox:1'), false);
+    assert.equal(imageCarriesName(local, 'localhost/orloj-test/busybox:1'), true);
+    assert.equal(imageCarriesName({ RepoTags: [], RepoDigests: [] }, 'docker.io/library/alpine:3'), false);
+  });
+
+  it('refuses image ids before anything else', () => {
+    const policy = new ImagePolicy({ limits: limits(['docker.io', 'localhost']) });
+    const id = 'a'.repeat(64);
+    assert.deepEqual(policy.decide(`sha256:${id}`), { ok: false, reason: reasons.imageIdNotAllowed() });
+    assert.deepEqual(policy.decide(id), { ok: false, reason: reasons.imageIdNotAllowed() });
+    assert.deepEqual(policy.decide('sha256:aaaa'), { ok: false, reason: reasons.imageIdNotAllowed() });
   });
 });
 
@@ -116,6 +154,42 @@ describe('ImagePolicy with a real container runtime', function () {
     const before = registry.connections();
     assert.deepEqual(await ensure(policy, `${host}/probe/x-${runId}:1`), { ok: false, reason: reasons.imagePullFailed() });
     assert.ok(registry.connections() > before, 'the positive control saw no connection: the canary proves nothing');
+  });
+
+  /**
+   * Issue 29, item 5: with the default CONTAINER_REGISTRIES=docker.io, every
+   * spelling that finds the locally built test image (it exists only as
+   * localhost/orloj-test/busybox:1) is refused, by ensure and by run alike.
+   */
+  it('refuses every spelling of a local-only image under the default allow-list: short names, ids, digests under any name', async function () {
+    const docker = new Docker(dockerOptionsFromHost(needService(this, 'docker')));
+    const local = await docker.getImage(IMAGE).inspect();
+    const id = local.Id.replace(/^sha256:/, '');
+    const digest = (local.RepoDigests ?? [])[0]?.split('@')[1];
+    assert.ok(digest, `${IMAGE} has no digest`);
+    const spellings = [
+      'orloj-test/busybox:1',
+      'busybox:1',
+      `sha256:${id}`,
+      id,
+      id.slice(0, 12),
+      id.slice(0, 8),
+      `orloj-test/busybox@${digest}`,
+      `docker.io/anyone/anything@${digest}`,
+      `anything@${digest}`,
+      `docker.io/orloj-test/busybox:1@${digest}`,
+    ];
+    const policy = new ImagePolicy({ limits: limits(['docker.io']) });
+    for (const image of spellings) {
+      const result = await ensure(policy, image);
+      assert.equal(result.ok, false, `${image} was accepted`);
+      const run = await executor.run({ jobId: `spelling-${runId}`, image, cmd: ['true'], env: {}, timeoutMs: 30_000, network: 'none' }, { onLine: () => undefined });
+      assert.ok(run.status === 'FAILED' && run.reason.code === 'IMAGE_PULL_FAILED', `${image} ran: ${JSON.stringify(run)}`);
+    }
+    // The same image under its own name, once localhost is allowed.
+    const allowing = new ImagePolicy({ limits: limits(['docker.io', 'localhost']) });
+    assert.deepEqual(await ensure(allowing, IMAGE), { ok: true });
+    assert.deepEqual(await ensure(allowing, `localhost/orloj-test/busybox@${digest}`), { ok: true });
   });
 
   it('uses localhost/ images only when present, never pulling them', async () => {

@@ -173,7 +173,9 @@ async function startNotifier(boot: Boot, store: Store): Promise<void> {
 async function startRunners(boot: Boot): Promise<void> {
   const { config, roles, keys, clock, logger, metrics, requestContext, bus, started } = boot;
   const log = logger.child({ role: 'runners' });
-  const containers = config.runner.dockerHost ? new ContainerExecutor({ dockerHost: config.runner.dockerHost, logger: log, clock }) : undefined;
+  const containers = config.runner.dockerHost
+    ? new ContainerExecutor({ dockerHost: config.runner.dockerHost, logger: log, clock, scratchMb: config.runner.containerScratchMb, userns: config.runner.containerUserns })
+    : undefined;
   if (!containers) log.warn('no DOCKER_HOST and no /var/run/docker.sock: CONTAINER jobs will fail with SYSTEM_ERROR');
   else if (!(await containers.ping())) log.warn({ dockerHost: config.runner.dockerHost }, 'the container runtime does not answer; CONTAINER jobs fail until it does');
   const runnerBus = roleBus({ bus, role: 'runners', keys, clock, logger: log, metrics, requestContext });

@@ -159,6 +159,8 @@ export const CONFIG_DEFAULTS = deepFreeze({
     /** A container's memory limit when its payload names none (capped by CONTAINER_MAX_MEMORY_MB), and its process limit. */
     memoryMb: 512,
     pidsLimit: 256,
+    /** CONTAINER_SCRATCH_MB: the size of each writable tmpfs (/tmp, /var/tmp, /run) over the read-only root. */
+    scratchMb: 256,
   },
   health: {
     /** How far past its slot a run that has not started makes the workflow `late`. */
@@ -301,6 +303,10 @@ export interface Config {
     /** Docker Engine API endpoint (Docker or Podman); undefined: CONTAINER jobs fail with SYSTEM_ERROR. */
     readonly dockerHost: string | undefined;
     readonly shutdownGraceMs: number;
+    /** CONTAINER_SCRATCH_MB: each writable tmpfs of a container (its root file system is read-only). */
+    readonly containerScratchMb: number;
+    /** CONTAINER_USERNS: `auto` runs each container in a user namespace of its own where the runtime offers one (Podman); `host` does not. */
+    readonly containerUserns: 'auto' | 'host';
   };
   readonly notifier: {
     /** How often the outbox relay looks for unpublished domain events. */
@@ -548,6 +554,8 @@ function readRunner(r: Reader, instanceSuffix: string): Config['runner'] {
     denyTargets: r.list('RUNNER_DENY_TARGETS'),
     dockerHost: r.raw('DOCKER_HOST') ?? (fs.existsSync('/var/run/docker.sock') ? 'unix:///var/run/docker.sock' : undefined),
     shutdownGraceMs: r.duration('RUNNER_SHUTDOWN_GRACE', CONFIG_DEFAULTS.runner.shutdownGraceMs),
+    containerScratchMb: r.int('CONTAINER_SCRATCH_MB', CONFIG_DEFAULTS.containers.scratchMb, 1, 65_536),
+    containerUserns: r.oneOf('CONTAINER_USERNS', ['auto', 'host'] as const, 'auto'),
   };
 }
 

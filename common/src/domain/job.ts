@@ -117,6 +117,14 @@ export const reasons = {
     code: 'IMAGE_PULL_FAILED',
     message: 'The local image is not present on the runner; local (localhost/) images are never pulled.',
   }),
+  imageIdNotAllowed: (): JobReason => ({
+    code: 'IMAGE_PULL_FAILED',
+    message: 'Images are named by repository and tag or digest; image ids are not accepted.',
+  }),
+  imageNameMismatch: (): JobReason => ({
+    code: 'IMAGE_PULL_FAILED',
+    message: 'The image found on the runner does not carry the name the workflow gives; it is not used.',
+  }),
   networkNotAllowed: (): JobReason => ({
     code: 'EXECUTION_FAILED',
     message: 'Networked containers are not enabled on this installation.',

@@ -4,18 +4,21 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /**
- * Which network addresses HEARTBEAT checks may connect to.
+ * Which network addresses HEARTBEAT checks (and registry pulls) may connect to.
  *
- * Blocked by default: loopback, link-local (which holds the cloud metadata
- * endpoints 169.254.169.254 and fd00:ec2::254 — the latter is listed
- * explicitly because it lies in the otherwise allowed fc00::/7), and unspecified
- * addresses. Private ranges are allowed: self-hosted teams monitor internal
- * services. IPv6 addresses that carry an IPv4 address (mapped, compatible,
- * NAT64, 6to4, Teredo, ISATAP; see embeddedIPv4) are judged as that IPv4
- * address as well as by their own form.
+ * Blocked by default: loopback, link-local, unspecified addresses, and every
+ * documented cloud metadata or platform service address (CLOUD_METADATA_TARGETS;
+ * most lie in ranges that are otherwise allowed: 100.64.0.0/10, fc00::/7, a
+ * public address). Private ranges are allowed: self-hosted teams monitor
+ * internal services. IPv6 addresses that carry an IPv4 address (mapped,
+ * compatible, NAT64, 6to4, Teredo, ISATAP; see embeddedIPv4) are judged as that
+ * IPv4 address as well as by their own form.
  *
  * - `allowTargets` re-allows (parts of) the default-blocked ranges, e.g. `127.0.0.0/8`.
- *   It is not an allow-list: addresses that are not blocked stay allowed.
+ *   It is not an allow-list: addresses that are not blocked stay allowed. A
+ *   metadata address is re-allowed only by an entry no wider than its own
+ *   entry (naming it, e.g. `100.100.100.200/32`): allowing `169.254.0.0/16` or
+ *   a private range such as `100.64.0.0/10` or `fc00::/7` leaves them refused.
  * - `denyTargets` adds blocked ranges. They win over `allowTargets`.
  */
 
@@ -23,11 +26,34 @@ import ipaddr from 'ipaddr.js';
 export const DEFAULT_BLOCKED_TARGETS: readonly string[] = [
   '127.0.0.0/8', // loopback
   '::1/128',
-  '169.254.0.0/16', // link-local, incl. 169.254.169.254 (metadata)
+  '169.254.0.0/16', // link-local (most metadata services live here; they are listed below as well)
   'fe80::/10',
   '0.0.0.0/8', // unspecified / "this network"
   '::/128',
-  'fd00:ec2::254/128', // AWS IPv6 metadata endpoint
+];
+
+/**
+ * Cloud instance metadata and platform services (credentials, user data,
+ * host agents), from each provider's documentation (docs/heartbeat.md).
+ * Refused by default, each re-allowed only by an `allowTargets` entry no wider
+ * than itself.
+ */
+export const CLOUD_METADATA_TARGETS: readonly string[] = [
+  '169.254.169.254/32', // AWS, GCP, Azure IMDS, Oracle, DigitalOcean, OpenStack, Hetzner, Akamai, IBM, …
+  '169.254.170.2/32', // AWS ECS task metadata and credentials
+  '169.254.170.23/32', // AWS EKS Pod Identity agent
+  '169.254.42.42/32', // Scaleway
+  '169.254.0.23/32', // Tencent Cloud
+  'fd00:ec2::/32', // AWS IPv6 services: IMDS ::254, EKS Pod Identity ::23, DNS, NTP
+  'fd20:ce::254/128', // Google Cloud IPv6
+  '100.100.100.200/32', // Alibaba Cloud
+  'fd00:100::100:200/128', // Alibaba Cloud IPv6
+  '168.63.129.16/32', // Azure WireServer (host agent, health, DNS)
+  '192.0.0.192/32', // Oracle Cloud Classic
+  'fd00:c1::a9fe:a9fe/128', // Oracle Cloud Infrastructure IPv6
+  'fd00:42::42/128', // Scaleway IPv6
+  'fd00:a9fe:a9fe::1/128', // Akamai / Linode IPv6
+  'fe80::a9fe:a9fe/128', // OpenStack IPv6
 ];
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
@@ -141,14 +167,21 @@ export function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4[] {
   return found;
 }
 
+/** Whether an allow entry names (a part of) this blocked range for this address: it matches the address and is no wider than the range. */
+function reAllowedWithin(form: Address, range: Cidr, allowed: readonly Cidr[]): boolean {
+  return allowed.some(([net, bits]) => form.kind() === net.kind() && bits >= range[1] && form.match(net, bits));
+}
+
 export class AddressGuard {
   private readonly blocked: Cidr[];
+  private readonly metadata: Cidr[];
   private readonly allowed: Cidr[];
   private readonly denied: Cidr[];
 
   /** Throws an Error naming the bad entry when a CIDR is invalid. */
   constructor(options: AddressGuardOptions = {}) {
     this.blocked = parseCidrList(DEFAULT_BLOCKED_TARGETS, 'default blocked targets');
+    this.metadata = parseCidrList(CLOUD_METADATA_TARGETS, 'cloud metadata targets');
     this.allowed = parseCidrList(options.allowTargets, 'allowTargets (RUNNER_ALLOW_TARGETS)');
     this.denied = parseCidrList(options.denyTargets, 'denyTargets (RUNNER_DENY_TARGETS)');
   }
@@ -167,6 +200,11 @@ export class AddressGuard {
     // Judge an IPv6 address that carries an IPv4 address by that address too (and by its own form).
     const forms: Address[] = parsed.kind() === 'ipv6' ? [...embeddedIPv4(parsed as ipaddr.IPv6), parsed] : [parsed];
     if (matchesAny(forms, this.denied)) return false;
+    for (const form of forms) {
+      for (const range of this.metadata) {
+        if (form.kind() === range[0].kind() && form.match(range) && !reAllowedWithin(form, range, this.allowed)) return false;
+      }
+    }
     if (matchesAny(forms, this.blocked) && !matchesAny(forms, this.allowed)) return false;
     return true;
   }

@@ -8,6 +8,7 @@
  * - `runtime-client.ts`: the connection, time-limited calls, reading failures;
  * - `image.ts`: images present or pulled (under the runner's image policy);
  * - `create-options.ts`: isolation and labels of every container;
+ * - `runtime-isolation.ts`: what the runtime offers (a user namespace per container on Podman);
  * - `container-run.ts`: one run — attach, start, watch, exit, outcome, remove;
  * - `run-watchdog.ts`: the run's cancellation, time limit and health timers;
  * - `output-reader.ts`: the attached output, demultiplexed into lines.
@@ -25,11 +26,12 @@ import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import { ContainerRun } from './container/container-run.js';
 import { createOptions, MANAGED_LABEL } from './container/create-options.js';
 import { ImageStore, type EnsureImageOptions, type EnsureImageResult } from './container/image.js';
+import { RuntimeIsolation, type UsernsSetting } from './container/runtime-isolation.js';
 import { isUnavailable, RuntimeClient, statusCodeOf, type CallObserver } from './container/runtime-client.js';
 import type { ContainerRunHooks, ContainerRunResult, ContainerRunSpec, RunOutcome } from './container/types.js';
 
 export { DEFAULT_MEMORY_MB, DEFAULT_PIDS_LIMIT, JOB_ID_LABEL, MANAGED_LABEL } from './container/create-options.js';
-export { normalizeImageRef, type EnsureImageResult } from './container/image.js';
+export { imageCarriesName, type EnsureImageResult } from './container/image.js';
 export { dockerOptionsFromHost, type CallObserver } from './container/runtime-client.js';
 export type { ContainerLogLine, ContainerRunHooks, ContainerRunResult, ContainerRunSpec } from './container/types.js';
 
@@ -56,6 +58,10 @@ export interface ContainerExecutorOptions {
   healthCheckMs?: number;
   /** Told how long each runtime call and step took, for profiles. */
   onCall?: CallObserver;
+  /** Size of each writable tmpfs over the read-only root (CONTAINER_SCRATCH_MB); default 256 MiB. */
+  scratchMb?: number;
+  /** CONTAINER_USERNS: `auto` (default) gives each container a user namespace where the runtime can (Podman); `host` never does. */
+  userns?: UsernsSetting;
 }
 
 export class ContainerExecutor {
@@ -65,6 +71,7 @@ export class ContainerExecutor {
   private readonly clock: Clock;
   private readonly logDrainIdleMs: number;
   private readonly healthCheckMs: number;
+  private readonly isolation: RuntimeIsolation;
 
   constructor(options: ContainerExecutorOptions) {
     this.logger = options.logger;
@@ -73,6 +80,11 @@ export class ContainerExecutor {
     this.clock = options.clock ?? systemClock;
     this.logDrainIdleMs = options.logDrainIdleMs ?? CONFIG_DEFAULTS.containers.logDrainIdleMs;
     this.healthCheckMs = options.healthCheckMs ?? CONFIG_DEFAULTS.containers.healthCheckMs;
+    this.isolation = new RuntimeIsolation(this.client, {
+      scratchMb: options.scratchMb ?? CONFIG_DEFAULTS.containers.scratchMb,
+      userns: options.userns ?? 'auto',
+      logger: this.logger,
+    });
   }
 
   /** True when the runtime answers its ping endpoint. */
@@ -117,10 +129,13 @@ export class ContainerExecutor {
     };
   }
 
-  /** Creates the job's container; the outcome when it could not be created. */
+  /** Creates the job's container from the image as present (never pulled, its name checked); the outcome when it could not be created. */
   private async create(spec: ContainerRunSpec, log: Logger): Promise<Docker.Container | RunOutcome> {
+    const image = await this.images.present(spec.image);
+    if (!image.ok) return { status: 'FAILED', reason: image.reason };
     try {
-      return await this.client.call('container create', () => this.client.docker.createContainer(createOptions(spec)));
+      const isolation = await this.isolation.get();
+      return await this.client.call('container create', () => this.client.docker.createContainer(createOptions(spec, isolation)));
     } catch (err) {
       if (isUnavailable(err)) {
         log.error({ err }, 'container runtime unavailable while creating a container');
@@ -129,6 +144,10 @@ export class ContainerExecutor {
       if (statusCodeOf(err) === 404) {
         log.warn({ err }, 'container image missing at create');
         return { status: 'FAILED', reason: reasons.imagePullFailed() };
+      }
+      if (this.isolation.missingIdRanges(err)) {
+        log.error({ err }, RuntimeIsolation.MISSING_ID_RANGES);
+        return { status: 'FAILED', reason: reasons.runtimeUnavailable() };
       }
       log.warn({ err }, 'container create failed');
       return { status: 'FAILED', reason: reasons.containerStartFailed() };

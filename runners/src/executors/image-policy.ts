@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { imageRegistry, reasons, registryAllowed, type ContainerPayload, type JobReason } from '@orloj/common/domain';
+import { imageRegistry, isImageId, reasons, registryAllowed, type ContainerPayload, type JobReason } from '@orloj/common/domain';
 import type { ContainerLimits } from '@orloj/common/config';
 import { AddressGuard, systemResolver, type AddressGuardOptions, type Resolver } from './address-guard.js';
 
@@ -18,8 +18,12 @@ export type ImageDecision = { ok: false; reason: JobReason } | { ok: true; befor
  * again at run time, because the api checked the payload against the settings
  * of its day, and because a registry's DNS can change after the check.
  *
+ * - image ids (`sha256:…`, 64 hex digits) are refused: the runtime finds them
+ *   in its local store whatever registry they came from;
  * - an image's registry must be in CONTAINER_REGISTRIES, also when the image is
- *   already present (it was pulled under other settings);
+ *   already present (it was pulled under other settings); the executor then
+ *   asks the runtime only for the reference in full and uses what it finds only
+ *   when it carries that name (container/image.ts);
  * - `localhost/…` images are never pulled: they exist locally or the job fails;
  * - before a pull, the registry host is resolved and every address must pass
  *   the HEARTBEAT address guard (RUNNER_ALLOW_TARGETS / RUNNER_DENY_TARGETS),
@@ -49,6 +53,7 @@ export class ImagePolicy {
 
   /** Whether the image may be used, and how to check its registry before pulling it. */
   decide(image: string): ImageDecision {
+    if (isImageId(image)) return { ok: false, reason: reasons.imageIdNotAllowed() };
     const registry = imageRegistry(image);
     if (!registryAllowed(registry, this.limits.registries)) return { ok: false, reason: reasons.registryNotAllowed() };
     if (registry.localOnly) return { ok: true, beforePull: () => reasons.localImageMissing() };

@@ -2,8 +2,17 @@
  * Images: a job's image must be present before its container is created.
  * The runner's image policy (registry allow-list, address guard) decides in
  * `beforePull` whether a missing image may be pulled at all.
+ *
+ * Every spelling of "which image" goes through one name: the reference in
+ * full (`qualifiedImageRef`: `alpine` is `docker.io/library/alpine:latest`).
+ * Image ids are refused, and the image the runtime finds must carry that
+ * name among its tags or digests: Podman reads a short name by searching its
+ * local store (`team/app:1` finds `localhost/team/app:1`) and finds a digest
+ * under any repository name, so an allowed name alone does not prove the
+ * image came from an allowed registry (issue 29).
  */
-import { reasons, type JobReason } from '@orloj/common/domain';
+import type Docker from 'dockerode';
+import { isImageId, qualifiedImageRef, reasons, type JobReason } from '@orloj/common/domain';
 import type { Logger } from '@orloj/common/logging';
 import { ApiTimeoutError, isUnavailable, statusCodeOf, type RuntimeClient } from './runtime-client.js';
 
@@ -14,11 +23,18 @@ export interface EnsureImageOptions {
   beforePull?: () => Promise<JobReason | undefined> | JobReason | undefined;
 }
 
-/** Adds `:latest` when the reference names neither a tag nor a digest (a pull would fetch every tag). */
-export function normalizeImageRef(image: string): string {
-  if (image.includes('@')) return image;
-  const lastSlash = image.lastIndexOf('/');
-  return image.slice(lastSlash + 1).includes(':') ? image : `${image}:latest`;
+/**
+ * Whether an inspected image carries the asked reference (in full) among its
+ * tags, or, for a reference with a digest, among its digests (the tag of a
+ * `name:tag@digest` reference is ignored, as the runtimes do). Docker lists
+ * Docker Hub names in their short form (`alpine:3`), Podman in full: both are
+ * read in full before comparing.
+ */
+export function imageCarriesName(info: Pick<Docker.ImageInspectInfo, 'RepoTags' | 'RepoDigests'>, ref: string): boolean {
+  const at = ref.indexOf('@');
+  if (at === -1) return (info.RepoTags ?? []).some((tag) => qualifiedImageRef(tag) === ref);
+  const withoutTag = ref.slice(0, at).replace(/:[^/:]*$/, '') + ref.slice(at);
+  return (info.RepoDigests ?? []).some((digest) => qualifiedImageRef(digest) === withoutTag);
 }
 
 export class ImageStore {
@@ -35,21 +51,10 @@ export class ImageStore {
    * the result.
    */
   async ensure(image: string, options: EnsureImageOptions = {}): Promise<EnsureImageResult> {
-    const ref = normalizeImageRef(image);
+    const found = await this.find(image);
+    if (found !== 'missing') return found;
+    const ref = qualifiedImageRef(image);
     const log = this.logger.child({ image: ref });
-    try {
-      await this.inspect(ref);
-      return { ok: true };
-    } catch (err) {
-      if (isUnavailable(err)) {
-        log.error({ err }, 'container runtime unavailable while inspecting an image');
-        return { ok: false, reason: reasons.runtimeUnavailable() };
-      }
-      if (statusCodeOf(err) !== 404) {
-        log.error({ err }, 'image inspect failed');
-        return { ok: false, reason: reasons.imagePullFailed() };
-      }
-    }
     const refused = await options.beforePull?.();
     if (refused) {
       log.warn({ reason: refused.message }, 'image missing and not pulled');
@@ -58,9 +63,9 @@ export class ImageStore {
     log.info('pulling image');
     try {
       await this.pull(ref);
-      await this.inspect(ref);
-      log.info('image pulled');
-      return { ok: true };
+      const result = this.named(await this.inspect(ref), ref, log);
+      if (result.ok) log.info('image pulled');
+      return result;
     } catch (err) {
       if (isUnavailable(err) && !(await this.client.ping())) {
         log.error({ err }, 'container runtime unavailable while pulling an image');
@@ -71,8 +76,42 @@ export class ImageStore {
     }
   }
 
-  private async inspect(ref: string): Promise<void> {
-    await this.client.call('image inspect', () => this.client.docker.getImage(ref).inspect());
+  /**
+   * The image as it is present, never pulled: what a container is created
+   * from. Checked again at each run, so that no path to the runtime skips the
+   * name check (5 ms on Podman).
+   */
+  async present(image: string): Promise<EnsureImageResult> {
+    const found = await this.find(image);
+    return found === 'missing' ? { ok: false, reason: reasons.imagePullFailed() } : found;
+  }
+
+  /** Refuses ids; inspects the reference in full and checks the name; 'missing' when the runtime has no such image. */
+  private async find(image: string): Promise<EnsureImageResult | 'missing'> {
+    if (isImageId(image)) return { ok: false, reason: reasons.imageIdNotAllowed() };
+    const ref = qualifiedImageRef(image);
+    const log = this.logger.child({ image: ref });
+    try {
+      return this.named(await this.inspect(ref), ref, log);
+    } catch (err) {
+      if (isUnavailable(err)) {
+        log.error({ err }, 'container runtime unavailable while inspecting an image');
+        return { ok: false, reason: reasons.runtimeUnavailable() };
+      }
+      if (statusCodeOf(err) === 404) return 'missing';
+      log.error({ err }, 'image inspect failed');
+      return { ok: false, reason: reasons.imagePullFailed() };
+    }
+  }
+
+  private named(info: Docker.ImageInspectInfo, ref: string, log: Logger): EnsureImageResult {
+    if (imageCarriesName(info, ref)) return { ok: true };
+    log.warn({ repoTags: info.RepoTags, repoDigests: info.RepoDigests }, 'the image the runtime found does not carry the asked name; not used');
+    return { ok: false, reason: reasons.imageNameMismatch() };
+  }
+
+  private inspect(ref: string): Promise<Docker.ImageInspectInfo> {
+    return this.client.call('image inspect', () => this.client.docker.getImage(ref).inspect());
   }
 
   /** Reads the pull progress stream to its end; rejects on an error message or a timeout. */
