@@ -1,5 +1,5 @@
 /**
- * One idea: what a job's messages and rows cost with no orloj logic at all,
+ * What a job's messages and rows cost with no orloj logic at all,
  * on the embedded default and on PostgreSQL + RabbitMQ — the floor under the
  * scheduling suite's CPU per job, measured at the same job rate.
  *

@@ -1,6 +1,6 @@
 // Multi-process crash test on real PostgreSQL and RabbitMQ (docs/chaos.md).
 //
-// One idea: the crash test itself — which processes it kills or restarts, how
+// The crash test itself — which processes it kills or restarts, how
 // often, and what each disruption must leave true — for its two topologies
 // (distributed: the scheduler leader and runners SIGKILLed, a runner with
 // wrong keys; embedded: the one server restarted), with its options and its
@@ -20,7 +20,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseDuration } from '@orloj/common/domain';
+import { parseDuration } from '@orloj/common/core';
 import { MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
 import { ensureKeyDir } from '@orloj/common/envelope';
 import { DEAD_LETTER_SUFFIX } from '@orloj/common/bus';

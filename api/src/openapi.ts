@@ -1,5 +1,5 @@
 /**
- * One idea: the OpenAPI document of the HTTP API, as data. Its schemas are
+ * The OpenAPI document of the HTTP API, as data. Its schemas are
  * built from the domain's own constants and payload schemas, so the document
  * cannot drift from what the routes accept (served at /openapi.json).
  */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Batcher } from '../src/batcher.js';
+import { Batcher } from '../src/core/batcher.js';
 
 describe('Batcher', () => {
   it('applies what arrives together as one batch, and what arrives while it applies as the next', async () => {

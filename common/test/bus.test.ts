@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import amqp from 'amqplib';
 import { AmqpBus, createBus, DeadLetterError, deadLetterQueue, type Bus, type CreateBusOptions, type Delivery } from '../src/bus/index.js';
-import { OrlojError } from '../src/errors.js';
+import { OrlojError } from '../src/core/errors.js';
 import { silentLogger } from '../src/logging/logger.js';
 import { deferred, Inbox, waitFor, type Deferred } from './support/async.js';
 import { needService } from './support/services.js';

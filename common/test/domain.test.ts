@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeCursor, encodeCursor, newId, OrlojError, toIso } from '@orloj/common/core';
-import { formatDuration, newWorkflow, parseDuration, parsePayload, type NewWorkflow } from '@orloj/common/domain';
+import { decodeCursor, encodeCursor, formatDuration, newId, OrlojError, parseDuration, toIso } from '@orloj/common/core';
+import { newWorkflow, parsePayload, type NewWorkflow } from '@orloj/common/domain';
 
 describe('durations', () => {
   it('parses Go-style durations', () => {

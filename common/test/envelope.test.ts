@@ -5,10 +5,10 @@ import { pino } from 'pino';
 import os from 'node:os';
 import path from 'node:path';
 import { MemoryBus, type Bus, type Delivery } from '../src/bus/index.js';
-import { ManualClock } from '../src/clock.js';
+import { canonicalJson } from '../src/core/canonical-json.js';
+import { ManualClock } from '../src/core/clock.js';
 import { ConfigError } from '../src/config/config.js';
 import {
-  canonicalJson,
   EnvelopeSigner,
   EnvelopeVerifier,
   ensureKeyDir,
@@ -22,9 +22,9 @@ import {
   type UntypedMessages,
 } from '../src/envelope/index.js';
 import { RequestContext, silentLogger } from '../src/logging/logger.js';
-import { MESSAGE_TYPES, QUEUES, type JobRunMessage } from '../src/messages.js';
+import { MESSAGE_TYPES, QUEUES, type JobRunMessage } from '../src/messages/index.js';
 import { OrlojMetrics } from '../src/observability/metrics.js';
-import { roleBus } from '../src/role-bus.js';
+import { roleBus } from '../src/envelope/role-bus.js';
 import { Inbox } from './support/async.js';
 
 const pairs = Object.fromEntries(PRODUCER_ROLES.map((role) => [role, crypto.generateKeyPairSync('ed25519')])) as Record<

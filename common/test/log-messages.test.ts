@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { decodeLiveLogs, packLines, type LogLineMessage } from '../src/messages.js';
+import { decodeLiveLogs, packLines, type LogLineMessage } from '../src/messages/index.js';
 
 const line = (sequence_num: number, stream: 'stdout' | 'stderr' = 'stdout'): LogLineMessage => ({ sequence_num, stream, message: `line ${sequence_num}`, timestamp: 1_700_000_000_000 + sequence_num });
 const head = { job_id: '0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3', workflow_id: '1b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3', attempt: 2 };

@@ -2,7 +2,7 @@
  * The runner role: a stateless worker with no database access. It takes job
  * attempts from QUEUES.jobs and image builds from QUEUES.builds, executes them
  * with the HEARTBEAT and CONTAINER executors, and reports on QUEUES.jobEvents.
- * docs/runners.md describes the protocol; common/src/messages.ts types it.
+ * docs/runners.md describes the protocol; common/src/messages/index.ts types it.
  *
  * Ack timing: a job.run message is held (unacked) while it waits for a free
  * execution slot, and acked once job.started is confirmed by the bus. The run

@@ -2,7 +2,7 @@
 // scripts/restart.ts): the options they both take, with the same defaults and
 // checks, and the way a script turns --help, a bad option or its result into
 // the process's exit code.
-import { parseDuration } from '@orloj/common/domain';
+import { parseDuration } from '@orloj/common/core';
 
 export class UsageError extends Error {}
 

@@ -1,5 +1,5 @@
 /**
- * One idea: the frame of one harness run (HarnessRun), from opening its
+ * The frame of one harness run (HarnessRun), from opening its
  * services to cleaning up exactly once. Its names (schema, bus prefix, work
  * directory), the processes it launches and restarts, the leader observer, the
  * waits of the settling phase, the orderly shutdown, the checks and the
@@ -10,8 +10,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AcceleratedClock, newId } from '@orloj/common/core';
-import { parseDuration } from '@orloj/common/domain';
+import { AcceleratedClock, newId, parseDuration } from '@orloj/common/core';
 import { QUEUES } from '@orloj/common/messages';
 import { ensureKeyDir } from '@orloj/common/envelope';
 import type { DatabaseHandle, Store } from '@orloj/common/store';

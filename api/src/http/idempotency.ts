@@ -1,8 +1,7 @@
 import crypto from 'node:crypto';
 import type { Context } from 'koa';
-import { OrlojError, type Clock } from '@orloj/common/core';
+import { canonicalJson, OrlojError, type Clock } from '@orloj/common/core';
 import { CONFIG_DEFAULTS } from '@orloj/common/config';
-import { canonicalJson } from '@orloj/common/envelope';
 import type { Store } from '@orloj/common/store';
 
 export const IDEMPOTENCY_TTL_MS = CONFIG_DEFAULTS.http.idempotencyTtlMs;

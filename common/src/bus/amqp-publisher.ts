@@ -1,6 +1,6 @@
 import type { ChannelModel, ConfirmChannel, Message, Options } from 'amqplib';
 import type { Logger } from '../logging/logger.js';
-import { OrlojError } from '../errors.js';
+import { OrlojError } from '../core/errors.js';
 import { entryExchange } from './bus.js';
 import { confirmed } from './amqp-promises.js';
 import type { AmqpTopology } from './amqp-topology.js';

@@ -3,8 +3,8 @@ import amqp from 'amqplib';
 import type { Channel, ChannelModel, Options } from 'amqplib';
 import { tlsMaterial, type TlsFiles } from '../config/tls.js';
 import { CONFIG_DEFAULTS } from '../config/config.js';
-import { OrlojError } from '../errors.js';
-import { backoffDelay, retryPolicies, type BackoffPolicy } from '../retry.js';
+import { OrlojError } from '../core/errors.js';
+import { backoffDelay, retryPolicies, type BackoffPolicy } from '../core/retry.js';
 import {
   busClosed,
   checkPrefetch,

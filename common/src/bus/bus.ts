@@ -1,6 +1,6 @@
 import { CONFIG_DEFAULTS } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
-import { OrlojError } from '../errors.js';
+import { OrlojError } from '../core/errors.js';
 
 /**
  * The message bus port. Two adapters: MemoryBus (embedded default) and

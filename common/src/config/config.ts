@@ -1,5 +1,5 @@
 /**
- * One idea: the process's configuration, read once from the environment. The
+ * The process's configuration, read once from the environment. The
  * defaults (CONFIG_DEFAULTS, the only place a default lives), the Config type,
  * one section reader per concern and the checks across them; every problem is
  * reported at once in a ConfigError (README.md, "Configuration").
@@ -8,11 +8,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import os from 'node:os';
-import { formatDuration, parseDuration } from '../domain/duration.js';
+import { formatDuration, parseDuration } from '../core/duration.js';
+import type { ContainerLimits } from '../domain/container-policy.js';
+import { LATE_AFTER_MS, UPTIME_WINDOW_MS } from '../domain/health.js';
+import { JOB_TIMEOUTS } from '../domain/payload.js';
 import { makePrivateDir, tightenFile } from './data-dir.js';
 import { readTlsFiles, type TlsFiles } from './tls.js';
 
 export type { TlsFiles } from './tls.js';
+export type { ContainerLimits } from '../domain/container-policy.js';
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -29,12 +33,8 @@ const MIB = 1024 * 1024;
  */
 export const CONFIG_DEFAULTS = deepFreeze({
   jobs: {
-    /** A HEARTBEAT payload's `timeout` when it names none, and the most it may name. */
-    heartbeatTimeoutMs: 10 * SECOND,
-    heartbeatTimeoutMaxMs: 5 * MINUTE,
-    /** A CONTAINER payload's `timeout` when it names none, and the most any installation allows (CONTAINER_MAX_TIMEOUT's ceiling). */
-    containerTimeoutMs: 30 * SECOND,
-    containerTimeoutMaxMs: 1 * HOUR,
+    /** A payload's `timeout` when it names none, and the most it may name (the domain's rule, domain/payload.ts). */
+    ...JOB_TIMEOUTS,
     /** CONTAINER_MAX_TIMEOUT: the most this installation allows. */
     containerInstallationMaxTimeoutMs: 30 * MINUTE,
   },
@@ -162,12 +162,8 @@ export const CONFIG_DEFAULTS = deepFreeze({
     /** CONTAINER_SCRATCH_MB: the size of each writable tmpfs (/tmp, /var/tmp, /run) over the read-only root. */
     scratchMb: 256,
   },
-  health: {
-    /** How far past its slot a run that has not started makes the workflow `late`. */
-    lateAfterMs: 1 * MINUTE,
-    /** The window uptime is counted over. */
-    uptimeWindowMs: 1 * DAY,
-  },
+  /** The domain's health rule (domain/health.ts). */
+  health: { lateAfterMs: LATE_AFTER_MS, uptimeWindowMs: UPTIME_WINDOW_MS },
   http: {
     /** Longer than a load balancer's idle timeout (often 60 s), so the proxy closes idle connections first. */
     keepAliveTimeoutMs: 65 * SECOND,
@@ -339,24 +335,6 @@ export interface Config {
   };
   /** Test hook: `accelerated:<origin-ms>:<speed>` runs every role on a faster clock. */
   readonly clock: { readonly kind: 'system' } | { readonly kind: 'accelerated'; readonly origin: number; readonly speed: number };
-}
-
-/** Operator maxima and switches for CONTAINER workflows; checked at validation and again by the runner. */
-export interface ContainerLimits {
-  /**
-   * Registries images may come from (`docker.io`, `ghcr.io`, `registry.example.com:5000`).
-   * `localhost` means locally present images (e.g. built with `podman build`), never pulled.
-   */
-  readonly registries: readonly string[];
-  /** Whether a payload may ask for `"network": "bridge"`. */
-  readonly networkEnabled: boolean;
-  readonly maxMemoryMb: number;
-  readonly maxCpus: number;
-  readonly maxTimeoutMs: number;
-  /** Log lines kept per job; the rest are counted, not stored. */
-  readonly maxLogLines: number;
-  /** Log bytes (UTF-8 message text) kept per job. */
-  readonly maxLogBytes: number;
 }
 
 export type ResolvedConfig = Config & { readonly sessionSecret: string; readonly csrfSecret: string };

@@ -1,5 +1,4 @@
-import type { ContainerLimits } from '../config/config.js';
-import type { FieldError } from '../errors.js';
+import type { FieldError } from '../core/errors.js';
 import type { ContainerPayload } from './workflow.js';
 
 /**
@@ -8,6 +7,24 @@ import type { ContainerPayload } from './workflow.js';
  * Checked by the api at create/update time and again by the runner before it
  * pulls or runs anything, because the settings or DNS may have changed since.
  */
+
+/** Operator maxima and switches for CONTAINER workflows; checked at validation and again by the runner. */
+export interface ContainerLimits {
+  /**
+   * Registries images may come from (`docker.io`, `ghcr.io`, `registry.example.com:5000`).
+   * `localhost` means locally present images (e.g. built with `podman build`), never pulled.
+   */
+  readonly registries: readonly string[];
+  /** Whether a payload may ask for `"network": "bridge"`. */
+  readonly networkEnabled: boolean;
+  readonly maxMemoryMb: number;
+  readonly maxCpus: number;
+  readonly maxTimeoutMs: number;
+  /** Log lines kept per job; the rest are counted, not stored. */
+  readonly maxLogLines: number;
+  /** Log bytes (UTF-8 message text) kept per job. */
+  readonly maxLogBytes: number;
+}
 
 /** The registry an image reference names, the way Docker and Podman read it. */
 export interface ImageRegistry {

@@ -1,6 +1,6 @@
 import type { Job, JobStatus, JobTrigger, ReasonCode } from './job.js';
 import type { Workflow, WorkflowKind } from './workflow.js';
-import { isRequestId } from '../ids.js';
+import { isRequestId } from '../core/ids.js';
 
 /**
  * Domain events: what happened to a workflow or a job, written to the outbox

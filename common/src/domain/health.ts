@@ -1,4 +1,3 @@
-import { CONFIG_DEFAULTS } from '../config/config.js';
 import type { CheckResult } from './check.js';
 import type { JobStatus } from './job.js';
 import type { WorkflowSummary } from './workflow.js';
@@ -24,11 +23,11 @@ export const HEALTH_STATES = ['up', 'down', 'late', 'paused', 'building', 'pendi
 export type HealthState = (typeof HEALTH_STATES)[number];
 
 /** How far past its slot a run that has not started makes the workflow `late`. */
-export const LATE_AFTER_MS = CONFIG_DEFAULTS.health.lateAfterMs;
+export const LATE_AFTER_MS = 60_000;
 /** Runs shown in a workflow's strip of recent runs. */
 export const RECENT_RUNS = 20;
 /** The window uptime is counted over. */
-export const UPTIME_WINDOW_MS = CONFIG_DEFAULTS.health.uptimeWindowMs;
+export const UPTIME_WINDOW_MS = 24 * 3_600_000;
 
 /** A finished run as the strip shows it. */
 export interface RunSummary {

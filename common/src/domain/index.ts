@@ -1,6 +1,5 @@
 // @orloj/common/domain: workflows, jobs and their rules as plain types and functions (no I/O).
 export * from './workflow.js';
-export * from './duration.js';
 export * from './payload.js';
 export * from './well-formed.js';
 export * from './container-policy.js';

@@ -1,4 +1,4 @@
-import { OrlojError } from '../errors.js';
+import { OrlojError } from '../core/errors.js';
 import type { CheckResult } from './check.js';
 import { newJob, reasons, type Job, type JobReason, type JobStatus } from './job.js';
 import type { Workflow } from './workflow.js';

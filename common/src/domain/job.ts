@@ -1,4 +1,4 @@
-import { newId } from '../ids.js';
+import { newId } from '../core/ids.js';
 import type { CheckResult } from './check.js';
 import type { Workflow } from './workflow.js';
 

@@ -1,7 +1,6 @@
 import { Ajv, type ErrorObject } from 'ajv';
-import { CONFIG_DEFAULTS } from '../config/config.js';
-import type { FieldError } from '../errors.js';
-import { parseDuration } from './duration.js';
+import type { FieldError } from '../core/errors.js';
+import { parseDuration } from '../core/duration.js';
 import type { ContainerPayload, HeartbeatPayload, WorkflowKind } from './workflow.js';
 import { illFormedFields } from './well-formed.js';
 
@@ -10,7 +9,17 @@ import { illFormedFields } from './well-formed.js';
  * string). Returns the parsed, defaulted payload or the list of failing fields,
  * each prefixed with `payload.`.
  */
-const { heartbeatTimeoutMs, heartbeatTimeoutMaxMs, containerTimeoutMs, containerTimeoutMaxMs } = CONFIG_DEFAULTS.jobs;
+/** A payload's `timeout`: what it gets when it names none, and the most it may name. */
+export const JOB_TIMEOUTS = {
+  /** HEARTBEAT: 10 s when unnamed, at most 5 min. */
+  heartbeatTimeoutMs: 10_000,
+  heartbeatTimeoutMaxMs: 5 * 60_000,
+  /** CONTAINER: 30 s when unnamed; at most 1 h in any installation (CONTAINER_MAX_TIMEOUT's ceiling). */
+  containerTimeoutMs: 30_000,
+  containerTimeoutMaxMs: 60 * 60_000,
+} as const;
+
+const { heartbeatTimeoutMs, heartbeatTimeoutMaxMs, containerTimeoutMs, containerTimeoutMaxMs } = JOB_TIMEOUTS;
 
 const headerName = '^[!#$%&\'*+.^_`|~0-9A-Za-z-]{1,256}$';
 // Reference grammar of the distribution spec: [registry[:port]/]path[:tag][@digest]

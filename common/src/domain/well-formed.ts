@@ -1,4 +1,4 @@
-import type { FieldError } from '../errors.js';
+import type { FieldError } from '../core/errors.js';
 
 /** A lone (unpaired) surrogate: in `u` mode a paired one is a single code point, not Cs. */
 const LONE_SURROGATE = /\p{Cs}/u;

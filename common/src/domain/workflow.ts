@@ -1,4 +1,4 @@
-import { newId } from '../ids.js';
+import { newId } from '../core/ids.js';
 
 export const WORKFLOW_KINDS = ['HEARTBEAT', 'CONTAINER'] as const;
 export type WorkflowKind = (typeof WORKFLOW_KINDS)[number];

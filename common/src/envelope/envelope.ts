@@ -1,21 +1,20 @@
 /**
- * One idea: the signed envelope, from sealing to a handler. The signer and
+ * The signed envelope, from sealing to a handler. The signer and
  * verifier (shape, signature, producer policy, expiry, replay), and the
  * SignedBus and verifying handler that put them on the bus and decode each
  * body once by the message table (docs/bus.md, "Signed envelope").
  */
 import { sign, verify, type KeyObject } from 'node:crypto';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../core/clock.js';
 import { CONFIG_DEFAULTS } from '../config/config.js';
-import { newId, isRequestId, isUuid, REQUEST_ID_PATTERN } from '../ids.js';
+import { canonicalJson, isPlainObject } from '../core/canonical-json.js';
+import { newId, isRequestId, isUuid, REQUEST_ID_PATTERN } from '../core/ids.js';
 import type { Logger, RequestContext } from '../logging/logger.js';
-import type { OrlojMessages } from '../messages.js';
-import type { OrlojMetrics } from '../observability/metrics.js';
+import type { OrlojMessages } from '../messages/index.js';
 import { DeadLetterError, deadLetterQueue, misuse, type Bus, type ConsumeOptions, type Delivery, type MessageHandler, type Subscription } from '../bus/bus.js';
-import { isProducerRole, type ProducerRole } from './keys.js';
-import type { MessageTable, MessageType, ProducerPolicy, ReadBody, WireBody } from './message-table.js';
+import { isProducerRole, type MessageTable, type MessageType, type ProducerPolicy, type ReadBody, type WireBody, type ProducerRole } from '../messages/table.js';
 
-export type { ProducerPolicy } from './message-table.js';
+export type { ProducerPolicy } from '../messages/table.js';
 
 /**
  * A bus message with its provenance: who produced it, when, on whose behalf
@@ -294,52 +293,15 @@ function signingInput(fields: Record<string, unknown>): Buffer {
   return Buffer.from(SIGNING_CONTEXT + canonicalJson(fields), 'utf8');
 }
 
-/**
- * JSON with object keys sorted at every level, so a signature survives any
- * re-serialization on the way. Throws for anything JSON cannot carry.
- */
-export function canonicalJson(value: unknown): string {
-  return canonical(value, new Set());
-}
-
-function canonical(value: unknown, ancestors: Set<object>): string {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return JSON.stringify(value);
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw misuse(`${value} cannot be signed`);
-    return JSON.stringify(value);
-  }
-  if (typeof value !== 'object') throw misuse(`a ${typeof value} cannot be signed`);
-  if (ancestors.has(value)) throw misuse('a circular structure cannot be signed');
-  ancestors.add(value);
-  let out: string;
-  if (Array.isArray(value)) {
-    // A column of plain values (a log batch's messages and timestamps) is
-    // already canonical as JSON.stringify writes it: one native call.
-    out = value.every(isCanonicalScalar) ? JSON.stringify(value) : `[${value.map((item) => canonical(item, ancestors)).join(',')}]`;
-  } else {
-    if (!isPlainObject(value)) throw misuse('only plain objects can be signed');
-    const entries = Object.keys(value)
-      .filter((k) => value[k] !== undefined)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical(value[k], ancestors)}`);
-    out = `{${entries.join(',')}}`;
-  }
-  ancestors.delete(value);
-  return out;
-}
-
-/** A value JSON.stringify writes exactly as canonical() does. */
-function isCanonicalScalar(value: unknown): boolean {
-  return value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
 // ---- the bus, with envelopes ------------------------------------------------
+
+/**
+ * What the signed bus counts, and nothing more: observability's `OrlojMetrics` fits it,
+ * so the envelope needs no import from the concern above it (ARCHITECTURE.md).
+ */
+export interface RefusalMetrics {
+  readonly busRefused: { inc(labels: { queue: string; reason: RejectionReason }): void };
+}
 
 export type EnvelopeHandler<E extends Envelope = Envelope> = (envelope: E, delivery: Delivery) => Promise<void> | void;
 
@@ -439,7 +401,7 @@ export class SignedBus<M extends MessageTable = OrlojMessages> {
   private readonly signer: EnvelopeSigner | undefined;
   private readonly verifier: EnvelopeVerifier;
   private readonly log: Logger;
-  private readonly metrics: OrlojMetrics | undefined;
+  private readonly metrics: RefusalMetrics | undefined;
   private readonly messages: M | undefined;
   private readonly requestContext: RequestContext | undefined;
 
@@ -453,7 +415,7 @@ export class SignedBus<M extends MessageTable = OrlojMessages> {
     verifier: EnvelopeVerifier;
     logger: Logger;
     signer?: EnvelopeSigner;
-    metrics?: OrlojMetrics | undefined;
+    metrics?: RefusalMetrics | undefined;
     messages?: M;
     requestContext?: RequestContext | undefined;
   }) {

@@ -1,5 +1,4 @@
 export {
-  canonicalJson,
   EnvelopeSigner,
   EnvelopeVerifier,
   sealAndPublish,
@@ -8,6 +7,7 @@ export {
   type Envelope,
   type EnvelopeHandler,
   type ProducerPolicy,
+  type RefusalMetrics,
   type RejectionReason,
   type SealOptions,
   type SignedConsumeOptions,
@@ -18,20 +18,19 @@ export {
 } from './envelope.js';
 export {
   ensureKeyDir,
-  isProducerRole,
   keyEnvName,
   keyFingerprint,
   loadKeysFromEnv,
-  PRODUCER_ROLES,
   privateKeyFromPem,
   publicKeyFromPem,
   requireRoleKeys,
   ROLE_VERIFIES,
-  type ProducerRole,
   type RoleKeys,
 } from './keys.js';
 export {
   decoded,
+  isProducerRole,
+  PRODUCER_ROLES,
   messageSpec,
   producerPolicy,
   unusable,
@@ -39,8 +38,9 @@ export {
   type MessageSpec,
   type MessageTable,
   type MessageType,
+  type ProducerRole,
   type ReadBody,
   type UntypedMessages,
   type WireBody,
-} from './message-table.js';
-export { roleBus } from '../role-bus.js';
+} from '../messages/table.js';
+export { roleBus } from './role-bus.js';

@@ -3,14 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../config/config.js';
 import { tightenFile } from '../config/data-dir.js';
-
-/** The roles that sign bus messages, each with its own Ed25519 key pair. */
-export const PRODUCER_ROLES = ['api', 'scheduler', 'runners', 'log-ingest', 'notifier'] as const;
-export type ProducerRole = (typeof PRODUCER_ROLES)[number];
-
-export function isProducerRole(value: unknown): value is ProducerRole {
-  return typeof value === 'string' && (PRODUCER_ROLES as readonly string[]).includes(value);
-}
+import { PRODUCER_ROLES, type ProducerRole } from '../messages/table.js';
 
 export interface RoleKeys {
   /** The keys this process may sign with: one role in the distributed topology, all of them embedded. */

@@ -1,7 +1,7 @@
 import { DOMAIN_EVENT_KINDS, type DomainEvent } from '../domain/events.js';
 import { WORKFLOW_KINDS } from '../domain/workflow.js';
-import { isUuid } from '../ids.js';
-import { decoded, unusable, type Decoded } from '../envelope/message-table.js';
+import { isUuid } from '../core/ids.js';
+import { decoded, unusable, type Decoded } from './table.js';
 import { isRecord } from './read.js';
 
 /** notifier's outbox relay → notifier consumers: a domain event (common/src/domain/events.ts), at least once. */

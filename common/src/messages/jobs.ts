@@ -1,6 +1,6 @@
 import { checkFromMessage, type CheckResult, type CheckResultMessage } from '../domain/check.js';
 import { reasons, type JobReason, type JobStatus } from '../domain/job.js';
-import { decoded, unusable, type Decoded } from '../envelope/message-table.js';
+import { decoded, unusable, type Decoded } from './table.js';
 import { isId, isInt, isPositiveInt, isRecord, readReason } from './read.js';
 
 /**

@@ -1,5 +1,5 @@
-import { isUuid } from '../ids.js';
-import { decoded, unusable, type Decoded } from '../envelope/message-table.js';
+import { isUuid } from '../core/ids.js';
+import { decoded, unusable, type Decoded } from './table.js';
 import { isRecord } from './read.js';
 
 /** Log lines on the bus: runners → log-ingest (log.batch), log-ingest → api replicas (log.live). */

@@ -13,7 +13,7 @@ export type { LogLine } from './repos/log-queries.repo.js';
 export * from './lifecycle.js';
 export { NOTIFICATION_KINDS, NOTIFICATION_STATE_CHANGES, type Notification, type NotificationKind, type NotificationStateChange } from './repos/notifications.repo.js';
 export { DELETED_WORKFLOW_NAME, type WorkflowTotals, type UserTotals, type KindTotals, type TopWorkflow } from './repos/analytics.repo.js';
-export { isConnectionError } from './connection-errors.js';
+export { isConnectionError } from '../core/connection-errors.js';
 export * from './health.js';
 export { backupSqlite, type SqliteBackupResult } from './sqlite-backup.js';
 export type { EndedJobPosition } from './repos/retention.repo.js';

@@ -1,5 +1,5 @@
 /**
- * One idea: a job's log on screen. The virtualized line list, paging, live
+ * A job's log on screen. The virtualized line list, paging, live
  * tail, search with highlights and the filter bar all serve one viewer;
  * where the lines come from is LogSource's (log-source.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * One idea: the `jobs` table's SQL. Inserts, guarded state transitions (the
+ * The `jobs` table's SQL. Inserts, guarded state transitions (the
  * allowed moves come from domain/job-state.ts), leases, the scheduler's
  * dispatch and sweep queries and the health read-outs, with the
  * row-to-domain mapping; no lifecycle decisions are made here.
@@ -14,7 +14,7 @@ import type { Job, JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js
 import type { CheckFailure, CheckResult } from '../../domain/check.js';
 import { RECENT_RUNS, type OpenRun, type RunCounts, type RunSummary } from '../../domain/health.js';
 import { ALLOWED_FROM, CANCELED_WITH_WORKFLOW, LEASED_STATUS, type JobTransition, type TransitionFields, type TransitionGuard } from '../../domain/job-state.js';
-import type { KeysetPosition } from '../../cursor.js';
+import type { KeysetPosition } from '../../core/cursor.js';
 
 export function toJob(r: Selectable<JobsTable>): Job {
   return {

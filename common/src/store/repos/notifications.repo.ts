@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.js';
 import type { DialectHelpers } from '../dialect.js';
-import type { KeysetPosition } from '../../cursor.js';
+import type { KeysetPosition } from '../../core/cursor.js';
 
 /** The contract's kinds (api-decisions.md); nothing else is ever stored or listed. */
 export const NOTIFICATION_KINDS = ['WEB_INFO', 'WEB_SUCCESS', 'WEB_ALERT', 'WEB_ERROR'] as const;

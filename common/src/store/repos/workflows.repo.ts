@@ -1,5 +1,5 @@
 /**
- * One idea: the `workflows` table's SQL. Every read and write of a workflow row
+ * The `workflows` table's SQL. Every read and write of a workflow row
  * (insert, the keyset-paged list and its filters, update, build and schedule
  * state, termination) and its row-to-domain mapping; the rules that decide
  * those writes live in the domain and lifecycle modules, not here.
@@ -8,7 +8,7 @@ import { sql, type Kysely } from 'kysely';
 import type { DialectHelpers } from '../dialect.js';
 import type { Database, Selectable, WorkflowsTable } from '../schema.js';
 import type { BuildStatus, Workflow, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
-import type { KeysetPosition } from '../../cursor.js';
+import type { KeysetPosition } from '../../core/cursor.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 import { saturatedUsers } from './open-jobs.js';
 

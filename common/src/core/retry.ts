@@ -1,6 +1,6 @@
 import type { AbortLike } from './cancellation.js';
 import type { Clock } from './clock.js';
-import { isConnectionError } from './store/connection-errors.js';
+import { isConnectionError } from './connection-errors.js';
 
 /**
  * Retrying with backoff, in one place. Every "keep trying" in orloj — a store

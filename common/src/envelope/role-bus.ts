@@ -1,10 +1,10 @@
-import type { Bus } from './bus/bus.js';
-import type { Clock } from './clock.js';
-import type { Logger, RequestContext } from './logging/logger.js';
-import type { OrlojMetrics } from './observability/metrics.js';
-import { EnvelopeSigner, EnvelopeVerifier, SignedBus, type SignatureMode } from './envelope/envelope.js';
-import type { ProducerRole, RoleKeys } from './envelope/keys.js';
-import { MESSAGES, PRODUCER_POLICY, type OrlojMessages } from './messages.js';
+import type { Bus } from '../bus/bus.js';
+import type { Clock } from '../core/clock.js';
+import type { Logger, RequestContext } from '../logging/logger.js';
+import { EnvelopeSigner, EnvelopeVerifier, SignedBus, type RefusalMetrics, type SignatureMode } from './envelope.js';
+import type { RoleKeys } from './keys.js';
+import type { ProducerRole } from '../messages/table.js';
+import { MESSAGES, PRODUCER_POLICY, type OrlojMessages } from '../messages/index.js';
 
 /**
  * The bus as one role sees it: everything it publishes is signed with that
@@ -21,7 +21,7 @@ export function roleBus(options: {
   logger: Logger;
   signatures?: SignatureMode;
   /** Counts refused messages. */
-  metrics?: OrlojMetrics | undefined;
+  metrics?: RefusalMetrics | undefined;
   /** The process's request context: request ids travel on the messages (docs/bus.md, "Request ids"). */
   requestContext?: RequestContext | undefined;
 }): SignedBus<OrlojMessages> {

@@ -1,9 +1,15 @@
-import type { ProducerRole } from './keys.js';
+/** The roles that sign bus messages, each with its own Ed25519 key pair. */
+export const PRODUCER_ROLES = ['api', 'scheduler', 'runners', 'log-ingest', 'notifier'] as const;
+export type ProducerRole = (typeof PRODUCER_ROLES)[number];
+
+export function isProducerRole(value: unknown): value is ProducerRole {
+  return typeof value === 'string' && (PRODUCER_ROLES as readonly string[]).includes(value);
+}
 
 /**
  * The shape of a message table: each message type maps to the roles that may
  * produce it and the decoder its consumers' bodies go through. orloj's own
- * table is MESSAGES (common/src/messages.ts); SignedBus is typed by a table, so
+ * table is MESSAGES (messages/index.ts); SignedBus is typed by a table, so
  * `publish` takes the body of the type it is given and a handler gets the body
  * its decoder returned, with no casts.
  */

@@ -1,5 +1,6 @@
 // @orloj/common/core: what every role uses and nothing else needs — errors, clock, ids,
-// cancellation, cursors. No database, no broker, no I/O.
+// cancellation, cursors, durations, canonical JSON, retries. No database, no broker, no I/O;
+// core imports no other concern of common (ARCHITECTURE.md, "Concerns of common").
 export * from './errors.js';
 export * from './cancellation.js';
 export * from './clock.js';
@@ -7,3 +8,6 @@ export * from './ids.js';
 export * from './cursor.js';
 export * from './retry.js';
 export * from './batcher.js';
+export * from './duration.js';
+export * from './canonical-json.js';
+export * from './connection-errors.js';

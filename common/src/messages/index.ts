@@ -1,6 +1,6 @@
-import { decoded, messageSpec, producerPolicy, type Decoded, type ProducerPolicy } from './envelope/message-table.js';
-import type { DomainEvent } from './domain/events.js';
-import { decodeDomainEvent } from './messages/domain-event.js';
+import { decoded, messageSpec, producerPolicy, type Decoded, type ProducerPolicy } from './table.js';
+import type { DomainEvent } from '../domain/events.js';
+import { decodeDomainEvent } from './domain-event.js';
 import {
   decodeBuildFinished,
   decodeBuildRun,
@@ -18,12 +18,12 @@ import {
   type JobRunRead,
   type JobStartedMessage,
   type JobStopMessage,
-} from './messages/jobs.js';
-import { decodeLiveLogs, decodeLogBatch, type LiveLogsMessage, type LogBatchMessage } from './messages/logs.js';
+} from './jobs.js';
+import { decodeLiveLogs, decodeLogBatch, type LiveLogsMessage, type LogBatchMessage } from './logs.js';
 
-export * from './messages/jobs.js';
-export * from './messages/logs.js';
-export * from './messages/domain-event.js';
+export * from './jobs.js';
+export * from './logs.js';
+export * from './domain-event.js';
 
 /**
  * Every queue, topic and message type on the bus, in one place. Operators
