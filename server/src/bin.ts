@@ -98,7 +98,7 @@ async function main(argv: string[]): Promise<number> {
     if (orloj.dashboardDir !== undefined) {
       // What someone who has just run `npm start` for the first time needs next.
       const base = url.replace(/\/+$/, '');
-      announce.info({ dashboard: `${base}/`, signup: `${base}/signup` }, `the dashboard is at ${base}/ (new here? sign up at ${base}/signup with an email and a password of 8 to 128 characters)`);
+      announce.info({ dashboard: `${base}/`, signup: `${base}/signup` }, `the dashboard is at ${base}/ (new here? sign up at ${base}/signup with an email and a password of at least 8 characters)`);
     }
   } else if (orloj.opsPort !== undefined) {
     announce.info({ roles, host: orloj.config.host, opsPort: orloj.opsPort }, `orloj is running (${roles.join(', ')}); probes and metrics on ${orloj.config.host}:${orloj.opsPort}`);
