@@ -1,10 +1,12 @@
-import { defineConfig } from 'vitest/config';
+import { defineConfig } from 'vite';
 import react from '@vitejs/plugin-react';
 
 // `npm run dev -w @orloj/dashboard` serves the app on :5173 and forwards /api to
 // an orloj started with `npm start` (ORLOJ_URL overrides), so the browser sees
 // one origin as it does in production. orloj refuses mutating requests whose
 // Origin is not its own; the proxy presents the page's as orloj's (dev only).
+// Vite only: a production install (no dev dependencies) builds with this file;
+// the component tests' settings are in vitest.config.ts.
 const target = globalThis.process?.env.ORLOJ_URL ?? 'http://127.0.0.1:8080';
 
 export default defineConfig({
@@ -18,11 +20,5 @@ export default defineConfig({
     outDir: 'dist',
     emptyOutDir: true,
     sourcemap: true,
-  },
-  test: {
-    environment: 'jsdom',
-    include: ['src/**/*.test.tsx', 'src/**/*.test.ts'],
-    setupFiles: ['src/test/setup.ts'],
-    restoreMocks: true,
   },
 });

@@ -95,6 +95,11 @@ async function main(argv: string[]): Promise<number> {
     // PORT=0 takes any free port: the default SERVER_HOST_URL cannot know it, the line can.
     const url = orloj.config.port === 0 && !process.env.SERVER_HOST_URL?.trim() ? `http://localhost:${orloj.port}` : orloj.config.serverHostUrl;
     announce.info({ roles, url, host: orloj.config.host, port: orloj.port }, `orloj is running (${roles.join(', ')}) at ${url} (listening on ${orloj.config.host}:${orloj.port})`);
+    if (orloj.dashboardDir !== undefined) {
+      // What someone who has just run `npm start` for the first time needs next.
+      const base = url.replace(/\/+$/, '');
+      announce.info({ dashboard: `${base}/`, signup: `${base}/signup` }, `the dashboard is at ${base}/ (new here? sign up at ${base}/signup with an email and a password of at least 8 characters)`);
+    }
   } else if (orloj.opsPort !== undefined) {
     announce.info({ roles, host: orloj.config.host, opsPort: orloj.opsPort }, `orloj is running (${roles.join(', ')}); probes and metrics on ${orloj.config.host}:${orloj.opsPort}`);
   }

@@ -26,6 +26,8 @@ export interface RunningOrloj {
   port: number | undefined;
   /** Port of /livez, /readyz and /metrics in a process without the api role. */
   opsPort: number | undefined;
+  /** The built dashboard the api serves at `/`, when it serves one. */
+  dashboardDir: string | undefined;
   /** The process's metrics registry. */
   metrics: OrlojMetrics;
   /** The root logger: stdout, one JSON object per line. */
@@ -205,11 +207,12 @@ async function startRunners(boot: Boot): Promise<void> {
   roleMetrics.runners(metrics, runner, logSink);
 }
 
-/** Starts the api; answers its port. */
-async function startApi(boot: Boot, store: Store): Promise<number> {
+/** Starts the api; answers its port and the dashboard it serves. */
+async function startApi(boot: Boot, store: Store): Promise<{ port: number; dashboardDir: string | undefined }> {
   const { config, keys, clock, logger, metrics, health, requestContext, bus, started } = boot;
   const { ApiServer, isDashboardDir } = await import('@orloj/api');
   const log = logger.child({ role: 'api' });
+  const served = dashboardDir(config, log, isDashboardDir);
   const api = new ApiServer({
     store,
     config,
@@ -219,19 +222,19 @@ async function startApi(boot: Boot, store: Store): Promise<number> {
     metrics,
     health,
     requestContext,
-    dashboardDir: dashboardDir(config, log, isDashboardDir),
+    dashboardDir: served,
   });
   const port = (await api.start()).port;
   started.push(api);
   roleMetrics.api(metrics, api);
-  return port;
+  return { port, dashboardDir: served };
 }
 
 /**
  * The roles, in start order. Log-ingest comes before the runners: stopped after
- * them, so it takes the lines they flush at shutdown. Answers the api's port.
+ * them, so it takes the lines they flush at shutdown. Answers what startApi does.
  */
-async function startRoles(boot: Boot): Promise<number | undefined> {
+async function startRoles(boot: Boot): Promise<Awaited<ReturnType<typeof startApi>> | undefined> {
   const { roles, store } = boot;
   if (roles.has('scheduler') && store) await startScheduler(boot, store);
   if (roles.has('log-ingest') && store) await startLogIngest(boot, store);
@@ -273,6 +276,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
   let bus: InstrumentedBus | undefined;
   let port: number | undefined;
   let opsPort: number | undefined;
+  let dashboard: string | undefined;
   const lifecycle = { started: false };
   const { metrics, health } = observability(lifecycle);
 
@@ -306,7 +310,9 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     const connectionName = `orloj ${[...roles].join(',')} pid ${process.pid} on ${os.hostname()}`;
     bus = new InstrumentedBus(await createBus(config.busUrl, { logger, prefix: config.busPrefix, connectionName, tls: config.busTls }), metrics);
     roleMetrics.common(metrics, bus);
-    port = await startRoles({ config, roles, keys, clock, logger, metrics, health, requestContext, bus, store, started });
+    const api = await startRoles({ config, roles, keys, clock, logger, metrics, health, requestContext, bus, store, started });
+    port = api?.port;
+    dashboard = api?.dashboardDir;
     lifecycle.started = true;
   } catch (err) {
     await closeAll().catch(() => undefined);
@@ -317,6 +323,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
     config,
     port,
     opsPort,
+    dashboardDir: dashboard,
     metrics,
     logger,
     stop() {

@@ -1,0 +1,15 @@
+import { defineConfig, mergeConfig } from 'vitest/config';
+import viteConfig from './vite.config';
+
+// The component tests (Vitest, jsdom) on top of the app's Vite settings.
+export default mergeConfig(
+  viteConfig,
+  defineConfig({
+    test: {
+      environment: 'jsdom',
+      include: ['src/**/*.test.tsx', 'src/**/*.test.ts'],
+      setupFiles: ['src/test/setup.ts'],
+      restoreMocks: true,
+    },
+  }),
+);
