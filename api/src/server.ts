@@ -12,6 +12,14 @@ import { ConnectionLimits } from './http/connection-limits.js';
 
 const MAINTENANCE_EVERY_MS = CONFIG_DEFAULTS.http.maintenanceEveryMs;
 
+/** How a request Node refuses is answered, by Node's error code. */
+const CLIENT_ERRORS: Record<string, { status: number; title: string; detail: string; code: string }> = {
+  HPE_HEADER_OVERFLOW: { status: 431, title: 'Request Header Fields Too Large', detail: 'The request headers are too large.', code: 'malformed_request' },
+  // Headers not complete within HTTP_HEADERS_TIMEOUT (slowloris), or a request body within the request timeout.
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, title: 'Request Timeout', detail: 'The request was not received in time.', code: 'request_timeout' },
+  malformed: { status: 400, title: 'Bad Request', detail: 'The request could not be parsed: a header or the request line is malformed.', code: 'malformed_request' },
+};
+
 /**
  * Requests Node's HTTP parser refuses (bytes not allowed in a header, oversized
  * headers) never reach Koa; they still get a problem document, not a bare 400.
@@ -21,17 +29,10 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     socket.destroy();
     return;
   }
-  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-  const status = tooLarge ? 431 : 400;
-  const body = JSON.stringify({
-    type: 'urn:orloj:problem:malformed_request',
-    title: tooLarge ? 'Request Header Fields Too Large' : 'Bad Request',
-    status,
-    detail: tooLarge ? 'The request headers are too large.' : 'The request could not be parsed: a header or the request line is malformed.',
-    code: 'malformed_request',
-  });
+  const { status, title, detail, code } = CLIENT_ERRORS[err.code ?? ''] ?? CLIENT_ERRORS.malformed!;
+  const body = JSON.stringify({ type: `urn:orloj:problem:${code}`, title, status, detail, code });
   socket.end(
-    `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+    `HTTP/1.1 ${status} ${title}\r\n` +
       `Content-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${crypto.randomUUID()}\r\n` +
       `Connection: close\r\n\r\n${body}`,
   );

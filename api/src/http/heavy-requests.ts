@@ -39,7 +39,8 @@ export class HeavyRequests {
    * reason once `signal` aborts (the client went away while waiting).
    */
   acquire(userId: string, signal?: AbortSignal): Promise<() => void> {
-    if (this.queue.length === 0 && this.hasRoom(userId)) return Promise.resolve(this.take(userId));
+    // Every waiter lacks room (each release admits those that have it): a request with room passes them.
+    if (this.hasRoom(userId)) return Promise.resolve(this.take(userId));
     return new Promise((resolve, reject) => {
       const leave = () => {
         clearTimeout(waiter.timer);
