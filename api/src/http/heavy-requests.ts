@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { OrlojError } from '@orloj/common/core';
 import { withHeaders } from './problem.js';
 
@@ -102,20 +102,25 @@ export class HeavyRequests {
 }
 
 /**
- * Route middleware (after the session's): the request waits for a place in
- * `heavy` and keeps it until its response has been sent or its connection
- * has closed.
+ * Waits for a place in `heavy` for the request's user (after the session
+ * check) and keeps it until the response has been sent or the connection has
+ * closed.
  */
+export async function holdHeavyPlace(heavy: HeavyRequests, ctx: Context): Promise<void> {
+  const gone = new AbortController();
+  const abort = () => gone.abort();
+  ctx.res.once('close', abort);
+  const release = await heavy.acquire(ctx.state.session.userId as string, gone.signal);
+  ctx.res.off('close', abort);
+  // Closed before it waited (no 'close' is coming): nothing will be sent, the place goes back at once.
+  if (ctx.res.closed) release();
+  else ctx.res.once('close', release);
+}
+
+/** Route middleware (after the session's): the route's requests are heavy (holdHeavyPlace). */
 export function heavyRequest(heavy: HeavyRequests): Middleware {
   return async (ctx, next) => {
-    const gone = new AbortController();
-    const abort = () => gone.abort();
-    ctx.res.once('close', abort);
-    const release = await heavy.acquire(ctx.state.session.userId as string, gone.signal);
-    ctx.res.off('close', abort);
-    // Closed before it waited (no 'close' is coming): nothing will be sent, the place goes back at once.
-    if (ctx.res.closed) release();
-    else ctx.res.once('close', release);
+    await holdHeavyPlace(heavy, ctx);
     await next();
   };
 }

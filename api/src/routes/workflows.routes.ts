@@ -19,7 +19,7 @@ import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
 import { presentHealth, presentWorkflow } from '../http/present.js';
 import { requireSession } from '../http/session.js';
-import { heavyRequest } from '../http/heavy-requests.js';
+import { heavyRequest, holdHeavyPlace } from '../http/heavy-requests.js';
 import { bodyValidator, QueryReader, requireUuidParam } from '../http/validate.js';
 import { createWorkflowBody, updateWorkflowBody, type CreateWorkflowBody, type UpdateWorkflowBody } from '../schemas.js';
 
@@ -162,7 +162,14 @@ async function handleList(deps: ApiDeps, ctx: Context): Promise<void> {
   const key = JSON.stringify([filter, cursor ?? '']);
   ctx.type = 'application/json';
   // Health moves with every run and with time: such a page is read fresh, never kept.
-  const cached = include === 'health' ? undefined : listPages.get(key, version);
+  const cachedPage = () => (include === 'health' ? undefined : listPages.get(key, version));
+  // A page in the cache is sent as it is (its memory is the cache's); one to read takes a heavy
+  // place first, and may find the page rendered meanwhile by the request it waited behind.
+  let cached = cachedPage();
+  if (cached === undefined) {
+    await holdHeavyPlace(deps.heavy, ctx);
+    cached = cachedPage();
+  }
   if (cached !== undefined) {
     ctx.body = cached;
     return;
@@ -269,9 +276,9 @@ export function workflowsRoutes(deps: ApiDeps): Router {
   const router = new Router();
   const session = requireSession(deps.sessions, deps.config);
   router.post('/workflows', session, (ctx) => handleCreate(deps, ctx));
-  const heavy = heavyRequest(deps.heavy);
-  router.get('/workflows', session, heavy, (ctx) => handleList(deps, ctx));
-  router.get('/workflows/:workflow_id', session, heavy, (ctx) => handleGet(deps, ctx));
+  // A list page is heavy only when it is read (handleList): a cached page is in memory already.
+  router.get('/workflows', session, (ctx) => handleList(deps, ctx));
+  router.get('/workflows/:workflow_id', session, heavyRequest(deps.heavy), (ctx) => handleGet(deps, ctx));
   router.put('/workflows/:workflow_id', session, (ctx) => handleUpdate(deps, ctx));
   router.patch('/workflows/:workflow_id', session, (ctx) => handleTerminate(deps, ctx));
   router.delete('/workflows/:workflow_id', session, (ctx) => handleDelete(deps, ctx));
