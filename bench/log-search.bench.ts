@@ -165,7 +165,7 @@ export const logSearch: BenchSuite = {
     ].join(' ');
     const settings: Array<[string, string]> = [
       ['Code', codeVersion()],
-      ['orloj', 'api role alone in a child process (`ApiServer`, TypeScript sources via tsx), `NODE_ENV=production`, `RATE_LIMIT_ENABLED=false`, `LOG_LEVEL=silent`, other settings default'],
+      ['orloj', 'api role alone in a child process (`ApiServer`, TypeScript sources via tsx), `NODE_ENV=production`, `RATE_LIMIT_ENABLED=false`, `LOG_LEVEL=silent`, the per-user and per-address shares out of the way (one user, one address), other settings default'],
       ['Data', `${fmt(s.lines)} lines (${deviation ? `**not the target's 10,000,000**: BENCH_LOG_LINES was set` : 'the target size'}), jobs of ${fmt(s.jobLines)} lines; lines of about 120 bytes, 1 in 10 on stderr; "${COMMON_TERM}" in every 10th line, "${RARE_TERM}" in 5 lines per job, "${ABSENT_TERM}" in none; no text index, the per-block skip index of docs/adr/0007-log-search-skip-index.md`],
       ['Searches', `${s.runs} per path for the rare and the absent term, ${s.commonRuns} for the common one, after one warm-up each; engines ${s.engines.join(', ')}`],
       ['Overrides', 'BENCH_LOG_LINES (total lines, default 10,000,000), BENCH_LOG_JOB_LINES (lines per job, default 1,000,000), BENCH_LOG_SEARCHES (runs of the rare term, default 30), BENCH_LOG_COMMON_SEARCHES (runs of the common term, default 300), BENCH_LOG_ENGINES (default sqlite,postgres), BENCH_DATABASE_URL, BENCH_CPU_PROF (adds orloj-log-search-<engine>-<term>-<pid>.cpuprofile: the orloj process during each term\'s runs)'],

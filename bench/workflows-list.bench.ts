@@ -148,7 +148,7 @@ export const workflowsList: BenchSuite = {
       ].join(' '),
       settings: [
         ['Load', `autocannon ${installedVersion('autocannon')}, ${ctx.load.connections} connections, pipelining 1, ${ctx.load.duration} s measured after ${ctx.load.warmup} s warm-up, in the parent process`],
-        ['orloj', 'api role alone in a child process (`ApiServer`, TypeScript sources via tsx), `NODE_ENV=production`, `RATE_LIMIT_ENABLED=false`, `LOG_LEVEL=silent`, other settings default (so the page cache is on, `LIST_CACHE_MB=32`, except in the row that turns it off)'],
+        ['orloj', 'api role alone in a child process (`ApiServer`, TypeScript sources via tsx), `NODE_ENV=production`, `RATE_LIMIT_ENABLED=false`, `LOG_LEVEL=silent`, the per-user and per-address shares out of the way (one user, one address), other settings default (so the page cache is on, `LIST_CACHE_MB=32`, except in the row that turns it off)'],
         ['Data', `${WORKFLOWS.toLocaleString('en')} active workflows of one user (1 in 5 CONTAINER), bulk-inserted; PostgreSQL statistics refreshed with ANALYZE`],
         ['Baseline', `Koa ${installedVersion('koa')} in a child process, one middleware setting \`ctx.body\` to the page object orloj returned`],
         ['Overrides', 'BENCH_DURATION, BENCH_CONNECTIONS, BENCH_WARMUP, BENCH_DATABASE_URL'],

@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { OrlojError, type Clock } from '@orloj/common/core';
-import type { ResolvedConfig } from '@orloj/common/config';
+import { CONFIG_DEFAULTS, type ResolvedConfig } from '@orloj/common/config';
 import type { Logger, RequestContext } from '@orloj/common/logging';
 import type { SignedBus } from '@orloj/common/envelope';
 import type { Health, OrlojMetrics } from '@orloj/common/observability';
@@ -14,6 +14,7 @@ import { RateLimiter } from './http/rate-limit.js';
 import { SessionManager } from './http/session.js';
 import { IdempotencyGuard } from './http/idempotency.js';
 import { ListPageCache } from './http/list-pages.js';
+import { HeavyRequests } from './http/heavy-requests.js';
 import { authRoutes } from './routes/auth.routes.js';
 import { usersRoutes } from './routes/users.routes.js';
 import { workflowsRoutes } from './routes/workflows.routes.js';
@@ -50,6 +51,13 @@ export interface AppOptions {
   health?: Health | undefined;
   /** Carries the request id into every log line a request causes. */
   requestContext?: RequestContext | undefined;
+  /** The places for heavy requests; ApiServer passes its own so its metrics can read them. */
+  heavy?: HeavyRequests | undefined;
+}
+
+/** The places for heavy requests an app built with `config` has. */
+export function createHeavyRequests(config: ResolvedConfig): HeavyRequests {
+  return new HeavyRequests({ max: config.http.maxHeavyRequests, perUser: config.http.maxHeavyRequestsPerUser, waitMs: CONFIG_DEFAULTS.http.heavyWaitMs });
 }
 
 /** The live tails of an app built from these options. */
@@ -59,8 +67,12 @@ export function createLiveTailHub(options: AppOptions): LiveTailHub {
     clock: options.clock,
     logger: options.logger,
     bus: options.bus,
-    // With in-process limits off, the ingress enforces the stream limit too.
-    settings: { ...(options.config.rateLimit.enabled ? {} : { maxStreamsPerClient: 0 }), ...options.liveTail },
+    // With in-process limits off, the ingress enforces the per-address stream limit too; no ingress knows users.
+    settings: {
+      maxStreamsPerUser: options.config.http.maxStreamsPerUser,
+      ...(options.config.rateLimit.enabled ? {} : { maxStreamsPerClient: 0 }),
+      ...options.liveTail,
+    },
   });
 }
 
@@ -81,6 +93,7 @@ export function createApp(options: AppOptions): Koa {
     sessions: new SessionManager(options.store, config, clock),
     idempotency: new IdempotencyGuard(options.store, clock),
     listPages: new ListPageCache(config.listCacheBytes),
+    heavy: options.heavy ?? createHeavyRequests(config),
   };
   const app = new Koa();
   app.silent = true;

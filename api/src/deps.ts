@@ -8,6 +8,7 @@ import type { SessionManager } from './http/session.js';
 import type { IdempotencyGuard } from './http/idempotency.js';
 import type { LiveTailHub } from './http/live-tail.js';
 import type { ListPageCache } from './http/list-pages.js';
+import type { HeavyRequests } from './http/heavy-requests.js';
 
 /** What every route handler may use; built once in createApp. */
 export interface ApiDeps {
@@ -23,6 +24,8 @@ export interface ApiDeps {
   bus?: SignedBus | undefined;
   /** Open live log tails: the per-client limit and the broadcast fan-out. */
   tails: LiveTailHub;
+  /** The process's places for requests with large answers (pages, searches, downloads). */
+  heavy: HeavyRequests;
 }
 
 /**

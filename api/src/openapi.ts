@@ -15,7 +15,7 @@ import {
   WORKFLOW_KINDS,
 } from '@orloj/common/domain';
 import { NOTIFICATION_KINDS, NOTIFICATION_STATE_CHANGES } from '@orloj/common/store';
-import { createWorkflowBody, credentialsBody, markNotificationsBody, scheduleJobBody, updateUserBody, updateWorkflowBody } from './schemas.js';
+import { createWorkflowBody, credentialsBody, markNotificationsBody, registerBody, scheduleJobBody, updateUserBody, updateWorkflowBody } from './schemas.js';
 
 /**
  * The OpenAPI 3.1 description of every implemented route, built from the same
@@ -470,6 +470,14 @@ export const openApiDocument = {
           password: { type: 'string', minLength: 8, maxLength: 128 },
         },
       },
+      Registration: {
+        ...registerBody,
+        properties: {
+          email: { type: 'string', format: 'email', maxLength: 254, description: 'Trimmed and lower-cased; at most 254 bytes.' },
+          password: { type: 'string', minLength: 8, maxLength: 128 },
+          invitation: registerBody.properties.invitation,
+        },
+      },
       CreateWorkflow: createWorkflowBody,
       UpdateWorkflow: updateWorkflowBody,
       UpdateUser: updateUserBody,
@@ -479,10 +487,13 @@ export const openApiDocument = {
     '/auth/register': {
       post: {
         summary: 'Create an account and sign in',
-        requestBody: { required: true, content: json(ref('Credentials')) },
+        requestBody: { required: true, content: json(ref('Registration')) },
         responses: {
           '201': { description: 'Created; sets the session and csrf cookies.', headers: setCookies, content: json(ref('User')) },
           ...invalid,
+          '403': problem(
+            'A cross-site origin (forbidden_origin); registration closed on this installation (registration_closed); or, when it registers by invitation, no invitation, or one not valid for this email or expired (invitation_invalid). The first account of an empty installation is always accepted.',
+          ),
           '409': problem('The email is already registered.'),
           ...tooLarge,
           '429': rateLimited,

@@ -11,6 +11,22 @@ export const credentialsBody = {
   },
 } as const;
 
+/** `POST /auth/register`: the credentials, and an invitation when REGISTRATION=invitation asks for one. */
+export const registerBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['email', 'password'],
+  properties: {
+    ...credentialsBody.properties,
+    invitation: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 100,
+      description: 'An invitation minted by `orloj invite` for this email; needed when the installation registers by invitation (REGISTRATION=invitation), ignored otherwise.',
+    },
+  },
+} as const;
+
 const name = { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, pattern: '\\S' } as const;
 const payload = {
   type: 'string',
@@ -84,6 +100,9 @@ export const scheduleJobBody = {
 export interface CredentialsBody {
   email: string;
   password: string;
+}
+export interface RegisterBody extends CredentialsBody {
+  invitation?: string;
 }
 export interface CreateWorkflowBody {
   name: string;

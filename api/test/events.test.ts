@@ -283,6 +283,15 @@ describeApi(
   { liveTail: FAST },
 );
 
+/** In-process limits on, with request rates no test reaches: only the stream limits bite. */
+const STREAM_LIMITS_ONLY = {
+  RATE_LIMIT_ENABLED: 'true',
+  RATE_LIMIT_API_PER_SECOND: '100000',
+  RATE_LIMIT_API_BURST: '100000',
+  RATE_LIMIT_AUTH_PER_MINUTE: '100000',
+  RATE_LIMIT_AUTH_BURST: '100000',
+};
+
 describeApi(
   'live log tail: at most 5 streams per client address',
   (h) => {
@@ -323,13 +332,47 @@ describeApi(
     });
   },
   {
-    env: {
-      RATE_LIMIT_ENABLED: 'true',
-      RATE_LIMIT_API_PER_SECOND: '100000',
-      RATE_LIMIT_API_BURST: '100000',
-      RATE_LIMIT_AUTH_PER_MINUTE: '100000',
-      RATE_LIMIT_AUTH_BURST: '100000',
-    },
+    env: STREAM_LIMITS_ONLY,
+    liveTail: FAST,
+  },
+);
+
+describeApi(
+  'live log tail: at most LIVE_TAIL_MAX_STREAMS_PER_USER streams per user, from any address',
+  (h) => {
+    it('answers 429 to a user holding the maximum from as many addresses, while another user still opens one', async () => {
+      const c = await h().user();
+      const wid = await containerWorkflow(c);
+      const job = await insertJob(h().db.store, wid, 'RUNNING');
+      const path = eventsPath(wid, job.id);
+      // Through the trusted proxy (the test's own address), each stream from an address of its own.
+      const from = (i: number) => ({ 'x-forwarded-for': `198.51.100.${i}` });
+      const readers: SseReader[] = [];
+      try {
+        for (let i = 1; i <= 3; i++) {
+          const r = await SseReader.open(c, path, from(i));
+          readers.push(r);
+          assert.equal(r.status, 200);
+          await r.until((x) => x.events.length >= 1, 'connected');
+        }
+        const fourth = await SseReader.open(c, path, from(4));
+        assert.equal(fourth.status, 429, fourth.text);
+        assert.equal(fourth.headers['retry-after'], '1');
+        assert.equal((JSON.parse(fourth.text) as Json).code, 'rate_limited');
+        assert.match((JSON.parse(fourth.text) as Json).detail as string, /for one user/);
+        // The address of the refused stream has room; another user of any address is unaffected.
+        const other = await h().user();
+        const otherJob = await insertJob(h().db.store, await containerWorkflow(other), 'RUNNING');
+        const theirs = await SseReader.open(other, eventsPath(otherJob.workflowId, otherJob.id), from(4));
+        readers.push(theirs);
+        assert.equal(theirs.status, 200);
+      } finally {
+        for (const r of readers) r.close();
+      }
+    });
+  },
+  {
+    env: { ...STREAM_LIMITS_ONLY, TRUSTED_PROXIES: '127.0.0.1', LIVE_TAIL_MAX_STREAMS_PER_USER: '3' },
     liveTail: FAST,
   },
 );

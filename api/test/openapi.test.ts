@@ -190,7 +190,7 @@ describeApi('openapi document matches real responses', (h) => {
   });
 
   describe('auth', () => {
-    it('POST /auth/register: 201, 400, 409, 413', async () => {
+    it('POST /auth/register: 201, 400, 403, 409, 413', async () => {
       const c = h().client();
       const body = { email: uniqueEmail(), password: 'correct horse' };
       conf.expectRequestConforms('post', '/auth/register', body);
@@ -210,6 +210,10 @@ describeApi('openapi document matches real responses', (h) => {
       const big = await c.post('/auth/register', undefined, { rawBody: Buffer.alloc(BIG, 32), headers: JSON_TYPE });
       assert.equal(big.status, 413);
       check('post', '/auth/register', big);
+      // A foreign origin here; registration closed and invitations: api/test/registration.test.ts.
+      const foreign = await c.post('/auth/register', { email: uniqueEmail(), password: 'correct horse' }, { headers: { origin: 'http://evil.example' } });
+      assert.equal(foreign.status, 403);
+      check('post', '/auth/register', foreign);
     });
 
     it('POST /auth/login: 200, 400, 401 (unknown email and wrong password alike), 413', async () => {

@@ -73,6 +73,10 @@ export async function startDistributedOrloj(databaseUrl: string, amqpUrl: string
     LOG_LEVEL: 'warn',
     RUNNER_SHUTDOWN_GRACE: '2s',
     MAX_ACTIVE_JOBS_PER_USER: '1000000',
+    // One user's traffic from one address: the per-user and per-address shares (docs/security.md, "Availability") out of the way.
+    HTTP_MAX_CONNECTIONS_PER_CLIENT: '1000000',
+    HTTP_MAX_HEAVY_REQUESTS_PER_USER: '10000',
+    LIVE_TAIL_MAX_STREAMS_PER_USER: '100000',
     MAX_WORKFLOWS_PER_USER: '10000000',
     ...env,
   };

@@ -81,6 +81,10 @@ export async function startEmbeddedOrloj(databaseUrl: string, env: Record<string
     // The benchmarks measure throughput of one user's workflows with locally built images.
     CONTAINER_REGISTRIES: 'docker.io,localhost',
     MAX_ACTIVE_JOBS_PER_USER: '1000000',
+    // One user's traffic from one address: the per-user and per-address shares (docs/security.md, "Availability") out of the way.
+    HTTP_MAX_CONNECTIONS_PER_CLIENT: '1000000',
+    HTTP_MAX_HEAVY_REQUESTS_PER_USER: '10000',
+    LIVE_TAIL_MAX_STREAMS_PER_USER: '100000',
     MAX_WORKFLOWS_PER_USER: '10000000',
     JOB_LOG_MAX_LINES: '100000000',
     JOB_LOG_MAX_MB: '1048576',

@@ -59,6 +59,10 @@ export async function startOrloj(databaseUrl: string, env: Record<string, string
       DATA_DIR: dataDir,
       RATE_LIMIT_ENABLED: 'false',
       LOG_LEVEL: 'silent',
+      // One user's traffic from one address: the per-user and per-address shares (docs/security.md, "Availability") out of the way.
+      HTTP_MAX_CONNECTIONS_PER_CLIENT: '1000000',
+      HTTP_MAX_HEAVY_REQUESTS_PER_USER: '10000',
+      LIVE_TAIL_MAX_STREAMS_PER_USER: '100000',
       SESSION_SECRET: crypto.randomBytes(32).toString('base64url'),
       CSRF_HMAC_SECRET: crypto.randomBytes(32).toString('base64url'),
       ...env,

@@ -40,6 +40,11 @@ describe('CONFIG_DEFAULTS', () => {
     assert.equal(CONFIG_DEFAULTS.scheduler.queueTimeoutMs, 10 * 60_000);
     assert.equal(CONFIG_DEFAULTS.tenants.maxActiveJobsPerUser, 2);
     assert.equal(CONFIG_DEFAULTS.scheduler.maxAttempts, 3);
+    const { http } = CONFIG_DEFAULTS;
+    assert.deepEqual(
+      [http.maxConnections, http.maxConnectionsPerClient, http.headersTimeoutMs, http.maxHeavyRequests, http.maxHeavyRequestsPerUser, http.heavyWaitMs, http.maxStreamsPerUser],
+      [4096, 256, 10_000, 8, 2, 30_000, 10],
+    );
   });
 
   it('keeps the values the roles wrote inline before (docs/logs.md, docs/runners.md, docs/container-runtime.md, docs/bus.md)', () => {

@@ -22,6 +22,44 @@ describe('config', () => {
     assert.ok(Object.isFrozen(c));
   });
 
+  it('limits connections, heavy requests and streams per user, and leaves registration open, by default (issue 29)', () => {
+    const c = loadConfig({});
+    assert.deepEqual(c.http, {
+      maxConnections: 4096,
+      maxConnectionsPerClient: 256,
+      headersTimeoutMs: 10_000,
+      maxHeavyRequests: 8,
+      maxHeavyRequestsPerUser: 2,
+      maxStreamsPerUser: 10,
+    });
+    assert.equal(c.registration, 'open');
+    assert.equal(loadConfig({ REGISTRATION: 'Invitation' }).registration, 'invitation');
+    // A core left to the event loop: at least one reader thread, at most four.
+    assert.equal(c.sqliteReadWorkers, Math.max(1, Math.min(4, os.availableParallelism() - 1)));
+    assert.equal(loadConfig({ SQLITE_READ_WORKERS: '3' }).sqliteReadWorkers, 3);
+  });
+
+  it('refuses a bad connection, heavy-request, stream, registration or reader setting, naming each variable', () => {
+    const bad = {
+      HTTP_MAX_CONNECTIONS: '0',
+      HTTP_MAX_CONNECTIONS_PER_CLIENT: 'many',
+      HTTP_HEADERS_TIMEOUT: '10m',
+      HTTP_MAX_HEAVY_REQUESTS: '0',
+      HTTP_MAX_HEAVY_REQUESTS_PER_USER: '-1',
+      LIVE_TAIL_MAX_STREAMS_PER_USER: '0',
+      REGISTRATION: 'by-invite',
+      SQLITE_READ_WORKERS: '65',
+    };
+    assert.throws(
+      () => loadConfig(bad),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        for (const name of Object.keys(bad)) assert.match(err.message, new RegExp(`${name} must`), name);
+        return true;
+      },
+    );
+  });
+
   it('names every invalid variable in one error', () => {
     assert.throws(
       () =>

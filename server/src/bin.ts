@@ -14,6 +14,12 @@ Usage:
                                  (exit 0: up to date, 3: migrations pending)
   orloj backup <file>            write a consistent copy of the embedded SQLite
                                  database to <file> (mode 0600), also while running
+  orloj invite <email> [--expires 7d]
+                                 print an invitation (and its sign-up link) for one
+                                 email, for REGISTRATION=invitation; at most 90d
+  orloj user add <email> --password-file <file>
+                                 create an account, whatever REGISTRATION says
+                                 (the password is the file's first line)
   orloj --help                   show this help
 
 Roles: ${ALL_ROLES.join(', ')} (available now: ${AVAILABLE_ROLES.join(', ')}), or all.
@@ -30,7 +36,13 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { roles: { type: 'string', default: 'all' }, help: { type: 'boolean', short: 'h' }, check: { type: 'boolean' } },
+    options: {
+      roles: { type: 'string', default: 'all' },
+      help: { type: 'boolean', short: 'h' },
+      check: { type: 'boolean' },
+      expires: { type: 'string' },
+      'password-file': { type: 'string' },
+    },
   });
   const command = positionals[0];
   if (values.help || command === 'help' || command === undefined) {
@@ -55,6 +67,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(`backup written: ${result.file} (${result.bytes} bytes, migration ${result.migration ?? 'none'})`);
     return 0;
   }
+  if (command === 'invite' || command === 'user') return accountCommand(positionals, values);
   if (command === 'migrate') {
     const applied = await migrate();
     console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
@@ -105,6 +118,34 @@ async function main(argv: string[]): Promise<number> {
   }
   if (signalled) void shutdown();
   return -1;
+}
+
+/** `orloj invite` and `orloj user add` (server/src/accounts.ts). */
+async function accountCommand(positionals: string[], values: { expires?: string | undefined; 'password-file'?: string | undefined }): Promise<number> {
+  const { addUser, invite } = await import('./accounts.js');
+  try {
+    if (positionals[0] === 'invite') {
+      if (positionals.length !== 2) return usage('orloj invite takes one argument: the email to invite');
+      const { code, link, expiresAt } = invite(positionals[1]!, values.expires);
+      console.log(`invitation for ${positionals[1]!.trim().toLowerCase()}, valid until ${new Date(expiresAt).toISOString()}:\n${code}\nsign-up link: ${link}`);
+      return 0;
+    }
+    if (positionals[1] !== 'add' || positionals.length !== 3 || !values['password-file']) {
+      return usage('orloj user add takes an email and --password-file <file>');
+    }
+    console.log(`account created: ${await addUser(positionals[2]!, values['password-file'])}`);
+    return 0;
+  } catch (err) {
+    // Refused input (a bad email or password, a taken email) is named field by field.
+    const fields = (err as { fields?: readonly { field: string; message: string }[] }).fields;
+    console.error(fields?.length ? fields.map((f) => `${f.field} ${f.message}`).join('\n') : err instanceof Error ? err.message : String(err));
+    return 1;
+  }
+}
+
+function usage(message: string): number {
+  console.error(`${message}\n\n${HELP}`);
+  return 2;
 }
 
 main(process.argv.slice(2)).then(

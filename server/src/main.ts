@@ -106,7 +106,7 @@ interface Boot {
  */
 async function openStore(config: ResolvedConfig, logger: Logger, health: Health, opened: (database: DatabaseHandle) => void): Promise<Store> {
   const { openDatabase, Store } = await import('@orloj/common/store');
-  const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, tls: config.databaseTls });
+  const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, tls: config.databaseTls, readWorkers: config.sqliteReadWorkers });
   opened(database);
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'database migrated');

@@ -59,5 +59,9 @@ export const roleMetrics = {
 
   api(metrics: OrlojMetrics, api: ApiServer): void {
     metrics.gauge('orloj_live_tail_subscribers', 'Open live log tails (event streams) on this api process.', () => api.liveTailSubscribers);
+    metrics.counterFrom('orloj_http_connections_refused_total', 'Connections closed as soon as accepted because their client address had HTTP_MAX_CONNECTIONS_PER_CLIENT open.', () => api.connectionsRefused);
+    metrics.gauge('orloj_http_heavy_requests_running', 'Heavy requests (workflow pages, log pages, searches, downloads) holding a place (HTTP_MAX_HEAVY_REQUESTS).', () => api.heavyRequests.running);
+    metrics.gauge('orloj_http_heavy_requests_waiting', 'Heavy requests waiting for a place.', () => api.heavyRequests.waiting);
+    metrics.counterFrom('orloj_http_heavy_requests_refused_total', 'Heavy requests answered 503 after waiting too long for a place.', () => api.heavyRequests.refused);
   },
 };

@@ -71,6 +71,81 @@ describe('orloj command', function () {
   });
 });
 
+describe('orloj invite and orloj user add: adding people to a closed installation', function () {
+  this.timeout(120_000);
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-cli-'));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  /** `orloj start --roles api` with `env`; its base URL and a way to stop it. */
+  async function api(env: Record<string, string>): Promise<{ base: string; stop: () => Promise<unknown> }> {
+    const child = orloj(['start', '--roles', 'api'], { DATA_DIR: dir, PORT: '0', ...env });
+    const exit = finish(child);
+    const line = await waitForLine(child, /orloj is running/);
+    const port = /listening on 127\.0\.0\.1:(\d+)/.exec(line)![1];
+    return {
+      base: `http://127.0.0.1:${port}`,
+      stop: () => {
+        child.kill('SIGTERM');
+        return exit;
+      },
+    };
+  }
+
+  const register = (base: string, body: Record<string, string>) =>
+    fetch(`${base}/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const login = (base: string, email: string, password: string) =>
+    fetch(`${base}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+
+  it('orloj user add creates an account that signs in while registration is closed', async () => {
+    const server = await api({ REGISTRATION: 'closed' });
+    try {
+      assert.equal((await register(server.base, { email: 'first@example.com', password: 'correct horse' })).status, 201, 'the first account');
+      const refused = await register(server.base, { email: 'second@example.com', password: 'battery staple' });
+      assert.equal(refused.status, 403);
+      assert.equal(((await refused.json()) as { code: string }).code, 'registration_closed');
+      const passwordFile = path.join(dir, 'password');
+      fs.writeFileSync(passwordFile, 'battery staple\n', { mode: 0o600 });
+      const added = await finish(orloj(['user', 'add', 'Second@Example.com', '--password-file', passwordFile], { DATA_DIR: dir }));
+      assert.equal(added.code, 0, added.stderr);
+      assert.match(added.stdout, /account created: second@example.com/);
+      assert.equal((await login(server.base, 'second@example.com', 'battery staple')).status, 200);
+      // Taken, and refused input, named on stderr.
+      const again = await finish(orloj(['user', 'add', 'second@example.com', '--password-file', passwordFile], { DATA_DIR: dir }));
+      assert.equal(again.code, 1);
+      assert.match(again.stderr, /email is already registered/);
+      fs.writeFileSync(passwordFile, 'short\n');
+      const short = await finish(orloj(['user', 'add', 'third@example.com', '--password-file', passwordFile], { DATA_DIR: dir }));
+      assert.equal(short.code, 1);
+      assert.match(short.stderr, /password must be 8 to 128 characters/);
+      assert.equal((await finish(orloj(['user', 'add', 'x@example.com'], { DATA_DIR: dir }))).code, 2);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('orloj invite mints an invitation the api takes for that email only (REGISTRATION=invitation)', async () => {
+    const server = await api({ REGISTRATION: 'invitation', SERVER_HOST_URL: 'https://orloj.example.com' });
+    try {
+      assert.equal((await register(server.base, { email: 'first@example.com', password: 'correct horse' })).status, 201, 'the first account');
+      const minted = await finish(orloj(['invite', 'Guest@Example.com', '--expires', '2d'], { DATA_DIR: dir, SERVER_HOST_URL: 'https://orloj.example.com' }));
+      assert.equal(minted.code, 0, minted.stderr);
+      const invitation = /^(\d+\.[A-Za-z0-9_-]{43})$/m.exec(minted.stdout)?.[1];
+      assert.ok(invitation, minted.stdout);
+      assert.match(minted.stdout, new RegExp(`sign-up link: https://orloj\\.example\\.com/signup\\?invitation=${invitation.replace('.', '\\.')}`));
+      assert.equal((await register(server.base, { email: 'other@example.com', password: 'correct horse', invitation })).status, 403);
+      assert.equal((await register(server.base, { email: 'guest@example.com', password: 'correct horse', invitation })).status, 201);
+      const tooLong = await finish(orloj(['invite', 'x@example.com', '--expires', '100d'], { DATA_DIR: dir }));
+      assert.equal(tooLong.code, 1);
+      assert.match(tooLong.stderr, /--expires/);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('parseRoles', () => {
   it('expands all to the available roles and refuses unknown ones', () => {
     assert.deepEqual(parseRoles('all'), ['api', 'scheduler', 'runners', 'log-ingest', 'notifier']);

@@ -1,12 +1,14 @@
 import getRawBody from 'raw-body';
 import type { Context } from 'koa';
-import { OrlojError } from '@orloj/common/core';
+import { OrlojError, validationError } from '@orloj/common/core';
+import { exceedsJsonValues, tooManyJsonValues } from '@orloj/common/domain';
 
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /**
  * Reads a JSON request body. Bodies over 4 MiB are refused before any parsing:
  * from Content-Length up front, or while streaming when it is absent.
+ * Bodies of more than MAX_JSON_VALUES values are refused before parsing too.
  * Returns undefined for an empty body.
  */
 export async function readJsonBody(ctx: Context): Promise<unknown> {
@@ -35,6 +37,8 @@ export async function readJsonBody(ctx: Context): Promise<unknown> {
   if (!ctx.is('application/json', '+json')) {
     throw new OrlojError('unsupported_media_type', 'The request body must be JSON sent with Content-Type: application/json.');
   }
+  // Counted before parsing: 300,000 unknown keys would otherwise cost a parse and a validation error each (issue 29).
+  if (exceedsJsonValues(text)) throw validationError([tooManyJsonValues('body')], 'The request body holds too many JSON values.');
   try {
     return JSON.parse(text) as unknown;
   } catch {

@@ -16,6 +16,8 @@ export interface LiveTailSettings {
   keepAliveMs: number;
   /** Concurrent streams per client address; 0 = unlimited. */
   maxStreamsPerClient: number;
+  /** Concurrent streams per user, from any address (LIVE_TAIL_MAX_STREAMS_PER_USER); 0 = unlimited. */
+  maxStreamsPerUser: number;
   /** Rows per store query. */
   batchSize: number;
   /**
@@ -33,6 +35,7 @@ export const DEFAULT_LIVE_TAIL: LiveTailSettings = {
   statusMs: CONFIG_DEFAULTS.liveTail.statusMs,
   keepAliveMs: CONFIG_DEFAULTS.liveTail.keepAliveMs,
   maxStreamsPerClient: 5,
+  maxStreamsPerUser: CONFIG_DEFAULTS.http.maxStreamsPerUser,
   batchSize: 1_000,
   holeGraceMs: CONFIG_DEFAULTS.liveTail.holeGraceMs,
   maxPending: 10_000,

@@ -37,8 +37,16 @@ interface JobTails {
   counted: Map<number, number>;
 }
 
+const atLimit = (open: Map<string, number>, key: string, max: number) => max > 0 && (open.get(key) ?? 0) >= max;
+const take = (open: Map<string, number>, key: string) => open.set(key, (open.get(key) ?? 0) + 1);
+function give(open: Map<string, number>, key: string): void {
+  const n = (open.get(key) ?? 1) - 1;
+  if (n <= 0) open.delete(key);
+  else open.set(key, n);
+}
+
 /**
- * The live tails of one api process: the per-client stream limit, the bus
+ * The live tails of one api process: the per-client and per-user stream limits, the bus
  * subscription (TOPICS.liveLogs, opened with the first tail) that fans lines
  * out to the tails of their job, and per job the work its tails share — one
  * status read per statusMs, one timer of each kind, and each broadcast
@@ -55,6 +63,7 @@ export class LiveTailHub {
   private readonly frames = new WeakMap<LogLine, Buffer>();
   private readonly counts = { frames: 0, statusReads: 0, countReads: 0, lineReads: 0 };
   private readonly perClient = new Map<string, number>();
+  private readonly perUser = new Map<string, number>();
   private subscribing: Promise<void> | undefined;
   private subscription: Subscription | undefined;
   private stopped = false;
@@ -87,19 +96,22 @@ export class LiveTailHub {
     return this.subscription !== undefined;
   }
 
-  /** Takes a stream slot for the client; undefined when it has the maximum open already. Call the result once to give it back. */
-  acquire(client: string): (() => void) | undefined {
-    const max = this.settings.maxStreamsPerClient;
-    const open = this.perClient.get(client) ?? 0;
-    if (max > 0 && open >= max) return undefined;
-    this.perClient.set(client, open + 1);
+  /**
+   * Takes a stream slot for the client address and the user; the limit
+   * reached ('client' or 'user') when either has its maximum open already.
+   * Call the release function once to give the slots back.
+   */
+  acquire(client: string, userId: string): (() => void) | 'client' | 'user' {
+    if (atLimit(this.perClient, client, this.settings.maxStreamsPerClient)) return 'client';
+    if (atLimit(this.perUser, userId, this.settings.maxStreamsPerUser)) return 'user';
+    take(this.perClient, client);
+    take(this.perUser, userId);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const n = (this.perClient.get(client) ?? 1) - 1;
-      if (n <= 0) this.perClient.delete(client);
-      else this.perClient.set(client, n);
+      give(this.perClient, client);
+      give(this.perUser, userId);
     };
   }
 

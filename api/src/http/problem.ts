@@ -1,5 +1,6 @@
 import type { Context, Middleware } from 'koa';
 import { isOrlojError, OrlojError, type ErrorCode, type FieldError } from '@orloj/common/core';
+import { MAX_REPORTED_FIELDS } from '@orloj/common/domain';
 import type { Logger } from '@orloj/common/logging';
 
 /** The HTTP status of every error code: the one place errors meet HTTP. */
@@ -15,6 +16,8 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_credentials: 401,
   csrf_failed: 403,
   forbidden_origin: 403,
+  registration_closed: 403,
+  invitation_invalid: 403,
   not_found: 404,
   route_not_found: 404,
   method_not_allowed: 405,
@@ -55,15 +58,30 @@ export interface ProblemDocument {
   errors?: FieldError[];
 }
 
+/**
+ * Bounds of a problem document, whatever the request held: field names come
+ * from the request (an unknown key may be megabytes long), so an answer stays
+ * a few kilobytes (issue 29).
+ */
+const MAX_FIELDS = MAX_REPORTED_FIELDS;
+const MAX_FIELD_LENGTH = 200;
+const MAX_MESSAGE_LENGTH = 500;
+const MAX_DETAIL_LENGTH = 1000;
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
 export function problemOf(error: OrlojError): ProblemDocument {
   const status = STATUS[error.code];
+  const fields = error.fields?.slice(0, MAX_FIELDS).map((f) => ({ field: clip(f.field, MAX_FIELD_LENGTH), message: clip(f.message, MAX_MESSAGE_LENGTH) }));
   return {
     type: `urn:orloj:problem:${error.code}`,
     title: TITLE[status] ?? 'Error',
     status,
-    detail: error.message,
+    detail: clip(error.message, MAX_DETAIL_LENGTH),
     code: error.code,
-    ...(error.fields?.length ? { errors: [...error.fields] } : {}),
+    ...(fields?.length ? { errors: fields } : {}),
   };
 }
 

@@ -134,7 +134,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * the service's own origin (SERVER_HOST_URL, or the request's own host — which
  * the host check has already limited to served names) or from
  * SERVER_ALLOWED_ORIGINS; one marked `Sec-Fetch-Site: cross-site` without an
- * acceptable origin is refused. Throws 403 `forbidden_origin`.
+ * origin is refused, and so is `Origin: null` unless the browser says
+ * `Sec-Fetch-Site: same-origin`. Throws 403 `forbidden_origin`.
  */
 export function originChecker(config: Pick<ResolvedConfig, 'serverHostUrl' | 'allowedOrigins'>): (ctx: Context) => void {
   const ownOrigins = new Set([config.serverHostUrl, ...config.allowedOrigins]);
@@ -143,9 +144,11 @@ export function originChecker(config: Pick<ResolvedConfig, 'serverHostUrl' | 'al
     if (origin && origin !== 'null' && !ownOrigins.has(origin) && origin !== `${ctx.protocol}://${ctx.host}`) {
       throw new OrlojError('forbidden_origin', 'Requests from this origin are not allowed.');
     }
-    if ((origin === 'null' || !origin) && ctx.get('Sec-Fetch-Site') === 'cross-site') {
-      throw new OrlojError('forbidden_origin', 'Cross-site requests are not allowed.');
-    }
+    const site = ctx.get('Sec-Fetch-Site');
+    if (!origin && site === 'cross-site') throw new OrlojError('forbidden_origin', 'Cross-site requests are not allowed.');
+    // An opaque origin (a sandboxed frame, a data: or file: page, a form re-posted across a
+    // redirect) can be anyone's page: only a browser vouching for its own origin is believed.
+    if (origin === 'null' && site !== 'same-origin') throw new OrlojError('forbidden_origin', 'Requests from an opaque origin (Origin: null) are not allowed.');
   };
 }
 

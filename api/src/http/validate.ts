@@ -1,37 +1,25 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { OrlojError, validationError, type FieldError } from '@orloj/common/core';
-import { ajvErrorsToFields, illFormedFields } from '@orloj/common/domain';
+import { illFormedFields, SchemaValidators } from '@orloj/common/domain';
 
-const ajv = new Ajv({ allErrors: true, strict: true });
-(addFormats as unknown as (a: Ajv) => void)(ajv);
+const schemas = new SchemaValidators((ajv) => (addFormats as unknown as (a: Ajv) => void)(ajv));
 
 /** Compiles a JSON schema into a function that returns the typed value or throws a 400 naming each field. */
 export function bodyValidator<T>(schema: object): (body: unknown) => T {
-  const validate: ValidateFunction = ajv.compile(schema);
+  const validate = schemas.compile(schema);
   return (body) => {
     if (body === undefined) throw validationError([{ field: 'body', message: 'is required' }], 'A JSON body is required.');
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw validationError([{ field: 'body', message: 'must be a JSON object' }]);
     }
-    // Before the schema: a lone surrogate would otherwise be stored as U+FFFD.
+    // Before the schema: a lone surrogate would otherwise be stored as U+FFFD, and no text column holds U+0000.
     const illFormed = illFormedFields(body);
     if (illFormed.length) throw validationError(illFormed);
-    if (!validate(body)) throw validationError(ajvErrorsToFields(validate.errors));
-    const nul = fieldsWithNul(body, '');
-    if (nul.length) throw validationError(nul.map((field) => ({ field, message: 'must not contain NUL (U+0000) characters' })));
+    const errors = validate(body);
+    if (errors.length) throw validationError(errors);
     return body as T;
   };
-}
-
-/** Text columns cannot hold U+0000 (PostgreSQL refuses it), so no stored string may carry one. */
-function fieldsWithNul(value: unknown, path: string): string[] {
-  if (typeof value === 'string') return value.includes('\u0000') ? [path || 'body'] : [];
-  if (Array.isArray(value)) return value.flatMap((v, i) => fieldsWithNul(v, `${path}[${i}]`));
-  if (value && typeof value === 'object') {
-    return Object.entries(value).flatMap(([k, v]) => fieldsWithNul(v, path ? `${path}.${k}` : k));
-  }
-  return [];
 }
 
 /**

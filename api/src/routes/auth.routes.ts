@@ -1,33 +1,16 @@
 import Router from '@koa/router';
-import { Ajv } from 'ajv';
-import addFormats from 'ajv-formats';
-import { newId, OrlojError, validationError } from '@orloj/common/core';
+import { OrlojError } from '@orloj/common/core';
 import type { ApiDeps } from '../deps.js';
 import { readJsonBody } from '../http/body.js';
 import { bodyValidator } from '../http/validate.js';
-import { dummyHash, hashPassword, verifyPassword } from '../http/password.js';
+import { checkRegistration, insertAccount, newAccount, normalizeCredentials, normalizeEmail } from '../http/accounts.js';
+import { dummyHash, verifyPassword } from '../http/password.js';
 import { presentUser } from '../http/present.js';
 import { requireOwnOrigin, requireSession } from '../http/session.js';
-import { credentialsBody, type CredentialsBody } from '../schemas.js';
-
-const formats = new Ajv();
-(addFormats as unknown as (a: Ajv, only: string[]) => void)(formats, ['email']);
-const isEmail = formats.compile({ type: 'string', format: 'email' });
+import { credentialsBody, registerBody, type CredentialsBody, type RegisterBody } from '../schemas.js';
 
 const readCredentials = bodyValidator<CredentialsBody>(credentialsBody);
-
-/** Email trimmed and lower-cased; password 8 to 128 characters. */
-function normalizeCredentials(body: CredentialsBody): CredentialsBody {
-  const email = body.email.trim().toLowerCase();
-  const errors = [];
-  if (Buffer.byteLength(email, 'utf8') > 254 || !isEmail(email)) {
-    errors.push({ field: 'email', message: 'must be a valid email address of at most 254 bytes' });
-  }
-  const length = [...body.password].length;
-  if (length < 8 || length > 128) errors.push({ field: 'password', message: 'must be 8 to 128 characters' });
-  if (errors.length) throw validationError(errors);
-  return { email, password: body.password };
-}
+const readRegistration = bodyValidator<RegisterBody>(registerBody);
 
 export function authRoutes(deps: ApiDeps): Router {
   const { store, sessions, clock } = deps;
@@ -37,16 +20,17 @@ export function authRoutes(deps: ApiDeps): Router {
   const ownOrigin = requireOwnOrigin(deps.config);
 
   router.post('/auth/register', ownOrigin, async (ctx) => {
-    const { email, password } = normalizeCredentials(readCredentials(await readJsonBody(ctx)));
-    const passwordHash = await hashPassword(password);
+    const body = readRegistration(await readJsonBody(ctx));
+    const credentials = normalizeCredentials(body);
     const now = clock.now();
-    const user = { id: newId(), email, passwordHash, notificationPreference: 'ALL' as const, createdAt: now, updatedAt: now };
+    const request = { email: credentials.email, invitation: body.invitation, now };
+    // Before the hashing work, so a refused registration costs none; and again where the
+    // account is inserted, so the first account of an empty installation is let in once.
+    await checkRegistration(store, deps.config, request);
+    const user = await newAccount(credentials, now);
     await store.transaction(async (tx) => {
-      if (!(await tx.users.insert(user))) {
-        throw new OrlojError('email_taken', 'An account with this email already exists.', {
-          fields: [{ field: 'email', message: 'is already registered' }],
-        });
-      }
+      await checkRegistration(tx, deps.config, request, true);
+      await insertAccount(tx, user);
       await sessions.begin(ctx, user.id, tx);
     });
     ctx.status = 201;
@@ -55,7 +39,7 @@ export function authRoutes(deps: ApiDeps): Router {
 
   router.post('/auth/login', ownOrigin, async (ctx) => {
     const body = readCredentials(await readJsonBody(ctx));
-    const email = body.email.trim().toLowerCase();
+    const email = normalizeEmail(body.email);
     const user = await store.users.findByEmail(email);
     // Same work and same answer whether or not the email exists.
     const ok = await verifyPassword(body.password, user?.passwordHash ?? (await dummyHash));

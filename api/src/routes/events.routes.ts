@@ -66,12 +66,13 @@ export function eventsRoutes(deps: ApiDeps): Router {
         return;
       }
     }
-    const release = tails.acquire(ctx.state.clientAddress as string);
-    if (!release) {
-      throw withHeaders(
-        new OrlojError('rate_limited', `At most ${tails.settings.maxStreamsPerClient} event streams may be open at once from one address; close one first.`),
-        { 'Retry-After': '1' },
-      );
+    const release = tails.acquire(ctx.state.clientAddress as string, ctx.state.session.userId as string);
+    if (typeof release !== 'function') {
+      const limit =
+        release === 'client'
+          ? `At most ${tails.settings.maxStreamsPerClient} event streams may be open at once from one address`
+          : `At most ${tails.settings.maxStreamsPerUser} event streams may be open at once for one user`;
+      throw withHeaders(new OrlojError('rate_limited', `${limit}; close one first.`), { 'Retry-After': '1' });
     }
     const sse = new SseStream();
     void sse.closed.then(release);

@@ -8,10 +8,17 @@ import type { JobLogAccess, LogLine, Store } from '@orloj/common/store';
 import type { ApiDeps } from '../deps.js';
 import { logDownloadEntryJson, presentLogEntry } from '../http/present.js';
 import { requireSession } from '../http/session.js';
+import { heavyRequest } from '../http/heavy-requests.js';
 import { QueryReader, requireUuidParams } from '../http/validate.js';
 
 export const LOG_PAGE_SIZE = 100;
 export const LOG_PAGE_MAX = 1000;
+/**
+ * The most message text (UTF-16 code units, highlights included) one page of
+ * list or search carries: the page ends before the line that would pass it
+ * (its first line always comes), with a cursor to the rest.
+ */
+export const LOG_PAGE_MAX_TEXT = 4 * 1024 * 1024;
 /** Longest search text `q`, in UTF-16 code units. */
 export const LOG_QUERY_MAX = 1000;
 /** Rows per store query while streaming a download. */
@@ -167,14 +174,22 @@ async function logPage(deps: ApiDeps, ctx: Context, search: boolean): Promise<vo
   const list = `logs:${jobId}:${attempt}`;
   checkCursorList(list, claimed);
   const rows = owned?.lines ?? [];
-  const lines = rows.slice(0, limit);
-  const last = lines[lines.length - 1];
-  const token = highlightToken(lines.map((l) => l.message));
+  const token = highlightToken(rows.slice(0, limit).map((l) => l.message));
+  // Highlights can make a message 65 times longer (a marker around every character): the page ends at a budget.
+  const logs = [];
+  let length = 0;
+  for (const line of rows.slice(0, limit)) {
+    const message = match ? match.highlight(line.message, token) : line.message;
+    if (logs.length > 0 && length + message.length > LOG_PAGE_MAX_TEXT) break;
+    length += message.length;
+    logs.push(presentLogEntry(line, message));
+  }
+  const last = rows[logs.length - 1];
   ctx.body = {
     id: jobId,
     workflow_id: workflowId,
-    logs: lines.map((l) => presentLogEntry(l, match ? match.highlight(l.message, token) : l.message)),
-    cursor: rows.length > limit && last ? encodeCursor(list, { k: last.sequenceNum, id: jobId }) : '',
+    logs,
+    cursor: rows.length > logs.length && last ? encodeCursor(list, { k: last.sequenceNum, id: jobId }) : '',
     highlight_token: token,
   };
 }
@@ -182,9 +197,10 @@ async function logPage(deps: ApiDeps, ctx: Context, search: boolean): Promise<vo
 export function logsRoutes(deps: ApiDeps): Router {
   const router = new Router();
   const session = requireSession(deps.sessions, deps.config);
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs', session, (ctx) => logPage(deps, ctx, false));
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs/search', session, (ctx) => logPage(deps, ctx, true));
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs/lines', session, (ctx) => logLines(deps, ctx));
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs/raw', session, (ctx) => rawLog(deps, ctx));
+  const heavy = heavyRequest(deps.heavy);
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs', session, heavy, (ctx) => logPage(deps, ctx, false));
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs/search', session, heavy, (ctx) => logPage(deps, ctx, true));
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs/lines', session, heavy, (ctx) => logLines(deps, ctx));
+  router.get('/workflows/:workflow_id/jobs/:job_id/logs/raw', session, heavy, (ctx) => rawLog(deps, ctx));
   return router;
 }

@@ -19,6 +19,7 @@ import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
 import { presentHealth, presentWorkflow } from '../http/present.js';
 import { requireSession } from '../http/session.js';
+import { heavyRequest, holdHeavyPlace } from '../http/heavy-requests.js';
 import { bodyValidator, QueryReader, requireUuidParam } from '../http/validate.js';
 import { createWorkflowBody, updateWorkflowBody, type CreateWorkflowBody, type UpdateWorkflowBody } from '../schemas.js';
 
@@ -26,6 +27,13 @@ const readCreate = bodyValidator<CreateWorkflowBody>(createWorkflowBody);
 const readUpdate = bodyValidator<UpdateWorkflowBody>(updateWorkflowBody);
 
 export const WORKFLOW_PAGE_SIZE = 20;
+/**
+ * The most payload text (UTF-8) one page of `GET /workflows` carries: a page
+ * ends before the workflow that would pass it (its first workflow always
+ * comes), with a cursor to the rest, so a page stays a few MiB whatever the
+ * payloads (docs/api.md, "Listing").
+ */
+export const WORKFLOW_PAGE_MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
 /** `include=health` adds each workflow's monitoring state (docs/api.md, "Checks and health"). */
 const INCLUDES = ['health'] as const;
 
@@ -154,18 +162,24 @@ async function handleList(deps: ApiDeps, ctx: Context): Promise<void> {
   const key = JSON.stringify([filter, cursor ?? '']);
   ctx.type = 'application/json';
   // Health moves with every run and with time: such a page is read fresh, never kept.
-  const cached = include === 'health' ? undefined : listPages.get(key, version);
+  const cachedPage = () => (include === 'health' ? undefined : listPages.get(key, version));
+  // A page in the cache is sent as it is (its memory is the cache's); one to read takes a heavy
+  // place first, and may find the page rendered meanwhile by the request it waited behind.
+  let cached = cachedPage();
+  if (cached === undefined) {
+    await holdHeavyPlace(deps.heavy, ctx);
+    cached = cachedPage();
+  }
   if (cached !== undefined) {
     ctx.body = cached;
     return;
   }
-  const rows = await store.workflows.list({ ...filter, after, limit: limit + 1 });
-  const page = rows.slice(0, limit);
+  const { workflows: page, more } = await store.workflows.page({ ...filter, after }, WORKFLOW_PAGE_MAX_PAYLOAD_BYTES);
   const last = page[page.length - 1];
   const health = include === 'health' ? await readHealth(store, page, clock.now()) : undefined;
   const json = JSON.stringify({
     workflows: page.map((w) => withHealth(presentWorkflow(w), health?.get(w.id))),
-    cursor: rows.length > limit && last ? encodeCursor(list, { k: last.createdAt, id: last.id }) : '',
+    cursor: more && last ? encodeCursor(list, { k: last.createdAt, id: last.id }) : '',
   });
   if (!health) listPages.set(key, version, json);
   ctx.body = json;
@@ -262,8 +276,9 @@ export function workflowsRoutes(deps: ApiDeps): Router {
   const router = new Router();
   const session = requireSession(deps.sessions, deps.config);
   router.post('/workflows', session, (ctx) => handleCreate(deps, ctx));
+  // A list page is heavy only when it is read (handleList): a cached page is in memory already.
   router.get('/workflows', session, (ctx) => handleList(deps, ctx));
-  router.get('/workflows/:workflow_id', session, (ctx) => handleGet(deps, ctx));
+  router.get('/workflows/:workflow_id', session, heavyRequest(deps.heavy), (ctx) => handleGet(deps, ctx));
   router.put('/workflows/:workflow_id', session, (ctx) => handleUpdate(deps, ctx));
   router.patch('/workflows/:workflow_id', session, (ctx) => handleTerminate(deps, ctx));
   router.delete('/workflows/:workflow_id', session, (ctx) => handleDelete(deps, ctx));

@@ -167,7 +167,6 @@ export const CONFIG_DEFAULTS = deepFreeze({
   http: {
     /** Longer than a load balancer's idle timeout (often 60 s), so the proxy closes idle connections first. */
     keepAliveTimeoutMs: 65 * SECOND,
-    headersTimeoutMs: 66 * SECOND,
     /** The longest a request (a log download included) may take. */
     requestTimeoutMs: 5 * MINUTE,
     /** How long /readyz waits for each check. */
@@ -186,6 +185,20 @@ export const CONFIG_DEFAULTS = deepFreeze({
     rateLimitKeys: 100_000,
     /** A nudge to the scheduler leader expires after this long (the tick finds the work anyway). */
     schedulerWakeTtlMs: 1 * MINUTE,
+    /** HTTP_MAX_CONNECTIONS: open connections an api process accepts; more are closed at once. */
+    maxConnections: 4_096,
+    /** HTTP_MAX_CONNECTIONS_PER_CLIENT: open connections from one client address (peers in TRUSTED_PROXIES are not counted). */
+    maxConnectionsPerClient: 256,
+    /** HTTP_HEADERS_TIMEOUT: how long a connection may take to send a request's headers (the first request's included). */
+    headersTimeoutMs: 10 * SECOND,
+    /** HTTP_MAX_HEAVY_REQUESTS: requests that read and send large answers (pages, searches, downloads) served at once; the rest wait. */
+    maxHeavyRequests: 8,
+    /** HTTP_MAX_HEAVY_REQUESTS_PER_USER: the same, per user. */
+    maxHeavyRequestsPerUser: 2,
+    /** How long a heavy request waits for its turn before it is answered 503. */
+    heavyWaitMs: 30 * SECOND,
+    /** LIVE_TAIL_MAX_STREAMS_PER_USER: live-tail streams one user may hold open in an api process, from any address. */
+    maxStreamsPerUser: 10,
   },
   database: {
     /** DB_POOL_SIZE: PostgreSQL connections per process. */
@@ -198,6 +211,12 @@ export const CONFIG_DEFAULTS = deepFreeze({
     sqliteOptimizeEveryMs: 1 * MINUTE,
     /** Prepared SQLite statements kept per connection. */
     sqliteStatementCacheSize: 500,
+    /**
+     * SQLITE_READ_WORKERS: threads reading for heavy requests (log pages and
+     * searches, workflow pages), each with a connection of its own; the default
+     * (0) is one less than the CPUs the process may use, at least 1 and at most 4.
+     */
+    sqliteReadWorkers: 0,
   },
   tenants: {
     /** MAX_WORKFLOWS_PER_USER. */
@@ -245,6 +264,8 @@ export interface Config {
   readonly dashboardDir: string | undefined;
   readonly databaseUrl: string;
   readonly dbPoolSize: number;
+  /** Threads running SQLite's heavy reads off the event loop (docs/adr/0009). */
+  readonly sqliteReadWorkers: number;
   /** Bytes of rendered workflow list pages the api keeps (0: none). */
   readonly listCacheBytes: number;
   readonly serverHostUrl: string;
@@ -271,6 +292,21 @@ export interface Config {
     readonly apiBurst: number;
   };
   readonly trustedProxies: readonly string[];
+  /** The api's own limits on connections and on costly requests (docs/security.md, "Availability"). */
+  readonly http: {
+    readonly maxConnections: number;
+    readonly maxConnectionsPerClient: number;
+    readonly headersTimeoutMs: number;
+    readonly maxHeavyRequests: number;
+    readonly maxHeavyRequestsPerUser: number;
+    readonly maxStreamsPerUser: number;
+  };
+  /**
+   * Who may create an account (REGISTRATION): anyone (`open`), nobody
+   * (`closed`), or whoever holds an invitation minted by `orloj invite`
+   * (`invitation`). The first account of an empty installation may always be created.
+   */
+  readonly registration: 'open' | 'closed' | 'invitation';
   /** `memory:` (in-process, one process only) or `amqp://…`. */
   readonly busUrl: string;
   /** Prepended to every queue and exchange name on the broker. */
@@ -468,6 +504,7 @@ export function loadConfig(env: Env = process.env): Config {
     dashboardDir: r.raw('DASHBOARD_DIR') === undefined ? undefined : path.resolve(r.raw('DASHBOARD_DIR')!),
     databaseUrl: r.string('DATABASE_URL', `sqlite:${path.join(dataDir, 'orloj.db')}`),
     dbPoolSize: r.int('DB_POOL_SIZE', CONFIG_DEFAULTS.database.poolSize, 1, 1000),
+    sqliteReadWorkers: r.int('SQLITE_READ_WORKERS', CONFIG_DEFAULTS.database.sqliteReadWorkers, 0, 64) || defaultReadWorkers(),
     listCacheBytes: r.int('LIST_CACHE_MB', 32, 0, 65_536) * 1024 * 1024,
     serverHostUrl,
     allowedOrigins: r.list('SERVER_ALLOWED_ORIGINS').map((o) => normalizeOrigin(o, 'SERVER_ALLOWED_ORIGINS', r.problems)),
@@ -481,6 +518,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: r.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     rateLimit: readRateLimit(r),
     trustedProxies: r.list('TRUSTED_PROXIES'),
+    http: readHttp(r),
+    registration: r.oneOf('REGISTRATION', ['open', 'closed', 'invitation'] as const, 'open'),
     busUrl: r.string('BUS_URL', 'memory:'),
     busPrefix: r.string('BUS_PREFIX', CONFIG_DEFAULTS.bus.prefix),
     busTls: readTlsFiles('BUS_TLS', (name) => r.raw(name), r.problems),
@@ -508,6 +547,33 @@ function readRateLimit(r: Reader): Config['rateLimit'] {
     apiPerSecond: r.int('RATE_LIMIT_API_PER_SECOND', 20, 1, 1_000_000),
     apiBurst: r.int('RATE_LIMIT_API_BURST', 40, 0, 1_000_000),
   };
+}
+
+function readHttp(r: Reader): Config['http'] {
+  const d = CONFIG_DEFAULTS.http;
+  return {
+    maxConnections: r.int('HTTP_MAX_CONNECTIONS', d.maxConnections, 1, 1_000_000),
+    maxConnectionsPerClient: r.int('HTTP_MAX_CONNECTIONS_PER_CLIENT', d.maxConnectionsPerClient, 1, 1_000_000),
+    headersTimeoutMs: boundedDuration(r, 'HTTP_HEADERS_TIMEOUT', d.headersTimeoutMs, SECOND, MINUTE),
+    maxHeavyRequests: r.int('HTTP_MAX_HEAVY_REQUESTS', d.maxHeavyRequests, 1, 10_000),
+    maxHeavyRequestsPerUser: r.int('HTTP_MAX_HEAVY_REQUESTS_PER_USER', d.maxHeavyRequestsPerUser, 1, 10_000),
+    maxStreamsPerUser: r.int('LIVE_TAIL_MAX_STREAMS_PER_USER', d.maxStreamsPerUser, 1, 100_000),
+  };
+}
+
+/** A duration from `min` to `max`. */
+function boundedDuration(r: Reader, name: string, fallbackMs: number, minMs: number, maxMs: number): number {
+  const ms = r.duration(name, fallbackMs);
+  if (ms < minMs || ms > maxMs) {
+    r.problems.push(`${name} must be from ${formatDuration(minMs)} to ${formatDuration(maxMs)} (got "${r.raw(name)}")`);
+    return fallbackMs;
+  }
+  return ms;
+}
+
+/** SQLITE_READ_WORKERS' default: a core left to the event loop, at least one reader, at most four. */
+function defaultReadWorkers(): number {
+  return Math.max(1, Math.min(4, os.availableParallelism() - 1));
 }
 
 function readScheduler(r: Reader, instanceSuffix: string): Config['scheduler'] {

@@ -26,6 +26,8 @@ export type ErrorCode =
   | 'invalid_credentials'
   | 'csrf_failed'
   | 'forbidden_origin'
+  | 'registration_closed'
+  | 'invitation_invalid'
   | 'host_not_allowed'
   | 'email_taken'
   | 'not_found'

@@ -2,6 +2,7 @@
 export * from './workflow.js';
 export * from './payload.js';
 export * from './well-formed.js';
+export * from './schema-check.js';
 export * from './container-policy.js';
 export * from './job.js';
 export * from './job-state.js';

@@ -1,8 +1,8 @@
-import { Ajv, type ErrorObject } from 'ajv';
 import type { FieldError } from '../core/errors.js';
 import { parseDuration } from '../core/duration.js';
 import type { ContainerPayload, HeartbeatPayload, WorkflowKind } from './workflow.js';
-import { illFormedFields } from './well-formed.js';
+import { exceedsJsonValues, illFormedFields, tooManyJsonValues } from './well-formed.js';
+import { SchemaValidators } from './schema-check.js';
 
 /**
  * Validation of the kind-specific payload (a JSON object inside the `payload`
@@ -66,84 +66,15 @@ export const containerPayloadSchema = {
   },
 } as const;
 
-const ajv = new Ajv({ allErrors: true, strict: true });
-const validateHeartbeat = ajv.compile(heartbeatPayloadSchema);
-const validateContainer = ajv.compile(containerPayloadSchema);
+const schemas = new SchemaValidators();
+const validateHeartbeat = schemas.compile(heartbeatPayloadSchema, 'payload.');
+const validateContainer = schemas.compile(containerPayloadSchema, 'payload.');
 
 export type ParsedPayload =
   | { kind: 'HEARTBEAT'; payload: HeartbeatPayload }
   | { kind: 'CONTAINER'; payload: ContainerPayload };
 
 export type PayloadResult = { ok: true; value: ParsedPayload } | { ok: false; errors: FieldError[] };
-
-const TYPE_WORDS: Record<string, string> = {
-  integer: 'a whole number',
-  number: 'a number',
-  string: 'text',
-  boolean: 'true or false',
-  object: 'a JSON object',
-  array: 'a list',
-};
-
-/** ajv's schema wording ("must NOT have fewer than 1 characters") said for people; undefined keeps ajv's own. */
-function plainMessage(e: ErrorObject): string | undefined {
-  const p = e.params as Record<string, unknown>;
-  switch (e.keyword) {
-    case 'minLength':
-      return p.limit === 1 ? 'must not be empty' : `must be at least ${String(p.limit)} characters long`;
-    case 'maxLength':
-      return `must be at most ${String(p.limit)} characters long`;
-    case 'pattern':
-      return p.pattern === '\\S' ? 'must not be blank' : 'is not in the expected format';
-    case 'minimum':
-      return `must be at least ${String(p.limit)}`;
-    case 'maximum':
-      return `must be at most ${String(p.limit)}`;
-    case 'type': {
-      const types = String(p.type).split(',');
-      return `must be ${types.map((t) => TYPE_WORDS[t] ?? t).join(' or ')}`;
-    }
-    case 'minItems':
-      return p.limit === 1 ? 'must not be empty' : `must have at least ${String(p.limit)} items`;
-    case 'maxItems':
-      return `must have at most ${String(p.limit)} items`;
-    default:
-      return undefined;
-  }
-}
-
-export function ajvErrorsToFields(errors: ErrorObject[] | null | undefined, prefix = ''): FieldError[] {
-  const out: FieldError[] = [];
-  for (const e of errors ?? []) {
-    // propertyNames reports the key's own failure too; the propertyNames error names the field once.
-    if ((e as { propertyName?: string }).propertyName !== undefined) continue;
-    let path = e.instancePath
-      .split('/')
-      .slice(1)
-      .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-      .join('.');
-    let message = e.message ?? 'is invalid';
-    if (e.keyword === 'required') {
-      const missing = (e.params as { missingProperty: string }).missingProperty;
-      path = path ? `${path}.${missing}` : missing;
-      message = 'is required';
-    } else if (e.keyword === 'additionalProperties') {
-      const extra = (e.params as { additionalProperty: string }).additionalProperty;
-      path = path ? `${path}.${extra}` : extra;
-      message = 'is not a known field';
-    } else if (e.keyword === 'enum') {
-      message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map(String).join(', ')}`;
-    } else if (e.keyword === 'propertyNames') {
-      message = 'has an invalid key';
-    } else {
-      message = plainMessage(e) ?? message;
-    }
-    const field = prefix + path || prefix.replace(/\.$/, '') || 'body';
-    // One message per field, the first ajv found: a blank name is "must not be empty", not that and a pattern.
-    if (!out.some((f) => f.field === field)) out.push({ field, message });
-  }
-  return out;
-}
 
 function durationField(value: unknown, field: string, fallbackMs: number, maxMs: number, errors: FieldError[]): number {
   if (value === undefined) return fallbackMs;
@@ -179,6 +110,8 @@ const flagged = (errors: readonly FieldError[], field: string): boolean => error
 
 /** Parses and validates a payload string for the given kind. */
 export function parsePayload(kind: WorkflowKind, text: string): PayloadResult {
+  // Before parsing: the count bounds the parse, the walks and the schema's errors (well-formed.ts).
+  if (exceedsJsonValues(text)) return { ok: false, errors: [tooManyJsonValues('payload')] };
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -188,14 +121,14 @@ export function parsePayload(kind: WorkflowKind, text: string): PayloadResult {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     return { ok: false, errors: [{ field: 'payload', message: 'must be a string holding a JSON object' }] };
   }
-  // The payload's own JSON may spell lone surrogates as escapes; they would reach targets as U+FFFD.
+  // The payload's own JSON may spell lone surrogates as escapes (they would reach targets as U+FFFD), and NUL as `\u0000` (no text column stores it).
   const illFormed = illFormedFields(raw, 'payload');
   if (illFormed.length) return { ok: false, errors: illFormed };
   const errors: FieldError[] = [];
   if (kind === 'HEARTBEAT') {
     // Schema errors do not stop the checks below on the fields the schema let through: every mistake is reported at once.
-    const schemaOk = validateHeartbeat(raw);
-    if (!schemaOk) errors.push(...ajvErrorsToFields(validateHeartbeat.errors, 'payload.'));
+    errors.push(...validateHeartbeat(raw));
+    const schemaOk = errors.length === 0;
     const p = raw as Record<string, unknown> & { endpoint: string };
     if (typeof p.endpoint === 'string' && !flagged(errors, 'payload.endpoint')) checkEndpoint(p.endpoint, errors);
     const method = (p.method as HeartbeatPayload['method'] | undefined) ?? 'GET';
@@ -218,7 +151,7 @@ export function parsePayload(kind: WorkflowKind, text: string): PayloadResult {
     if (typeof p.body_contains === 'string') payload.body_contains = p.body_contains;
     return { ok: true, value: { kind, payload } };
   }
-  if (!validateContainer(raw)) errors.push(...ajvErrorsToFields(validateContainer.errors, 'payload.'));
+  errors.push(...validateContainer(raw));
   const p = raw as Record<string, unknown> & { image: string };
   if (typeof p.image === 'string' && !flagged(errors, 'payload.image') && !IMAGE_REFERENCE.test(p.image)) {
     errors.push({ field: 'payload.image', message: 'must be a valid image reference such as "alpine:3.20"' });

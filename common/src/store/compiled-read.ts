@@ -45,9 +45,18 @@ export class CompiledRead {
   }
 }
 
+/** How a read is run. */
+export interface ReadOptions {
+  /**
+   * A read that may take long or return much (log pages and searches,
+   * workflow pages): SQLite runs it on a reader thread, off the event loop.
+   */
+  heavy?: boolean;
+}
+
 /** Runs SQL outside any transaction and returns the rows as arrays, columns in select order. */
 export interface RowReader {
-  rows(sql: string, parameters: readonly unknown[]): Promise<unknown[][]>;
+  rows(sql: string, parameters: readonly unknown[], options?: ReadOptions): Promise<unknown[][]>;
   close(): Promise<void>;
 }
 
@@ -126,12 +135,12 @@ export class ReadRunner {
     private readonly scope: TransactionScope | undefined = undefined,
   ) {}
 
-  async rows(read: CompiledRead, args: Readonly<Record<string, unknown>>): Promise<unknown[][]> {
+  async rows(read: CompiledRead, args: Readonly<Record<string, unknown>>, options: ReadOptions = {}): Promise<unknown[][]> {
     const parameters = read.bind(args);
     const held = this.scope?.held();
     if (held) return held.rows(read.sql, parameters);
     const reader = this.scope ? undefined : this.reads.reader;
-    if (reader) return reader.rows(read.sql, parameters);
+    if (reader) return reader.rows(read.sql, parameters, options);
     const result = await this.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(read.sql, parameters));
     // Both drivers keep the select order in a row's keys.
     return result.rows.map((row) => Object.values(row));

@@ -17,10 +17,10 @@ import {
 } from 'kysely';
 import type { Database } from './schema.js';
 import { makePrivateDir, preparePrivateFile, sqliteFiles, tightenFile } from '../config/data-dir.js';
-import { foldCase, postgresHelpers, sqliteHelpers, SQLITE_BLOOM_LACKS_FUNCTION, SQLITE_CONTAINS_FOLDED_FUNCTION, SQLITE_FOLD_FUNCTION, type DialectHelpers } from './dialect.js';
-import { sqliteBloomLacks } from './log-blocks.js';
+import { postgresHelpers, sqliteHelpers, type DialectHelpers } from './dialect.js';
 import { MIGRATION_NAMES, migrationProvider } from './migrations/index.js';
-import type { HeldConnection, RowReader } from './compiled-read.js';
+import type { HeldConnection, ReadOptions, RowReader } from './compiled-read.js';
+import { openReadConnection, preparedOnce, registerFunctions, SqliteReadPool } from './sqlite-reads.js';
 import { tlsMaterial, type TlsFiles } from '../config/tls.js';
 import { CONFIG_DEFAULTS } from '../config/config.js';
 
@@ -67,6 +67,8 @@ export class DatabaseTooNewError extends Error {
 export interface DatabaseOptions {
   /** Connection pool size for PostgreSQL. */
   poolSize?: number;
+  /** SQLite: threads for heavy reads (SQLITE_READ_WORKERS); one when absent. */
+  readWorkers?: number;
   /** PostgreSQL schema to use (tests create a fresh one per run). */
   schema?: string;
   /**
@@ -83,7 +85,7 @@ export interface DatabaseOptions {
  *  - `postgres://…` / `postgresql://…`
  */
 export function openDatabase(url: string, options: DatabaseOptions = {}): DatabaseHandle {
-  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length));
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options.readWorkers ?? 1);
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return openPostgres(url, options);
   throw new Error(`DATABASE_URL must start with sqlite: or postgres:// (got "${url.split(':')[0]}:")`);
 }
@@ -144,7 +146,7 @@ async function migrationStatus(db: Kysely<Database>, dialect: DialectHelpers, sc
   };
 }
 
-function openSqlite(file: string): DatabaseHandle {
+function openSqlite(file: string, readWorkers: number): DatabaseHandle {
   if (file !== ':memory:') {
     // SQLite would create the file 0644 (and its -wal and -shm like it): they hold secrets.
     makePrivateDir(path.dirname(path.resolve(file)));
@@ -160,7 +162,7 @@ function openSqlite(file: string): DatabaseHandle {
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(new SqliteDialect({ database: withStatementCache(sqlite) })) });
   const stopOptimizing = keepPlannerStatistics(sqlite);
   // An in-memory database is private to its connection: reads go through Kysely there.
-  const reader = file === ':memory:' ? undefined : new SqliteReader(file);
+  const reader = file === ':memory:' ? undefined : new SqliteReader(file, readWorkers);
   return handle(
     db,
     sqliteHelpers,
@@ -199,17 +201,6 @@ class SqliteHeldConnection implements HeldConnection {
   }
 }
 
-/** Functions of orloj's SQL, on every connection. */
-function registerFunctions(sqlite: SQLite.Database): void {
-  // Case-insensitive log search (dialect.containsFolded): the same fold as the needle's.
-  sqlite.function(SQLITE_FOLD_FUNCTION, { deterministic: true }, (text: unknown) => (typeof text === 'string' ? foldCase(text) : text));
-  sqlite.function(SQLITE_CONTAINS_FOLDED_FUNCTION, { deterministic: true }, (text: unknown, needle: unknown) =>
-    typeof text === 'string' && typeof needle === 'string' && foldCase(text).includes(needle) ? 1 : 0,
-  );
-  // The log search skip index (log-blocks.ts): whether a block's filter rules the needle out.
-  sqlite.function(SQLITE_BLOOM_LACKS_FUNCTION, { deterministic: true }, sqliteBloomLacks);
-}
-
 /**
  * Compiled reads on a connection of their own, opened at first use. With WAL
  * it reads the last commit without waiting for the writer and can never land
@@ -217,15 +208,25 @@ function registerFunctions(sqlite: SQLite.Database): void {
  * (which Kysely shares among callers, one transaction at a time). Each
  * statement is prepared once and returns its rows as arrays: better-sqlite3
  * builds a row object through the V8 API, a value at a time, which cost
- * twice the query itself on a page of workflows.
+ * twice the query itself on a page of workflows. Heavy reads (log pages and
+ * searches, workflow pages) go to reader threads instead (SqliteReadPool),
+ * so they never hold up the event loop; the short ones (a session, a job's
+ * access check) stay here, where they cost less than a message to a thread.
  */
 class SqliteReader implements RowReader {
   private connection: SQLite.Database | undefined;
   private readonly statements = new Map<string, SQLite.Statement>();
+  private readonly pool: SqliteReadPool;
 
-  constructor(private readonly file: string) {}
+  constructor(
+    private readonly file: string,
+    readWorkers: number,
+  ) {
+    this.pool = new SqliteReadPool(file, readWorkers);
+  }
 
-  rows(source: string, parameters: readonly unknown[]): Promise<unknown[][]> {
+  rows(source: string, parameters: readonly unknown[], options: ReadOptions = {}): Promise<unknown[][]> {
+    if (options.heavy) return this.pool.rows(source, parameters);
     try {
       return Promise.resolve(this.statement(source).all(...parameters) as unknown[][]);
     } catch (err) {
@@ -234,36 +235,16 @@ class SqliteReader implements RowReader {
   }
 
   private statement(source: string): SQLite.Statement {
-    return preparedOnce(this.statements, source, this.open(), true);
+    this.connection ??= openReadConnection(this.file);
+    return preparedOnce(this.statements, source, this.connection, true);
   }
 
-  private open(): SQLite.Database {
-    if (!this.connection) {
-      const sqlite = new SQLite(this.file, { fileMustExist: true });
-      sqlite.pragma(`busy_timeout = ${CONFIG_DEFAULTS.database.sqliteBusyTimeoutMs}`);
-      sqlite.pragma('query_only = ON');
-      registerFunctions(sqlite);
-      this.connection = sqlite;
-    }
-    return this.connection;
-  }
-
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.statements.clear();
     this.connection?.close();
     this.connection = undefined;
-    return Promise.resolve();
+    await this.pool.close();
   }
-}
-
-/** The statement for `source` from `cache`, prepared on `sqlite` the first time (returning rows as arrays when `raw`). */
-function preparedOnce(cache: Map<string, SQLite.Statement>, source: string, sqlite: SQLite.Database, raw: boolean): SQLite.Statement {
-  let statement = cache.get(source);
-  if (!statement) {
-    statement = raw ? sqlite.prepare(source).raw(true) : sqlite.prepare(source);
-    cache.set(source, statement);
-  }
-  return statement;
 }
 
 /** How often SQLite re-checks its planner statistics (cheap when nothing changed). */

@@ -51,7 +51,7 @@ export class Store {
     scope?: TransactionScope,
   ) {
     const runner = new ReadRunner(reads, db, scope);
-    this.users = new UsersRepo(db);
+    this.users = new UsersRepo(db, dialect);
     this.sessions = new SessionsRepo(db, runner);
     this.workflows = new WorkflowsRepo(db, dialect, runner);
     this.idempotency = new IdempotencyRepo(db);

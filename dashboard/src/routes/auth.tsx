@@ -77,8 +77,10 @@ export function AuthPage({ mode }: { mode: AuthMode }) {
   const from = (location.state as { from?: string } | null)?.from ?? '/workflows';
   if (session.data) return <Navigate to={from} replace />;
 
+  // An invitation link (`orloj invite`) carries the code; sign-up sends it along.
+  const invitation = new URLSearchParams(location.search).get('invitation') ?? undefined;
   const submit = async (body: Credentials) => {
-    const user = await call(mode === 'signup' ? api.POST('/auth/register', { body }) : api.POST('/auth/login', { body }));
+    const user = await call(mode === 'signup' ? api.POST('/auth/register', { body: { ...body, invitation } }) : api.POST('/auth/login', { body }));
     setSession(client, { email: user.email });
     navigate(from, { replace: true });
   };

@@ -4,22 +4,8 @@ import { describe, expect, it, vi } from 'vitest';
 import type { User } from '../api/client';
 import { toasts } from '../components/toasts';
 import { ProfilePage } from '../routes/profile';
+import { fakeApi } from './fake-api';
 import { renderWithProviders } from './render';
-
-// openapi-fetch takes `fetch` when the client module loads: a delegate set up
-// before the imports lets each test answer for it. Node's Request, unlike a
-// browser's, does not resolve the client's relative URLs against the page.
-const server = vi.hoisted(() => {
-  const state: { handle: (request: Request) => Promise<Response> } = { handle: () => Promise.reject(new Error('no fake api')) };
-  const NodeRequest = globalThis.Request;
-  globalThis.Request = class extends NodeRequest {
-    constructor(input: RequestInfo | URL, init?: RequestInit) {
-      super(typeof input === 'string' ? new URL(input, location.href) : input, init);
-    }
-  };
-  globalThis.fetch = (input: RequestInfo | URL, init?: RequestInit) => state.handle(new Request(input, init));
-  return state;
-});
 
 /** GET and PUT /users over one user; `putStatus` answers the PUT. */
 function fakeUsersApi(putStatus: number) {
@@ -29,7 +15,7 @@ function fakeUsersApi(putStatus: number) {
     created_at: '2026-11-01T10:00:00.000Z',
     updated_at: '2026-11-01T10:00:00.000Z',
   };
-  server.handle = async (request) => {
+  fakeApi.handle = async (request) => {
     expect(new URL(request.url).pathname).toBe('/api/users');
     if (request.method === 'PUT') {
       if (putStatus !== 204) {

@@ -1,6 +1,6 @@
 import { foldCase, type DialectHelpers } from '../dialect.js';
 import type { ExpressionBuilder } from 'kysely';
-import { slot, type CompiledRead, type ReadRunner } from '../compiled-read.js';
+import { slot, type CompiledRead, type ReadOptions, type ReadRunner } from '../compiled-read.js';
 import type { Database } from '../schema.js';
 import { BLOCK_LINES, needleProbes } from '../log-blocks.js';
 
@@ -112,6 +112,9 @@ const ownedAttempt = (eb: ExpressionBuilder<Database, any>) =>
     .where('w.user_id', '=', slot<string>('userId'))
     .where('w.log_retention', '=', 1);
 
+/** Reads of lines and of the skip index run off the event loop (compiled-read.ts, ReadOptions). */
+const HEAVY: ReadOptions = { heavy: true };
+
 /** The columns of a LogLine read, in the order of LineRow (the job comes from the filter). */
 const LINE_COLUMNS = ['sequence_num', 'stream', 'message', 'timestamp', 'attempt'] as const;
 type LineRow = [sequenceNum: number, stream: LogStream, message: string, timestamp: number, attempt: number];
@@ -182,13 +185,11 @@ export class LogQueriesRepo {
     };
     let below = f.before === undefined ? undefined : Math.floor(f.before / BLOCK_LINES) + 1;
     for (let chunk = 8; ; chunk = Math.min(chunk * 8, 4096)) {
-      const blocks = (await this.runner.rows(this.blocksRead(below !== undefined), {
-        jobId: f.jobId,
-        ...owner,
-        probes: probesParam,
-        below,
-        limit: chunk,
-      })) as [attempt: number, blockNum: number, seqFrom: number, seqTo: number, lacks: unknown][];
+      const blocks = (await this.runner.rows(
+        this.blocksRead(below !== undefined),
+        { jobId: f.jobId, ...owner, probes: probesParam, below, limit: chunk },
+        HEAVY,
+      )) as [attempt: number, blockNum: number, seqFrom: number, seqTo: number, lacks: unknown][];
       if (blocks.length === 0 && attempt === undefined) return 'scan';
       for (const [a, blockNum, seqFrom, seqTo, lacks] of blocks) {
         attempt ??= Number(a);
@@ -241,7 +242,8 @@ export class LogQueriesRepo {
    */
   async stored(f: { jobId: string; attempt: number }): Promise<number> {
     const read = this.linesRead({ jobId: f.jobId }, { order: 'desc', bounded: false, attempt: 'given' });
-    const [newest] = await this.lines(read, { jobId: f.jobId, limit: 1 }, { attempt: f.attempt });
+    // One index probe: on the event loop, where it costs less than a message to a reader thread.
+    const [newest] = await this.lines(read, { jobId: f.jobId, limit: 1 }, { attempt: f.attempt }, {});
     return newest ? newest.sequenceNum + 1 : 0;
   }
 
@@ -267,9 +269,10 @@ export class LogQueriesRepo {
     });
   }
 
-  private async lines(read: CompiledRead, f: Omit<LogFilter, 'attempt'> & { limit: number }, args: Record<string, unknown>): Promise<LogLine[]> {
+  /** Lines of a read; heavy unless told (a scan of a search may run over every line of a log). */
+  private async lines(read: CompiledRead, f: Omit<LogFilter, 'attempt'> & { limit: number }, args: Record<string, unknown>, options: ReadOptions = HEAVY): Promise<LogLine[]> {
     const { jobId } = f;
-    const rows = (await this.runner.rows(read, { jobId, stream: f.stream, folded: f.match?.folded, limit: f.limit, ...args })) as LineRow[];
+    const rows = (await this.runner.rows(read, { jobId, stream: f.stream, folded: f.match?.folded, limit: f.limit, ...args }, options)) as LineRow[];
     return rows.map(([sequenceNum, stream, message, timestamp, attempt]) => ({ jobId, attempt, sequenceNum, stream, message, timestamp }));
   }
 

@@ -1,4 +1,5 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import type { DialectHelpers } from '../dialect.js';
 import type { Database, UsersTable } from '../schema.js';
 
 export interface User {
@@ -22,7 +23,26 @@ function toUser(r: UsersTable): User {
 }
 
 export class UsersRepo {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: DialectHelpers,
+  ) {}
+
+  /** Whether any account exists (the first one of an installation may always be created). */
+  async any(): Promise<boolean> {
+    return (await this.db.selectFrom('users').select('id').limit(1).executeTakeFirst()) !== undefined;
+  }
+
+  /**
+   * Keeps other transactions from adding users until this one ends, so that
+   * "no account exists yet" stays true until its insert (two concurrent first
+   * registrations on a closed installation: one wins). SQLite's writer lock
+   * already serializes write transactions; PostgreSQL needs a table lock that
+   * conflicts with itself and with inserts.
+   */
+  async lockAgainstNewUsers(): Promise<void> {
+    if (this.dialect.rowLocks) await sql`lock table users in share row exclusive mode`.execute(this.db);
+  }
 
   /** Inserts the user; returns false when the email is taken. */
   async insert(user: User): Promise<boolean> {

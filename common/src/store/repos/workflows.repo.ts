@@ -73,6 +73,11 @@ export function toWorkflow(r: Selectable<WorkflowsTable>): Workflow {
   };
 }
 
+/** Pages read workflows with all their payloads off the event loop (compiled-read.ts, ReadOptions). */
+const HEAVY = { heavy: true } as const;
+/** Payloads up to this size come with a page's statement; larger ones are read one by one, only while the page has room. */
+const INLINE_PAYLOAD_BYTES = 64 * 1024;
+
 /** The columns of a WorkflowSummary, in the order of SummaryRow. */
 const SUMMARY_COLUMNS = [
   'id',
@@ -163,14 +168,70 @@ export class WorkflowsRepo {
   }
 
   /**
-   * A page of the user's workflows, newest first. The dashboard's busiest
-   * request: a compiled read per combination of filters.
+   * The user's workflows, newest first, at most `limit`: a compiled read per
+   * combination of filters.
    */
   async list(f: WorkflowListFilter): Promise<WorkflowSummary[]> {
+    const rows = await this.runner.rows(this.listRead(f, false), this.listArgs(f), HEAVY);
+    return (rows as SummaryRow[]).map(toSummary);
+  }
+
+  /**
+   * A page of the user's workflows, newest first, as `GET /workflows` sends
+   * it, the dashboard's busiest request: at most `limit`, and fewer when their
+   * payloads would together pass `maxPayloadBytes` (UTF-8) — the first always
+   * comes, so a page always moves on. `more`: rows follow the page.
+   *
+   * Payloads of up to 1 MiB (UTF-8: up to 3) each made a page of 100 a
+   * 100-MiB read and a 200-MiB answer (issue 29). The statement returns each
+   * payload's size and only the payloads of at most INLINE_PAYLOAD_BYTES
+   * (SQLite and PostgreSQL take a value's size from its header, without
+   * reading it); larger ones that fit the page are read one by one after.
+   */
+  async page(f: WorkflowListFilter, maxPayloadBytes: number): Promise<{ workflows: WorkflowSummary[]; more: boolean }> {
+    const rows = (await this.runner.rows(this.listRead({ ...f, limit: f.limit + 1 }, true), { ...this.listArgs({ ...f, limit: f.limit + 1 }), inline: INLINE_PAYLOAD_BYTES }, HEAVY)) as [
+      ...SummaryRow,
+      payloadBytes: number,
+    ][];
+    const kept: [...SummaryRow, number][] = [];
+    let bytes = 0;
+    for (const row of rows.slice(0, f.limit)) {
+      const size = Number(row[SUMMARY_COLUMNS.length]);
+      if (kept.length > 0 && bytes + size > maxPayloadBytes) break;
+      bytes += size;
+      kept.push(row);
+    }
+    const workflows: WorkflowSummary[] = [];
+    for (const row of kept) {
+      if (row[2] === null) {
+        // Read alone, past the page's first statement: gone meanwhile (deleted), it is left out.
+        const payload = await this.payloadOf(f.userId, row[0]);
+        if (payload === undefined) continue;
+        row[2] = payload;
+      }
+      workflows.push(toSummary(row as unknown as SummaryRow));
+    }
+    return { workflows, more: rows.length > kept.length };
+  }
+
+  private async payloadOf(userId: string, id: string): Promise<string | undefined> {
+    const read = this.runner.reads.get('workflows.payload', (db) =>
+      db.selectFrom('workflows').select('payload').where('id', '=', slot<string>('id')).where('user_id', '=', slot<string>('userId')),
+    );
+    const [row] = (await this.runner.rows(read, { id, userId }, HEAVY)) as [payload: string][];
+    return row?.[0];
+  }
+
+  /** The list statement for the filters `f` sets; with `sized`, payloads over `inline` bytes left out and every size added. */
+  private listRead(f: WorkflowListFilter, sized: boolean) {
     const filters = { query: !!f.query, kind: !!f.kind, buildStatus: !!f.buildStatus, intervalMin: !!f.intervalMin, intervalMax: !!f.intervalMax, after: !!f.after };
-    const key = `workflows.list:${f.terminated}:${Object.entries(filters).map(([name, on]) => (on ? name : '')).join(',')}`;
-    const read = this.runner.reads.get(key, (db) => {
-      let q = db.selectFrom('workflows').select(SUMMARY_COLUMNS).where('user_id', '=', slot<string>('userId'));
+    const key = `workflows.${sized ? 'page' : 'list'}:${f.terminated}:${Object.entries(filters).map(([name, on]) => (on ? name : '')).join(',')}`;
+    return this.runner.reads.get(key, (db) => {
+      let q = db
+        .selectFrom('workflows')
+        .select(SUMMARY_COLUMNS.map((c) => (sized && c === 'payload' ? sql<string | null>`case when octet_length(payload) <= ${slot<number>('inline')} then payload end`.as('payload') : c)))
+        .$if(sized, (qb) => qb.select(sql<number>`octet_length(payload)`.as('payload_bytes')))
+        .where('user_id', '=', slot<string>('userId'));
       if (f.terminated !== 'all') q = q.where('terminated_at', f.terminated ? 'is not' : 'is', null);
       if (filters.query) q = q.where(({ ref }) => this.dialect.contains(ref('name_folded'), slot<string>('query')));
       if (filters.kind) q = q.where('kind', '=', slot<WorkflowKind>('kind'));
@@ -183,7 +244,10 @@ export class WorkflowsRepo {
       }
       return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(slot<number>('limit'));
     });
-    const rows = await this.runner.rows(read, {
+  }
+
+  private listArgs(f: WorkflowListFilter): Record<string, unknown> {
+    return {
       userId: f.userId,
       query: f.query && foldName(f.query),
       kind: f.kind,
@@ -193,8 +257,7 @@ export class WorkflowsRepo {
       afterKey: f.after?.k,
       afterId: f.after?.id,
       limit: f.limit,
-    });
-    return (rows as SummaryRow[]).map(toSummary);
+    };
   }
 
   /** Applies a PUT: bumps the generation, resets failures, reactivates, optionally rebuilds. */
