@@ -60,7 +60,11 @@ export function createLiveTailHub(options: AppOptions): LiveTailHub {
     logger: options.logger,
     bus: options.bus,
     // With in-process limits off, the ingress enforces the stream limit too.
-    settings: { ...(options.config.rateLimit.enabled ? {} : { maxStreamsPerClient: 0 }), ...options.liveTail },
+    settings: {
+      holdAfterEndMs: options.config.liveTailHoldAfterEndMs,
+      ...(options.config.rateLimit.enabled ? {} : { maxStreamsPerClient: 0 }),
+      ...options.liveTail,
+    },
   });
 }
 

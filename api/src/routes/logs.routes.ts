@@ -57,12 +57,23 @@ export async function openJobLogs(store: Store, userId: string, workflowId: stri
   return job;
 }
 
-/** A fresh marker: 32 random lowercase hex characters that occur in none of the page's messages. */
+/** A fresh token: 32 random lowercase hex characters that occur in none of the page's messages. */
 function highlightToken(messages: readonly string[]): string {
   for (;;) {
     const token = crypto.randomBytes(16).toString('hex');
     if (!messages.some((m) => m.includes(token))) return token;
   }
+}
+
+/**
+ * What a search result puts around each match, as the reference
+ * implementation does (its dashboard looks for exactly this pair). Since the
+ * token occurs in no message, and a run of hex digits cannot reach across
+ * the underscores that close each marker, every marker in a result is one
+ * the api inserted.
+ */
+function highlightMarkers(token: string): { start: string; end: string } {
+  return { start: `__CV_HL_START_${token}__`, end: `__CV_HL_END_${token}__` };
 }
 
 /**
@@ -170,10 +181,11 @@ async function logPage(deps: ApiDeps, ctx: Context, search: boolean): Promise<vo
   const lines = rows.slice(0, limit);
   const last = lines[lines.length - 1];
   const token = highlightToken(lines.map((l) => l.message));
+  const { start, end } = highlightMarkers(token);
   ctx.body = {
     id: jobId,
     workflow_id: workflowId,
-    logs: lines.map((l) => presentLogEntry(l, match ? match.highlight(l.message, token) : l.message)),
+    logs: lines.map((l) => presentLogEntry(l, match ? match.highlight(l.message, start, end) : l.message)),
     cursor: rows.length > limit && last ? encodeCursor(list, { k: last.sequenceNum, id: jobId }) : '',
     highlight_token: token,
   };
