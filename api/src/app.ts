@@ -70,6 +70,7 @@ export function createLiveTailHub(options: AppOptions): LiveTailHub {
     // With in-process limits off, the ingress enforces the per-address stream limit too; no ingress knows users.
     settings: {
       maxStreamsPerUser: options.config.http.maxStreamsPerUser,
+      holdAfterEndMs: options.config.liveTailHoldAfterEndMs,
       ...(options.config.rateLimit.enabled ? {} : { maxStreamsPerClient: 0 }),
       ...options.liveTail,
     },

@@ -298,7 +298,7 @@ export const openApiDocument = {
           timestamp: dateTime,
           message: {
             type: 'string',
-            description: 'The line as captured. In search results every match is wrapped in the page\'s `highlight_token` (before and after).',
+            description: 'The line as captured. In search results every match is wrapped as `__CV_HL_START_<highlight_token>__match__CV_HL_END_<highlight_token>__` (the page\'s token), as the reference implementation does.',
           },
           sequence_num: { type: 'integer', minimum: 0, description: 'Order of the line within the job attempt, from 0, shared by both streams.' },
           stream: { enum: ['stdout', 'stderr'] },
@@ -317,7 +317,7 @@ export const openApiDocument = {
           highlight_token: {
             type: 'string',
             pattern: '^[0-9a-f]{32}$',
-            description: 'Fresh per response; in search results it is inserted immediately before and after every match, and nowhere else.',
+            description: 'Fresh per response, and found in none of the page\'s stored messages. In search results every match is wrapped as `__CV_HL_START_<token>__match__CV_HL_END_<token>__`; nothing else is inserted.',
           },
         },
         additionalProperties: false,
@@ -714,9 +714,9 @@ export const openApiDocument = {
       get: {
         summary: "Search a job's log lines, newest first, with highlights",
         security: [{ session: [] }],
-        parameters: [cursorParam, logLimitParam, logQueryParam('Matches are wrapped in `highlight_token`.'), logStreamParam],
+        parameters: [cursorParam, logLimitParam, logQueryParam('Each match is wrapped in `__CV_HL_START_<highlight_token>__` and `__CV_HL_END_<highlight_token>__`.'), logStreamParam],
         responses: {
-          '200': { description: 'A page of matching lines; every match is wrapped in highlight_token.', content: json(ref('LogPage')) },
+          '200': { description: 'A page of matching lines; every match is wrapped in the start and end markers built from highlight_token.', content: json(ref('LogPage')) },
           ...invalid,
           ...common,
           '404': problem('No such job of this workflow of yours.'),
@@ -831,11 +831,23 @@ export const openApiDocument = {
     '/notifications': {
       get: {
         summary: 'List notifications, newest first',
-        description: 'Read and unread ones (read ones carry read_at). Empty while the notification preference is NONE (they are still recorded).',
+        description:
+          'Unread ones only, as the reference implementation lists them, unless include_read=true (then read ones too, carrying read_at). Empty while the notification preference is NONE (they are still recorded).',
         security: [{ session: [] }],
         parameters: [
           cursorParam,
-          { name: 'unread', in: 'query', description: 'true: unread ones only.', schema: { type: 'boolean', default: false } },
+          {
+            name: 'include_read',
+            in: 'query',
+            description: 'An addition to the contract. true: read notifications too (a history); false or absent: unread ones only.',
+            schema: { type: 'boolean', default: false },
+          },
+          {
+            name: 'unread',
+            in: 'query',
+            description: 'true: unread ones only (the default, accepted as such); false: read ones too, like include_read=true. Contradicting include_read is 400.',
+            schema: { type: 'boolean', default: true },
+          },
           {
             name: 'kind',
             in: 'query',
@@ -845,7 +857,7 @@ export const openApiDocument = {
           {
             name: 'state_change',
             in: 'query',
-            description: `An addition to the contract. true: only state changes (payload \`state_change\` one of ${NOTIFICATION_STATE_CHANGES.join(', ')}); false: only the other notifications; both when absent. Combines with unread, kind and the cursor.`,
+            description: `An addition to the contract. true: only state changes (payload \`state_change\` one of ${NOTIFICATION_STATE_CHANGES.join(', ')}); false: only the other notifications; both when absent. Combines with include_read, unread, kind and the cursor.`,
             schema: { type: 'boolean' },
           },
           { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },

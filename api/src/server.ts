@@ -116,9 +116,10 @@ export class ApiServer {
     return this.heavy?.metrics() ?? { running: 0, waiting: 0, refused: 0 };
   }
 
-  /** Open live-tail streams (SSE subscribers) right now. */
+  /** Open live-tail streams (SSE subscribers) right now, those held open after `end` included. */
   get liveTailSubscribers(): number {
-    return this.tails?.metrics().tails ?? 0;
+    const m = this.tails?.metrics();
+    return m ? m.tails + m.held : 0;
   }
 
   /** Deletes expired idempotency records and dead sessions. */

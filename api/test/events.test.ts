@@ -51,7 +51,7 @@ function assertWhole(r: SseReader, jobId: string, workflowId: string, attempt: n
     middle.map((e) => e.json as Json),
     rows.map((l) => entry(jobId, attempt, l)),
   );
-  assert.ok(r.ended, 'the stream closes after end');
+  assert.ok(!r.ended, 'the stream stays open after end, for the client to close');
 }
 
 describeApi(
@@ -88,10 +88,10 @@ describeApi(
       assert.equal(r.status, 200);
       assert.match(String(r.headers['content-type']), /^text\/event-stream/);
       assert.equal(r.headers['cache-control'], 'no-store');
-      await r.closed();
+      await r.endEvent();
       assertWhole(r, job.id, wid, job.attempts, rows, 'FAILED');
       const api = await tail(c, `/api${eventsPath(wid, job.id)}`);
-      await api.closed();
+      await api.endEvent();
       assertWhole(api, job.id, wid, job.attempts, rows, 'FAILED');
     });
 
@@ -107,7 +107,7 @@ describeApi(
       await r.until((x) => x.logs().length === 60, 'every line');
       await insertLines(h(), job.id, job.attempts, lines(messages(60, 1060), 60));
       await complete(h(), job.id);
-      await r.closed();
+      await r.endEvent();
       assertWhole(r, job.id, wid, job.attempts, lines(messages(0, 1060)));
     });
 
@@ -118,7 +118,7 @@ describeApi(
       const rows = lines(messages(0, 25));
       await insertLines(h(), job.id, job.attempts, rows);
       const first = await tail(c, eventsPath(wid, job.id));
-      await first.closed();
+      await first.endEvent();
       const endId = first.events[first.events.length - 1]!.id!;
       assert.equal(endId, '24');
       for (const [query, headers] of [['', { 'last-event-id': endId }], [`?lastEventId=${endId}`, {}], [`?since=3&lastEventId=${endId}`, {}]] as const) {
@@ -127,7 +127,7 @@ describeApi(
       }
       // mid-log, the alias resumes like the header, and wins over since
       const resumed = await tail(c, eventsPath(wid, job.id, '?since=2&lastEventId=19'));
-      await resumed.closed();
+      await resumed.endEvent();
       assertWhole(resumed, job.id, wid, job.attempts, rows.slice(20));
       const bad = await tail(c, eventsPath(wid, job.id, '?lastEventId=x'));
       assert.equal(bad.status, 400);
@@ -135,7 +135,7 @@ describeApi(
       // a job without lines: end says 0, and the reconnect with it is told to stop
       const empty = await insertJob(store(), wid, 'FAILED');
       const none = await tail(c, eventsPath(wid, empty.id));
-      await none.closed();
+      await none.endEvent();
       assert.equal(none.events[none.events.length - 1]?.id, '0');
       assert.equal((await tail(c, eventsPath(wid, empty.id), { 'last-event-id': '0' })).status, 204);
     });
@@ -149,7 +149,7 @@ describeApi(
       for (const r of [byHeader, bySince, both]) await r.until((x) => x.logs().length === 10, 'lines 20 to 29');
       await insertLines(h(), job.id, job.attempts, lines(messages(30, 50), 30));
       await complete(h(), job.id);
-      for (const r of [byHeader, bySince, both, fromStart]) await r.closed();
+      for (const r of [byHeader, bySince, both, fromStart]) await r.endEvent();
       for (const r of [byHeader, bySince, both]) assertWhole(r, job.id, wid, job.attempts, lines(messages(0, 50)).slice(20));
       assertWhole(fromStart, job.id, wid, job.attempts, lines(messages(0, 50)).slice(1));
     });
@@ -166,7 +166,7 @@ describeApi(
       await insertLines(h(), job.id, job.attempts, lines(messages(10, 20), 10));
       await r.until((x) => x.logs().length === 30, 'the gap and the lines after it');
       await complete(h(), job.id);
-      await r.closed();
+      await r.endEvent();
       assertWhole(r, job.id, wid, job.attempts, lines(messages(0, 30)));
     });
 
@@ -177,7 +177,7 @@ describeApi(
       const r = await tail(c, eventsPath(wid, job.id));
       await r.until((x) => x.logs().length === 5, 'the lines before the gap');
       await complete(h(), job.id);
-      await r.closed();
+      await r.endEvent();
       assertWhole(r, job.id, wid, job.attempts, [...lines(messages(0, 5)), ...later]);
     });
 
@@ -190,7 +190,7 @@ describeApi(
       await h().db.handle.db.updateTable('jobs').set({ attempts: 2 }).where('id', '=', job.id).execute();
       await r.until((x) => x.logs().length === 8, 'the second attempt');
       await complete(h(), job.id);
-      await r.closed();
+      await r.endEvent();
       assert.deepEqual(ids(r), [0, 1, 2, 3, 4, 0, 1, 2]);
       assert.deepEqual(
         r.logs().slice(5).map((e) => e.json as Json),
@@ -206,6 +206,30 @@ describeApi(
         r.events.map((e) => e.event),
         ['connected'],
       );
+    });
+
+    it('holds the stream open after end, with keep-alive comments and nothing else, until the client closes it', async () => {
+      const c = await h().user();
+      const wid = await containerWorkflow(c);
+      const job = await insertJob(store(), wid, 'COMPLETED');
+      await insertLines(h(), job.id, job.attempts, lines(messages(0, 3)));
+      // A server of its own, to count the streams it holds.
+      const server = new ApiServer({ store: store(), config: testConfig(), clock: systemClock, logger: silentLogger, liveTail: FAST });
+      try {
+        const other = new TestClient(`http://127.0.0.1:${(await server.start()).port}`);
+        for (const [k, v] of c.cookies) other.cookies.set(k, v);
+        const r = await tail(other, eventsPath(wid, job.id));
+        await r.endEvent();
+        const seen = r.comments;
+        await r.until((x) => x.comments >= seen + 3, 'keep-alive comments after end');
+        assert.ok(!r.ended, 'still open');
+        assert.equal(r.events.at(-1)?.event, 'end', 'no event after end');
+        assert.equal(server.liveTailSubscribers, 1);
+        r.close();
+        await waitFor(() => server.liveTailSubscribers === 0, 'the server to let the closed stream go');
+      } finally {
+        await server.stop();
+      }
     });
 
     it('sends one error event and closes when the workflow keeps no logs, or the job is not found', async () => {
@@ -273,11 +297,16 @@ describeApi(
       for (const [k, v] of c.cookies) other.cookies.set(k, v);
       const readers = [await tail(other, eventsPath(wid, job.id)), await tail(other, eventsPath(wid, job.id, '?since=1'))];
       for (const r of readers) await r.until((x) => x.events.length >= 2, 'the stream is live');
+      // and one held open after its end
+      const finished = await insertJob(store(), wid, 'COMPLETED');
+      const held = await tail(other, eventsPath(wid, finished.id));
+      await held.endEvent();
       await server.stop();
       for (const r of readers) {
         await r.closed();
         assert.ok(!r.events.some((e) => e.event === 'end'), 'no end: the job has not ended');
       }
+      await held.closed();
     });
   },
   { liveTail: FAST },
@@ -291,6 +320,36 @@ const STREAM_LIMITS_ONLY = {
   RATE_LIMIT_AUTH_PER_MINUTE: '100000',
   RATE_LIMIT_AUTH_BURST: '100000',
 };
+
+describeApi(
+  'live log tail: held open after end for LIVE_TAIL_HOLD_AFTER_END at most',
+  (h) => {
+    it('ends a stream the client keeps open after end once the hold is over; the reconnect is told there is nothing left', async () => {
+      const c = await h().user();
+      const wid = await containerWorkflow(c);
+      const job = await insertJob(h().db.store, wid, 'COMPLETED');
+      const rows = lines(messages(0, 4));
+      await insertLines(h(), job.id, job.attempts, rows);
+      const r = await SseReader.open(c, eventsPath(wid, job.id));
+      try {
+        await r.endEvent();
+        const atEnd = r.comments;
+        await r.closed();
+        assert.deepEqual(
+          r.events.map((e) => e.event),
+          ['connected', 'log', 'log', 'log', 'log', 'end'],
+        );
+        assert.ok(r.comments > atEnd, 'keep-alive comments while held');
+        const again = await SseReader.open(c, eventsPath(wid, job.id), { 'last-event-id': r.events.at(-1)!.id! });
+        assert.equal(again.status, 204);
+      } finally {
+        r.close();
+      }
+    });
+  },
+  // The hold from the environment, as an operator sets it (the keep-alives of FAST, no hold of its own).
+  { env: { LIVE_TAIL_HOLD_AFTER_END: '300ms' }, liveTail: FAST },
+);
 
 describeApi(
   'live log tail: at most 5 streams per client address',
@@ -448,7 +507,7 @@ describeApi(
         await broadcast(job.id, wid, job.attempts + 1, lines(['next attempt'], 11));
         await r.until((x) => x.logs().length === 11, 'line 10');
         await complete(h(), job.id);
-        await r.closed();
+        await r.endEvent();
         assertWhole(r, job.id, wid, job.attempts, lines(messages(0, 11)));
       } finally {
         r.close();

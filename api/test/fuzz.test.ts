@@ -323,6 +323,7 @@ const queryKey = fc.oneof(
       'q',
       'format',
       'unread',
+      'include_read',
       'since',
       '__proto__',
       'constructor',

@@ -24,14 +24,32 @@ async function allPages(c: TestClient, path: string, from = ''): Promise<Json[]>
   return pages;
 }
 
+/** The markers a search result puts around each match, as the reference implementation does. */
+const markers = (token: string) => ({ start: `__CV_HL_START_${token}__`, end: `__CV_HL_END_${token}__` });
+
 /**
- * A search result message with the page's token replaced by `|`, after
- * checking that removing the tokens gives back the stored message.
+ * A search result message with the page's start and end markers replaced by
+ * `|`, after checking that they pair up (start, match, end, never nested) and
+ * that removing them gives back the stored message.
  */
 function marked(message: string, token: string, original: string): string {
-  assert.equal(message.split(token).join(''), original, 'highlights must only add tokens');
-  assert.equal(message.split(token).length % 2, 1, 'tokens come in pairs');
-  return message.split(token).join('|');
+  const { start, end } = markers(token);
+  let open = false;
+  let out = '';
+  let plain = '';
+  for (const piece of message.split(new RegExp(`(${start}|${end})`))) {
+    if (piece === start || piece === end) {
+      assert.equal(open, piece === end, `${piece === start ? 'a start inside a match' : 'an end without its start'}: ${message}`);
+      open = !open;
+      out += '|';
+    } else {
+      out += piece;
+      plain += piece;
+    }
+  }
+  assert.ok(!open, `a start without its end: ${message}`);
+  assert.equal(plain, original, 'highlights must only add markers');
+  return out;
 }
 
 describeApi('job logs', (h) => {
@@ -209,7 +227,7 @@ describeApi('job logs', (h) => {
       return res.json as Json;
     }
 
-    it('matches case-insensitively across Unicode and wraps exactly every match in the token', async () => {
+    it('matches case-insensitively across Unicode and marks exactly every match', async () => {
       const { c, wid, job, rows } = await jobWithLines(messages);
       const cases: [string, Record<number, string>][] = [
         ['münchen', { 0: 'Grüße aus |MÜNCHEN| und |münchen|' }],
@@ -238,6 +256,16 @@ describeApi('job logs', (h) => {
           assert.equal(marked(e.message as string, token, row.message), expected[e.sequence_num as number], q);
         }
       }
+    });
+
+    it("wraps each match in the reference implementation's markers: __CV_HL_START_<token>__ and __CV_HL_END_<token>__", async () => {
+      const { c, wid, job } = await jobWithLines(['Error: disk ERROR', 'no match', 'an __CV_HL_START_ lookalike error']);
+      const page = await search(c, wid, job.id, 'error');
+      const t = page.highlight_token as string;
+      assert.deepEqual(
+        page.logs.map((e: Json) => e.message),
+        [`an __CV_HL_START_ lookalike __CV_HL_START_${t}__error__CV_HL_END_${t}__`, `__CV_HL_START_${t}__Error__CV_HL_END_${t}__: disk __CV_HL_START_${t}__ERROR__CV_HL_END_${t}__`],
+      );
     });
 
     it('takes % _ \\ * and quotes literally', async () => {
@@ -278,7 +306,10 @@ describeApi('job logs', (h) => {
           expected,
           q,
         );
-        for (const e of page.logs as Json[]) assert.ok((e.message as string).includes(`${page.highlight_token}${q}${page.highlight_token}`), q);
+        for (const e of page.logs as Json[]) {
+          const { start, end } = markers(page.highlight_token as string);
+          assert.ok((e.message as string).includes(`${start}${q}${end}`), q);
+        }
       }
     });
 

@@ -12,7 +12,7 @@ import { drained, endJob, notifierOn } from '@orloj/notifier/test-support';
 
 /** `GET /notifications?kind=…` and `?state_change=…`: alerts and state changes apart from routine notifications (docs/api.md, "Notifications"). */
 describeApi('notification kind filter', (h) => {
-  it('lists only the kinds asked for, newest first, in pages, unread filter included', async () => {
+  it('lists only the kinds asked for, newest first, in pages, unread ones by default and read ones with include_read', async () => {
     const u = await h().user();
     const userId = await userIdOf(h().db.store, u);
     const workflowId = await heartbeatWorkflow(u);
@@ -50,13 +50,18 @@ describeApi('notification kind filter', (h) => {
     assert.deepEqual(seen, alerts);
 
     assert.equal((await u.put('/notifications', { ids: [ids[4]] })).status, 204);
-    const unread = await u.get('/notifications?kind=WEB_ALERT,WEB_ERROR&unread=true');
-    assert.deepEqual(unread.json.notifications.map((n: { id: string }) => n.id), [ids[6], ids[1]]);
+    for (const q of ['', '&unread=true']) {
+      const unread = await u.get(`/notifications?kind=WEB_ALERT,WEB_ERROR${q}`);
+      assert.deepEqual(unread.json.notifications.map((n: { id: string }) => n.id), [ids[6], ids[1]], `unread only${q}`);
+    }
+    const history = await u.get('/notifications?kind=WEB_ALERT,WEB_ERROR&include_read=true');
+    assert.deepEqual(history.json.notifications.map((n: { id: string }) => n.id), alerts, 'with include_read=true, the read one too');
     assert.equal((await u.get('/notifications?kind=WEB_SUCCESS')).json.notifications.length, 3);
-    assert.equal((await u.get('/notifications')).json.notifications.length, 7, 'without kind: every kind');
+    assert.equal((await u.get('/notifications')).json.notifications.length, 6, 'without kind: every kind (unread)');
+    assert.equal((await u.get('/notifications?include_read=true')).json.notifications.length, 7);
   });
 
-  it('lists only state changes with state_change=true, and only the rest with false, in pages, with unread and kind', async () => {
+  it('lists only state changes with state_change=true, and only the rest with false, in pages, with unread, include_read and kind', async () => {
     const store = h().db.store;
     const bus = new MemoryBus({ logger: silentLogger });
     const notifier = notifierOn(store, bus, generateKeys());
@@ -106,8 +111,12 @@ describeApi('notification kind filter', (h) => {
       const down = await u.get('/notifications?state_change=true&kind=WEB_ERROR');
       assert.deepEqual(down.json.notifications.map((n: { payload: string }) => JSON.parse(n.payload).state_change), ['down']);
       assert.equal((await u.put('/notifications', { ids: [down.json.notifications[0].id] })).status, 204);
-      const unread = await u.get('/notifications?unread=true&state_change=true');
-      assert.deepEqual(unread.json.notifications.map((n: { payload: string }) => JSON.parse(n.payload).state_change), ['recovered']);
+      for (const q of ['unread=true&', '']) {
+        const unread = await u.get(`/notifications?${q}state_change=true`);
+        assert.deepEqual(unread.json.notifications.map((n: { payload: string }) => JSON.parse(n.payload).state_change), ['recovered'], q);
+      }
+      const both = await u.get('/notifications?include_read=true&state_change=true');
+      assert.deepEqual(both.json.notifications.map((n: { payload: string }) => JSON.parse(n.payload).state_change).sort(), ['down', 'recovered']);
     } finally {
       await notifier.stop();
       await bus.close();

@@ -13,7 +13,7 @@ describeApi('notifications and analytics routes', (h) => {
   const store = (): Store => h().db.store;
 
   describe('GET /notifications', () => {
-    it('lists newest first in pages, filters unread ones, and hides everything under preference NONE', async () => {
+    it('lists unread ones newest first in pages by default, read ones too with include_read=true, and hides everything under preference NONE', async () => {
       const u = await h().user();
       const ids = await seedNotifications(store(), u, 5);
       const all = await u.get('/notifications');
@@ -35,16 +35,24 @@ describeApi('notifications and analytics routes', (h) => {
       assert.deepEqual(seen, [...ids].reverse());
 
       assert.equal((await u.put('/notifications', { ids: [ids[1], ids[3]] })).status, 204);
-      const unread = await u.get('/notifications?unread=true');
-      assert.deepEqual(unread.json.notifications.map((n: { id: string }) => n.id), [ids[4], ids[2], ids[0]]);
-      const read = (await u.get('/notifications')).json.notifications.filter((n: { read_at?: string }) => n.read_at);
-      assert.equal(read.length, 2);
+      const listed = async (q: string) => ((await u.get(`/notifications${q}`)).json.notifications as { id: string }[]).map((n) => n.id);
+      // Unread only by default, as the reference implementation lists them; unread=true says the same.
+      for (const q of ['', '?unread=true', '?include_read=false', '?unread=true&include_read=false']) assert.deepEqual(await listed(q), [ids[4], ids[2], ids[0]], q);
+      // include_read=true (or unread=false, as before) is the history, read ones with their read_at.
+      for (const q of ['?include_read=true', '?unread=false', '?unread=false&include_read=true']) assert.deepEqual(await listed(q), [...ids].reverse(), q);
+      const read = (await u.get('/notifications?include_read=true')).json.notifications.filter((n: { read_at?: string }) => n.read_at);
+      assert.deepEqual(read.map((n: { id: string }) => n.id), [ids[3], ids[1]]);
 
       assert.equal((await u.put('/users', { notification_preference: 'NONE' })).status, 204);
-      assert.deepEqual((await u.get('/notifications')).json, { notifications: [], cursor: '' });
+      assert.deepEqual((await u.get('/notifications?include_read=true')).json, { notifications: [], cursor: '' });
       assert.equal((await u.put('/users', { notification_preference: 'ALL' })).status, 204);
-      assert.equal((await u.get('/notifications')).json.notifications.length, 5);
+      assert.equal((await u.get('/notifications?include_read=true')).json.notifications.length, 5);
 
+      for (const [q, field] of [['?unread=true&include_read=true', 'include_read'], ['?unread=false&include_read=false', 'include_read'], ['?include_read=yes', 'include_read'], ['?include_read=true&include_read=true', 'include_read']]) {
+        const r = await u.get(`/notifications${q}`);
+        assert.equal(r.status, 400, q);
+        assert.deepEqual((r.json.errors as { field: string }[]).map((e) => e.field), [field], q);
+      }
       for (const q of ['?unread=yes', '?limit=0', '?limit=101', '?cursor=%%%', `?cursor=${Buffer.from('{"l":"workflows","k":1,"i":"x"}').toString('base64url')}`]) {
         const r = await u.get(`/notifications${q}`);
         assert.equal(r.status, 400, q);
@@ -59,12 +67,12 @@ describeApi('notifications and analytics routes', (h) => {
       const u = await h().user();
       const ids = await seedNotifications(store(), u, 3);
       assert.equal((await u.put('/notifications', { ids: [ids[0], ids[0], ids[1]] })).status, 204);
-      const first = new Map((await u.get('/notifications')).json.notifications.map((n: { id: string; read_at?: string }) => [n.id, n.read_at]));
+      const first = new Map((await u.get('/notifications?include_read=true')).json.notifications.map((n: { id: string; read_at?: string }) => [n.id, n.read_at]));
       assert.ok(first.get(ids[0]!) && first.get(ids[1]!));
       assert.equal(first.get(ids[2]!), undefined);
       await new Promise((r) => setTimeout(r, 5));
       assert.equal((await u.put('/notifications', { ids })).status, 204);
-      const second = new Map((await u.get('/notifications')).json.notifications.map((n: { id: string; read_at?: string }) => [n.id, n.read_at]));
+      const second = new Map((await u.get('/notifications?include_read=true')).json.notifications.map((n: { id: string; read_at?: string }) => [n.id, n.read_at]));
       assert.equal(second.get(ids[0]!), first.get(ids[0]!));
       assert.equal(second.get(ids[1]!), first.get(ids[1]!));
       assert.ok(second.get(ids[2]!));

@@ -779,18 +779,18 @@ describeApi('openapi document matches real responses', (h) => {
   });
 
   describe('notifications and analytics', () => {
-    it('GET /notifications: 200 (read and unread, paged), 400, 401', async () => {
+    it('GET /notifications: 200 (unread, read ones too, paged), 400, 401', async () => {
       const u = await h().user();
       const ids = await seedNotifications(h().db.store, u, 3);
       assert.equal((await u.put('/notifications', { ids: [ids[0]] })).status, 204);
-      for (const q of ['', '?unread=true', '?limit=1', '?unread=false&cache_buster=1']) {
+      for (const q of ['', '?unread=true', '?include_read=true', '?limit=1', '?unread=false&cache_buster=1']) {
         const res = await u.get(`/notifications${q}`);
         assert.equal(res.status, 200, q);
         check('get', '/notifications', res);
       }
       const first = await u.get('/notifications?limit=1');
       check('get', '/notifications', await u.get(`/api/notifications?limit=1&cursor=${first.json.cursor}`));
-      for (const q of ['?unread=1', '?limit=0', '?cursor=%%%']) {
+      for (const q of ['?unread=1', '?include_read=1', '?unread=true&include_read=true', '?limit=0', '?cursor=%%%']) {
         const r = await u.get(`/notifications${q}`);
         assert.equal(r.status, 400, q);
         check('get', '/notifications', r);
@@ -887,4 +887,6 @@ describeApi('openapi document matches real responses', (h) => {
       assert.ok(missing.length === 0, `documented but never observed (add a scenario, or drop the status from openapi.ts):\n${missing.join('\n')}`);
     });
   });
-});
+},
+// A whole event stream is read here: the hold after `end` (api/test/events.test.ts) kept short.
+{ env: { LIVE_TAIL_HOLD_AFTER_END: '50ms' } });

@@ -233,6 +233,16 @@ describe('config: OPS_PORT', () => {
   });
 });
 
+describe('config: LIVE_TAIL_HOLD_AFTER_END', () => {
+  it('defaults to 60 s, takes shorter durations, and refuses longer or malformed ones naming the variable', () => {
+    assert.equal(loadConfig({}).liveTailHoldAfterEndMs, 60_000);
+    assert.equal(loadConfig({ LIVE_TAIL_HOLD_AFTER_END: '250ms' }).liveTailHoldAfterEndMs, 250);
+    assert.equal(loadConfig({ LIVE_TAIL_HOLD_AFTER_END: '1m' }).liveTailHoldAfterEndMs, 60_000);
+    assert.throws(() => loadConfig({ LIVE_TAIL_HOLD_AFTER_END: '61s' }), (err: unknown) => err instanceof ConfigError && /LIVE_TAIL_HOLD_AFTER_END must be at most 1m/.test(err.message));
+    for (const bad of ['0', 'soon', '-5s']) assert.throws(() => loadConfig({ LIVE_TAIL_HOLD_AFTER_END: bad }), (err: unknown) => err instanceof ConfigError && /LIVE_TAIL_HOLD_AFTER_END must be a duration/.test(err.message));
+  });
+});
+
 describe('config: retention', () => {
   it('defaults to 90 days of jobs and notifications, 30 days of job logs, and the newest 20 jobs of each workflow', () => {
     const { retention } = loadConfig({});

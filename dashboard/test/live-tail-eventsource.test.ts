@@ -1,10 +1,12 @@
 /**
  * The live tail against a browser's own EventSource, in Debian's Chromium
  * (driven by playwright-core) and a real `orloj start` on SQLite: a client
- * that does not close its EventSource on `end` sees the server close the
- * stream and reconnects with the last id, the `end`'s. orloj answers that
- * reconnect with 204, which makes EventSource stop, instead of replaying the
- * log and `end` in a loop (docs/api.md, "Live tail").
+ * that does not close its EventSource on `end` has the stream held open for
+ * it (keep-alive comments) until the hold is over (LIVE_TAIL_HOLD_AFTER_END,
+ * 60 s by default, 1 s here), sees the server close it then and reconnects
+ * with the last id, the `end`'s. orloj answers that reconnect with 204, which
+ * makes EventSource stop, instead of replaying the log and `end` in a loop
+ * (docs/api.md, "Live tail").
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -48,7 +50,7 @@ describe('live tail with a real EventSource in Chromium', function () {
   });
 
   it('gets the log and end once, and no replay loop when the client does not close on end', async () => {
-    orloj = new OrlojProcess([], { DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn', DOCKER_HOST: 'unix:///nonexistent.sock' });
+    orloj = new OrlojProcess([], { DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn', DOCKER_HOST: 'unix:///nonexistent.sock', LIVE_TAIL_HOLD_AFTER_END: '1s' });
     orloj.spawn();
     await orloj.waitFor(/orloj is running/);
     const port = Number(/listening on [^:]+:(\d+)\)/.exec(orloj.output)?.[1]);
@@ -102,7 +104,7 @@ describe('live tail with a real EventSource in Chromium', function () {
       };
     }, `/workflows/${workflow.id}/jobs/${job.id}/events`);
 
-    // EventSource reconnects after the stream closes (Chromium waits about 3 s), gets 204 and gives up: CLOSED.
+    // The hold over, the server closes the stream; EventSource reconnects (Chromium waits about 3 s), gets 204 and gives up: CLOSED.
     await page.waitForFunction(() => (globalThis as unknown as { seen: Seen }).seen.readyState === EventSource.CLOSED, undefined, { timeout: 60_000 });
     const seen = await page.evaluate(() => (globalThis as unknown as { seen: Seen }).seen);
     const types = seen.events.map((e) => e.type);

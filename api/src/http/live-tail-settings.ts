@@ -27,6 +27,11 @@ export interface LiveTailSettings {
   holeGraceMs: number;
   /** Lines a tail holds from the bus while the client is slow; beyond it, they are read from the store later. */
   maxPending: number;
+  /**
+   * How long a stream stays open after `end`, with keep-alive comments, for
+   * the client to close it (LIVE_TAIL_HOLD_AFTER_END; at most 60 s).
+   */
+  holdAfterEndMs: number;
 }
 
 export const DEFAULT_LIVE_TAIL: LiveTailSettings = {
@@ -39,4 +44,5 @@ export const DEFAULT_LIVE_TAIL: LiveTailSettings = {
   batchSize: 1_000,
   holeGraceMs: CONFIG_DEFAULTS.liveTail.holeGraceMs,
   maxPending: 10_000,
+  holdAfterEndMs: CONFIG_DEFAULTS.liveTail.holdAfterEndMs,
 };

@@ -45,7 +45,9 @@ export class LiveTail {
   private finishChecks = 0;
   private sentAtFinishCheck = 0;
 
+  /** No more events: the stream ended, or `end` was sent and it is held open (holdTimers). */
   private closed = false;
+  private holdTimers: NodeJS.Timeout[] = [];
 
   constructor(
     private readonly hub: LiveTailHub,
@@ -109,9 +111,9 @@ export class LiveTail {
     if (added) this.kick(false);
   }
 
-  /** Ends the stream (no event). Idempotent. */
+  /** Ends the stream (no event), held after `end` or not. Idempotent. */
   close(): void {
-    if (this.closed) return;
+    for (const timer of this.holdTimers.splice(0)) clearTimeout(timer);
     this.closed = true;
     this.pending.clear();
     this.hub.detach(this);
@@ -123,7 +125,32 @@ export class LiveTail {
     // `end` carries the last line's id (0 without lines): a client that reconnects
     // anyway sends it back, and the route answers 204 (nothing left) instead of a replay.
     this.o.sse.event(event, data, event === 'end' ? String(Math.max(this.last, 0)) : undefined);
-    this.close();
+    if (event === 'end') this.hold();
+    else this.close();
+  }
+
+  /**
+   * After `end`, the stream stays open, with keep-alive comments, until the
+   * client closes it, for holdAfterEndMs at most. A stream the server ends is
+   * an error to EventSource and its polyfills (a toast in the reference
+   * project's dashboard, which closes its EventSource once it sees the job
+   * finished, not on `end`); a client that closes on `end` sees no difference.
+   * The tail leaves its job's timers and status reads; the hub keeps it only
+   * to end it on stop().
+   */
+  private hold(): void {
+    this.closed = true;
+    this.pending.clear();
+    this.hub.detach(this);
+    if (!this.o.sse.isOpen || !this.hub.hold(this)) {
+      this.close();
+      return;
+    }
+    const s = this.settings;
+    this.holdTimers.push(
+      setTimeout(() => this.close(), s.holdAfterEndMs),
+      setInterval(() => this.keepAlive(), s.keepAliveMs),
+    );
   }
 
   /** Sends `error` (a problem document) and ends the stream. */

@@ -64,6 +64,8 @@ export class LiveTailHub {
   private readonly counts = { frames: 0, statusReads: 0, countReads: 0, lineReads: 0 };
   private readonly perClient = new Map<string, number>();
   private readonly perUser = new Map<string, number>();
+  /** Tails that sent `end` and hold their stream open for the client to close it. */
+  private readonly held = new Set<LiveTail>();
   private subscribing: Promise<void> | undefined;
   private subscription: Subscription | undefined;
   private stopped = false;
@@ -85,10 +87,10 @@ export class LiveTailHub {
    * status (`statusReads`), of an attempt's line count (`countReads`), and of
    * lines by a tail (`lineReads`).
    */
-  metrics(): { jobs: number; tails: number; frames: number; statusReads: number; countReads: number; lineReads: number } {
+  metrics(): { jobs: number; tails: number; held: number; frames: number; statusReads: number; countReads: number; lineReads: number } {
     let tails = 0;
     for (const job of this.byJob.values()) tails += job.tails.size;
-    return { jobs: this.byJob.size, tails, ...this.counts };
+    return { jobs: this.byJob.size, tails, held: this.held.size, ...this.counts };
   }
 
   /** Whether broadcasts currently reach this process. */
@@ -131,14 +133,22 @@ export class LiveTailHub {
     return tail;
   }
 
+  /** Takes a tail out of its job's (and out of the held ones). Idempotent. */
   detach(tail: LiveTail): void {
+    this.held.delete(tail);
     const job = this.byJob.get(tail.jobId);
-    if (!job) return;
-    job.tails.delete(tail);
+    if (!job || !job.tails.delete(tail)) return;
     if (job.tails.size === 0) {
       for (const t of job.timers) clearInterval(t);
       this.byJob.delete(tail.jobId);
     }
+  }
+
+  /** Keeps a tail that sent `end` until it closes, so stop() can end it; false once stopped. */
+  hold(tail: LiveTail): boolean {
+    if (this.stopped) return false;
+    this.held.add(tail);
+    return true;
   }
 
   /** Counts a tail's read of lines from the store. */
@@ -266,10 +276,11 @@ export class LiveTailHub {
     for (const tail of job.tails) tail.onLive(body.attempt, lines);
   }
 
-  /** Ends every open stream (without `end`: clients reconnect with Last-Event-ID) and leaves the topic. Idempotent. */
+  /** Ends every open stream (without `end`: clients reconnect with Last-Event-ID; held ones after theirs) and leaves the topic. Idempotent. */
   async stop(): Promise<void> {
     this.stopped = true;
     for (const job of [...this.byJob.values()]) for (const tail of [...job.tails]) tail.close();
+    for (const tail of [...this.held]) tail.close();
     await this.subscribing;
     const s = this.subscription;
     this.subscription = undefined;

@@ -64,12 +64,23 @@ export async function openJobLogs(store: Store, userId: string, workflowId: stri
   return job;
 }
 
-/** A fresh marker: 32 random lowercase hex characters that occur in none of the page's messages. */
+/** A fresh token: 32 random lowercase hex characters that occur in none of the page's messages. */
 function highlightToken(messages: readonly string[]): string {
   for (;;) {
     const token = crypto.randomBytes(16).toString('hex');
     if (!messages.some((m) => m.includes(token))) return token;
   }
+}
+
+/**
+ * What a search result puts around each match, as the reference
+ * implementation does (its dashboard looks for exactly this pair). Since the
+ * token occurs in no message, and a run of hex digits cannot reach across
+ * the underscores that close each marker, every marker in a result is one
+ * the api inserted.
+ */
+function highlightMarkers(token: string): { start: string; end: string } {
+  return { start: `__CV_HL_START_${token}__`, end: `__CV_HL_END_${token}__` };
 }
 
 /**
@@ -175,11 +186,12 @@ async function logPage(deps: ApiDeps, ctx: Context, search: boolean): Promise<vo
   checkCursorList(list, claimed);
   const rows = owned?.lines ?? [];
   const token = highlightToken(rows.slice(0, limit).map((l) => l.message));
-  // Highlights can make a message 65 times longer (a marker around every character): the page ends at a budget.
+  const { start, end } = highlightMarkers(token);
+  // Highlights can make a message many times longer (markers around every character): the page ends at a budget.
   const logs = [];
   let length = 0;
   for (const line of rows.slice(0, limit)) {
-    const message = match ? match.highlight(line.message, token) : line.message;
+    const message = match ? match.highlight(line.message, start, end) : line.message;
     if (logs.length > 0 && length + message.length > LOG_PAGE_MAX_TEXT) break;
     length += message.length;
     logs.push(presentLogEntry(line, message));

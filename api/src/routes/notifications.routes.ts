@@ -28,6 +28,21 @@ function readKinds(q: QueryReader): NotificationKind[] | undefined {
   return [...new Set(kinds)];
 }
 
+/**
+ * Unread ones only unless `include_read=true`, as the reference
+ * implementation lists them (its dashboard counts every listed notification
+ * as unread). `unread=true` says the default; `unread=false` asks for the read
+ * ones too, as it always did. Two parameters that contradict each other are 400.
+ */
+function readUnreadOnly(q: QueryReader): boolean {
+  const unread = q.bool('unread');
+  const includeRead = q.bool('include_read');
+  if (unread !== undefined && includeRead !== undefined && unread === includeRead) {
+    q.fail('include_read', `contradicts unread=${unread}: give one of them (include_read=true lists read notifications too; unread only by default)`);
+  }
+  return !(includeRead ?? unread === false);
+}
+
 export function notificationsRoutes(deps: ApiDeps): Router {
   const { store, clock } = deps;
   const router = new Router();
@@ -36,7 +51,7 @@ export function notificationsRoutes(deps: ApiDeps): Router {
   router.get('/notifications', session, async (ctx) => {
     const q = new QueryReader(ctx.query);
     const cursor = q.string('cursor', 512);
-    const unreadOnly = q.bool('unread') ?? false;
+    const unreadOnly = readUnreadOnly(q);
     const limit = q.int('limit', 1, 100) ?? NOTIFICATION_PAGE_SIZE;
     const kinds = readKinds(q);
     const stateChange = q.bool('state_change');

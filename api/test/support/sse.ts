@@ -132,6 +132,14 @@ export class SseReader {
     }
   }
 
+  /**
+   * Waits for `end`. The server holds the stream open after it (keep-alive
+   * comments) until the client closes it, or LIVE_TAIL_HOLD_AFTER_END passes.
+   */
+  async endEvent(ms = 10_000): Promise<void> {
+    await this.until((r) => r.events.some((e) => e.event === 'end'), 'end', ms);
+  }
+
   logs(): SseEvent[] {
     return this.events.filter((e) => e.event === 'log');
   }

@@ -128,6 +128,9 @@ export const CONFIG_DEFAULTS = deepFreeze({
     keepAliveMs: 15 * SECOND,
     /** How long a tail waits for a missing sequence number before it moves past it. */
     holeGraceMs: 2 * SECOND,
+    /** LIVE_TAIL_HOLD_AFTER_END: how long a stream stays open after `end` for the client to close it, and the most it may be set to. */
+    holdAfterEndMs: 60 * SECOND,
+    holdAfterEndMaxMs: 60 * SECOND,
   },
   logs: {
     /** How often a runner's log sink reports its counts. */
@@ -344,6 +347,11 @@ export interface Config {
     /** How often the outbox relay looks for unpublished domain events. */
     readonly pollMs: number;
   };
+  /**
+   * How long a live tail's event stream stays open after `end` (with
+   * keep-alive comments) when the client does not close it (docs/api.md, "Live tail").
+   */
+  readonly liveTailHoldAfterEndMs: number;
   /** What tenants' CONTAINER workflows may ask for (docs/security.md). */
   readonly containers: ContainerLimits;
   /** Per-user shares of the installation (docs/security.md). */
@@ -527,6 +535,7 @@ export function loadConfig(env: Env = process.env): Config {
     scheduler: readScheduler(r, instanceSuffix),
     runner: readRunner(r, instanceSuffix),
     notifier: readNotifier(r),
+    liveTailHoldAfterEndMs: r.duration('LIVE_TAIL_HOLD_AFTER_END', CONFIG_DEFAULTS.liveTail.holdAfterEndMs),
     containers: readContainers(r),
     tenants: readTenants(r),
     opsPort: r.int('OPS_PORT', 9464, 0, 65535),
@@ -642,6 +651,9 @@ function readRetention(r: Reader): Config['retention'] {
 /** Checks across the values read, after the reading. */
 function checkValues(config: Config, problems: string[]): void {
   if (config.containers.maxTimeoutMs > CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs) problems.push(`CONTAINER_MAX_TIMEOUT must be at most ${formatDuration(CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs)}`);
+  if (config.liveTailHoldAfterEndMs > CONFIG_DEFAULTS.liveTail.holdAfterEndMaxMs) {
+    problems.push(`LIVE_TAIL_HOLD_AFTER_END must be at most ${formatDuration(CONFIG_DEFAULTS.liveTail.holdAfterEndMaxMs)}`);
+  }
   if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(config.runner.id)) {
     problems.push(`RUNNER_ID must be 1-128 letters, digits or _ . : - (got "${config.runner.id}")`);
   }

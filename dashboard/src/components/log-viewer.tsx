@@ -9,7 +9,7 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState, type FormEve
 import type { LogEntry } from '../api/client';
 import { EmptyState, Spinner } from './badges';
 import { SelectField, TextField } from './fields';
-import { Highlighted } from './highlighted';
+import { Highlighted, withoutHighlights } from './highlighted';
 import type { LogFilters, LogSource, LogStream } from './log-source';
 
 /** Lines kept in memory while tailing; older ones stay readable through the pages once the job ends. */
@@ -66,7 +66,8 @@ interface LogLineProps {
 function LogLine({ l, mode, origin, open: controlled, onToggle, onContext, marked, rowRef, index }: LogLineProps) {
   const [own, setOwn] = useState(false);
   const open = controlled ?? own;
-  const json = jsonOf(l.message);
+  // A search result's JSON is read without the markers; expanded, it shows as stored.
+  const json = jsonOf(withoutHighlights(l.message, l.token));
   return (
     <li className={`log-line log-${l.stream}${marked ? ' log-marked' : ''}`} ref={rowRef} data-index={index} aria-current={marked ? 'true' : undefined}>
       {onContext ? (

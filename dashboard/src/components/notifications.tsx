@@ -160,9 +160,13 @@ const VIEWS = [
 ] as const;
 type View = (typeof VIEWS)[number][0];
 
-/** The drawer's list for a view: the api filters state changes, so routine ones never push them off a page. */
+/**
+ * The drawer's list for a view: a history, read ones included (the api lists
+ * unread ones only unless asked); the api filters state changes, so routine
+ * ones never push them off a page.
+ */
 function listPath(stateChange: boolean | undefined, cursor: string): string {
-  const params = new URLSearchParams();
+  const params = new URLSearchParams({ include_read: 'true' });
   if (stateChange !== undefined) params.set('state_change', String(stateChange));
   if (cursor) params.set('cursor', cursor);
   const q = params.toString();

@@ -8,6 +8,8 @@ import { logEntry, logPage } from './factories';
 import { renderWithProviders } from './render';
 
 const TOKEN = '0123456789abcdef0123456789abcdef';
+/** A match as the api marks it in a search result (the reference implementation's markers). */
+const hl = (match: string) => `__CV_HL_START_${TOKEN}__${match}__CV_HL_END_${TOKEN}__`;
 
 function fakeSource(pages: (filters: LogFilters, cursor: string) => LogPage, all: LogEntry[] = []) {
   let handlers: TailHandlers | undefined;
@@ -125,10 +127,10 @@ describe('LogViewer', () => {
     expect(source.lines).toHaveBeenCalledWith(500, 500);
   });
 
-  it('searches with a stream filter and highlights matches from highlight_token as text, never as HTML', async () => {
+  it('searches with a stream filter and highlights the matches the api marked with highlight_token, as text, never as HTML', async () => {
     const { source } = fakeSource((filters) =>
       filters.q
-        ? logPage([logEntry(5, `<img src=x onerror=alert(1)> ${TOKEN}Needle${TOKEN} and ${TOKEN}needle${TOKEN}`, 'stderr')], '', TOKEN)
+        ? logPage([logEntry(5, `<img src=x onerror=alert(1)> ${hl('Needle')} and ${hl('needle')} __CV_HL_START_ alone`, 'stderr')], '', TOKEN)
         : logPage([]),
       [logEntry(0, 'plain')],
     );
@@ -144,7 +146,7 @@ describe('LogViewer', () => {
     const marks = within(results).getAllByText(/needle/i, { selector: 'mark' });
     expect(marks.map((m) => m.textContent)).toEqual(['Needle', 'needle']);
     expect(results.querySelector('img')).toBeNull();
-    expect(results.textContent).toContain('<img src=x onerror=alert(1)> Needle and needle');
+    expect(results.textContent).toContain('<img src=x onerror=alert(1)> Needle and needle __CV_HL_START_ alone');
     expect(results.textContent).not.toContain(TOKEN);
     // downloads carry the same filters
     expect(screen.getByRole('link', { name: 'Download .jsonl' }).getAttribute('href')).toBe('/raw?format=jsonl&q=needle&stream=stderr');
@@ -153,9 +155,23 @@ describe('LogViewer', () => {
     await screen.findByText('plain');
   });
 
+  it('reads a JSON search result without its markers: collapsed the match is marked, expanded it shows as stored', async () => {
+    const { source } = fakeSource((filters) => (filters.q ? logPage([logEntry(3, `{"level":"${hl('error')}","n":1}`)], '', TOKEN) : logPage([])), [logEntry(0, 'plain')]);
+    const user = userEvent.setup();
+    view(source);
+    await screen.findByText('plain');
+    await user.type(screen.getByLabelText('Search'), 'error');
+    await user.click(screen.getByRole('button', { name: 'Search' }));
+    const results = await screen.findByLabelText('Matching log lines');
+    expect(within(results).getByText('error', { selector: 'mark' })).toBeTruthy();
+    await user.click(within(results).getByRole('button', { name: 'Expand JSON' }));
+    expect(results.querySelector('pre.log-json')?.textContent).toBe(JSON.stringify({ level: 'error', n: 1 }, null, 2));
+    expect(results.textContent).not.toContain(TOKEN);
+  });
+
   it('opens a search hit in context: the whole log around the hit, the hit marked', async () => {
     const all = Array.from({ length: 900 }, (_, i) => logEntry(i, i === 700 ? 'the needle' : `line ${i}`));
-    const { source } = fakeSource((filters) => (filters.q ? logPage([{ ...all[700]!, message: `the ${TOKEN}needle${TOKEN}` }], '', TOKEN) : logPage([])), all);
+    const { source } = fakeSource((filters) => (filters.q ? logPage([{ ...all[700]!, message: `the ${hl('needle')}` }], '', TOKEN) : logPage([])), all);
     const user = userEvent.setup();
     view(source);
     await user.type(screen.getByLabelText('Search'), 'needle');
@@ -170,7 +186,7 @@ describe('LogViewer', () => {
 
   it('keeps the term of a search a hit was opened from, says so, and leads back to its results', async () => {
     const all = Array.from({ length: 900 }, (_, i) => logEntry(i, i === 700 ? 'the needle' : `line ${i}`));
-    const { source } = fakeSource((filters) => (filters.q ? logPage([{ ...all[700]!, message: `the ${TOKEN}needle${TOKEN}` }], '', TOKEN) : logPage([])), all);
+    const { source } = fakeSource((filters) => (filters.q ? logPage([{ ...all[700]!, message: `the ${hl('needle')}` }], '', TOKEN) : logPage([])), all);
     const user = userEvent.setup();
     view(source);
     await user.type(screen.getByLabelText('Search'), 'needle');

@@ -18,7 +18,11 @@ function notification(id: string, payload: object, read = false, kind: Notificat
 
 const changeOf = (n: Notification) => (JSON.parse(n.payload) as { state_change?: string }).state_change;
 
-/** GET (with the unread, state_change and limit filters, as the api applies them) and PUT /notifications, over a list the test owns. */
+/**
+ * GET (with the include_read, unread, state_change and limit filters, as the
+ * api applies them: unread ones only unless include_read=true) and PUT
+ * /notifications, over a list the test owns.
+ */
 function fakeApi(list: Notification[]) {
   const puts: unknown[] = [];
   const gets: string[] = [];
@@ -34,7 +38,7 @@ function fakeApi(list: Notification[]) {
     gets.push(u.search);
     expect(u.searchParams.has('kind')).toBe(false);
     const changes = u.searchParams.get('state_change');
-    const unread = u.searchParams.get('unread') === 'true';
+    const unread = u.searchParams.get('include_read') !== 'true' && u.searchParams.get('unread') !== 'false';
     const limit = Number(u.searchParams.get('limit') ?? 50);
     const shown = list.filter((n) => (changes === null || (changeOf(n) !== undefined) === (changes === 'true')) && (!unread || !n.read_at));
     return Response.json({ notifications: shown.slice(0, limit), cursor: shown.length > limit ? 'more' : '' });
@@ -92,12 +96,12 @@ describe('notifications', () => {
     expect(within(drawer).queryByText('Job completed')).toBeNull();
     expect(within(drawer).queryByText('Job failed')).toBeNull();
     expect(within(drawer).getByRole('button', { name: 'State changes' }).getAttribute('aria-pressed')).toBe('true');
-    expect(gets).toContain('?state_change=true');
+    expect(gets).toContain('?include_read=true&state_change=true');
     await user.click(within(drawer).getByRole('button', { name: 'Everything else' }));
     await within(drawer).findByText('Job completed');
     expect(within(drawer).getByText('Job failed')).toBeTruthy();
     expect(within(drawer).queryByText('Workflow terminated automatically')).toBeNull();
-    expect(gets).toContain('?state_change=false');
+    expect(gets).toContain('?include_read=true&state_change=false');
   });
 
   it('counts unread recoveries in green when nothing is failing, and names them in the label', async () => {
@@ -149,7 +153,7 @@ describe('notifications', () => {
     expect(within(drawer).getByText('Job completed').closest('li')!.querySelector('.notification-tag')).toBeNull();
   });
 
-  it('lists notifications with their text and link, and marks one or all read', async () => {
+  it('lists notifications with their text and link, marks one or all read, and keeps the read ones listed as read', async () => {
     const list = [
       notification('0190a5b2-0000-7000-8000-000000000001', {
         title: 'Job completed',
@@ -174,6 +178,9 @@ describe('notifications', () => {
     await user.click(within(drawer).getByRole('button', { name: 'Mark all read' }));
     await waitFor(() => expect(puts[1]).toEqual(['0190a5b2-0000-7000-8000-000000000002']));
     await waitFor(() => expect(within(drawer).queryByRole('button', { name: 'Mark read' })).toBeNull());
+    // The drawer is a history: it asks for read ones too, and they stay, marked read.
+    await waitFor(() => expect(within(drawer).getAllByText('Read')).toHaveLength(2));
+    expect(within(drawer).getByText('Job completed')).toBeTruthy();
   });
 
   it('closes on Escape and says when there is nothing', async () => {

@@ -77,17 +77,17 @@ export class LogMatcher {
   }
 
   /**
-   * The message with `token` inserted immediately before and after every
+   * The message with `start` inserted immediately before and `end` after every
    * match: non-overlapping, leftmost first (as String.replaceAll finds them),
    * so "aa" in "aaa" is marked once, around the first two characters.
    */
-  highlight(message: string, token: string): string {
+  highlight(message: string, start: string, end: string): string {
     const folded = foldSameLength(message);
     const width = this.folded.length;
     let out = '';
     let from = 0;
     for (let at = folded.indexOf(this.folded); at !== -1; at = folded.indexOf(this.folded, at + width)) {
-      out += message.slice(from, at) + token + message.slice(at, at + width) + token;
+      out += message.slice(from, at) + start + message.slice(at, at + width) + end;
       from = at + width;
     }
     return from === 0 ? message : out + message.slice(from);
