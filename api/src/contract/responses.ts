@@ -1,5 +1,18 @@
-import { BUILD_STATUSES, CHECK_FAILURES, FAILURE_LIMIT_MAX, FAILURE_LIMIT_MIN, HEALTH_STATES, INTERVAL_MAX, INTERVAL_MIN, JOB_STATUSES, JOB_TRIGGERS, REASON_CODES, WORKFLOW_KINDS } from '@orloj/common/domain';
-import { NOTIFICATION_KINDS } from '@orloj/common/store';
+import {
+  BUILD_STATUSES,
+  CHECK_FAILURES,
+  FAILURE_LIMIT_MAX,
+  FAILURE_LIMIT_MIN,
+  HEALTH_STATES,
+  INTERVAL_MAX,
+  INTERVAL_MIN,
+  JOB_STATUSES,
+  JOB_TRIGGERS,
+  REASON_CODES,
+  RECENT_RUNS,
+  WORKFLOW_KINDS,
+} from '@orloj/common/domain';
+import { NOTIFICATION_KINDS, TOP_WORKFLOWS } from '@orloj/common/store';
 import { named, ref } from './components.js';
 
 /**
@@ -88,7 +101,7 @@ export const workflowHealthSchema = named('WorkflowHealth', {
     },
     last_run: ref(runSchema, { description: 'The latest run that COMPLETED or FAILED.' }),
     next_run_at: { ...dateTime, description: 'When the next run is due; absent when none will be. In the past when late.' },
-    recent_runs: { type: 'array', maxItems: 20, items: ref(runSchema), description: 'Newest first.' },
+    recent_runs: { type: 'array', maxItems: RECENT_RUNS, items: ref(runSchema), description: 'Newest first.' },
     uptime: {
       type: 'object',
       required: ['window_hours', 'completed', 'failed', 'canceled'],
@@ -345,7 +358,7 @@ export const userAnalyticsSchema = named('UserAnalytics', {
     },
     top_workflows: {
       type: 'array',
-      maxItems: 10,
+      maxItems: TOP_WORKFLOWS,
       description: 'By total_jobs, most first; ties by name.',
       items: {
         type: 'object',

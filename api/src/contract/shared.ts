@@ -38,9 +38,12 @@ export const idempotencyKey: Parameter = {
   schema: { type: 'string', minLength: 1 },
 };
 
-export const cursorParam: Parameter = {
+export const cursorParam = {
   name: 'cursor',
   in: 'query',
   description: 'Opaque cursor from the previous page; empty or absent for the first page.',
-  schema: { type: 'string' },
-};
+  schema: { type: 'string', maxLength: 512 },
+} as const;
+
+/** The largest PostgreSQL integer, the column type of sequence numbers and intervals. */
+export const INT32_MAX = 2_147_483_647;

@@ -28,6 +28,12 @@ export interface IntegerParameter {
   readonly schema: { readonly minimum: number; readonly maximum: number; readonly default?: number };
 }
 
+/** A declared text query parameter: its longest value is read from its schema. */
+export interface TextParameter {
+  readonly name: string;
+  readonly schema: { readonly maxLength: number };
+}
+
 /**
  * Query-string parsing with exact rules: every parameter at most once,
  * booleans only `true`/`false`, integers only digits. Unknown parameters are
@@ -57,6 +63,11 @@ export class QueryReader {
       return undefined;
     }
     return v;
+  }
+
+  /** A text parameter at most as long as its declaration's `maxLength`. */
+  text(p: TextParameter): string | undefined {
+    return this.string(p.name, p.schema.maxLength);
   }
 
   enumOf<T extends string>(name: string, allowed: readonly T[]): T | undefined {

@@ -2,13 +2,13 @@ import type { Context } from 'koa';
 import { isOrlojError, OrlojError } from '@orloj/common/core';
 import type { ApiDeps } from '../deps.js';
 import type { Operation } from '../contract/operation.js';
-import { problem, rateLimited } from '../contract/shared.js';
+import { INT32_MAX, problem, rateLimited } from '../contract/shared.js';
 import { problemOf, withHeaders } from '../http/problem.js';
 import { SseStream } from '../http/sse.js';
 import { QueryReader } from '../http/validate.js';
 import { logPathParams, openJobLogs } from './logs.routes.js';
 
-const MAX_SEQUENCE = 2_147_483_647;
+const MAX_SEQUENCE = INT32_MAX;
 const sequenceSchema = { type: 'integer', minimum: 0, maximum: MAX_SEQUENCE } as const;
 const sinceParam = {
   name: 'since',
@@ -16,6 +16,13 @@ const sinceParam = {
   description: 'Replay lines with a sequence_num above this one. Last-Event-ID wins when both are sent.',
   schema: sequenceSchema,
 } as const;
+const lastEventIdHeader = {
+  name: 'Last-Event-ID',
+  in: 'header',
+  description: 'The id of the last `log` event received (EventSource sends it when it reconnects).',
+  schema: { type: 'string', pattern: '^\\d{1,10}$' },
+} as const;
+const LAST_EVENT_ID = new RegExp(lastEventIdHeader.schema.pattern);
 const lastEventIdParam = {
   name: 'lastEventId',
   in: 'query',
@@ -33,9 +40,9 @@ const lastEventIdParam = {
 function resumeAfter(ctx: Context, q: QueryReader): { after: number; resumed: boolean } {
   const since = q.integer(sinceParam);
   const alias = q.integer(lastEventIdParam);
-  const header = ctx.get('Last-Event-ID').trim();
+  const header = ctx.get(lastEventIdHeader.name).trim();
   if (header !== '') {
-    if (!/^\d{1,10}$/.test(header) || Number(header) > MAX_SEQUENCE) {
+    if (!LAST_EVENT_ID.test(header) || Number(header) > MAX_SEQUENCE) {
       q.fail('Last-Event-ID', `must be a sequence_num: an integer from 0 to ${MAX_SEQUENCE}`);
       return { after: -1, resumed: false };
     }
@@ -121,12 +128,7 @@ export const eventsOperations: readonly Operation[] = [
     parameters: [
       sinceParam,
       lastEventIdParam,
-      {
-        name: 'Last-Event-ID',
-        in: 'header',
-        description: 'The id of the last `log` event received (EventSource sends it when it reconnects).',
-        schema: { type: 'string', pattern: '^\\d{1,10}$' },
-      },
+      lastEventIdHeader,
     ],
     responses: {
       '200': { description: 'The event stream.', content: { 'text/event-stream': {} } },

@@ -76,7 +76,7 @@ async function schedule(deps: ApiDeps, ctx: Context): Promise<void> {
 async function listJobs({ store }: ApiDeps, ctx: Context): Promise<void> {
   const id = workflowId(ctx);
   const q = new QueryReader(ctx.query);
-  const cursor = q.string('cursor', 512);
+  const cursor = q.text(cursorParam);
   const status = q.enumOf('status', JOB_STATUSES);
   const trigger = q.enumOf('trigger', JOB_TRIGGERS);
   const limit = q.integer(limitParam);

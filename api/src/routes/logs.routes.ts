@@ -8,7 +8,7 @@ import type { ApiDeps } from '../deps.js';
 import { json, ref } from '../contract/components.js';
 import type { Operation, Parameter } from '../contract/operation.js';
 import { logDownloadSchema, logPageSchema, logRangeSchema } from '../contract/responses.js';
-import { cursorParam, problem } from '../contract/shared.js';
+import { cursorParam, INT32_MAX, problem } from '../contract/shared.js';
 import { logDownloadEntryJson, presentLogEntry } from '../http/present.js';
 import { QueryReader, requireUuidParams } from '../http/validate.js';
 
@@ -25,7 +25,7 @@ export const LOG_QUERY_MAX = 1000;
 /** Rows per store query while streaming a download. */
 export const DOWNLOAD_BATCH = 1000;
 /** Highest `from` of GET …/logs/lines (sequence numbers are PostgreSQL integers). */
-export const LOG_LINE_MAX = 2_147_483_647;
+export const LOG_LINE_MAX = INT32_MAX;
 
 export const LOG_STREAMS = ['stdout', 'stderr'] as const;
 export const DOWNLOAD_FORMATS = ['txt', 'json', 'jsonl'] as const;
@@ -185,7 +185,7 @@ async function logPage(deps: ApiDeps, ctx: Context, search: boolean): Promise<vo
   const { store } = deps;
   const { workflowId, jobId } = logPathParams(ctx);
   const q = new QueryReader(ctx.query);
-  const cursor = q.string('cursor', 512);
+  const cursor = q.text(cursorParam);
   const limit = q.integer(limitParam);
   const text = search ? readSearchText(q) : undefined;
   const stream = search ? q.enumOf('stream', LOG_STREAMS) : undefined;

@@ -16,12 +16,18 @@ const readMark = bodyValidator<MarkNotificationsBody>(markNotificationsBody);
 export const NOTIFICATION_PAGE_SIZE = 50;
 const limitParam = { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: NOTIFICATION_PAGE_SIZE } } as const;
 const LIST = 'notifications';
+const kindParam = {
+  name: 'kind',
+  in: 'query',
+  description: `Only these kinds, comma-separated (e.g. WEB_ALERT,WEB_ERROR); every kind when absent. Kinds: ${NOTIFICATION_KINDS.join(', ')}.`,
+  schema: { type: 'string', maxLength: 200, pattern: `^(${NOTIFICATION_KINDS.join('|')})(,(${NOTIFICATION_KINDS.join('|')}))*$` },
+} as const;
 
 const userIdOf = (ctx: Context) => ctx.state.session.userId as string;
 
 /** `kind`: a comma-separated list of notification kinds (docs/api.md, "Notifications"); undefined = every kind. */
 function readKinds(q: QueryReader): NotificationKind[] | undefined {
-  const text = q.string('kind', 200);
+  const text = q.text(kindParam);
   if (text === undefined) return undefined;
   const kinds = text.split(',');
   if (!kinds.every((k): k is NotificationKind => (NOTIFICATION_KINDS as readonly string[]).includes(k))) {
@@ -48,7 +54,7 @@ function readUnreadOnly(q: QueryReader): boolean {
 
 async function list({ store }: ApiDeps, ctx: Context): Promise<void> {
   const q = new QueryReader(ctx.query);
-  const cursor = q.string('cursor', 512);
+  const cursor = q.text(cursorParam);
   const unreadOnly = readUnreadOnly(q);
   const limit = q.integer(limitParam);
   const kinds = readKinds(q);
@@ -104,12 +110,7 @@ export const notificationsOperations: readonly Operation[] = [
         description: 'true: unread ones only (the default, accepted as such); false: read ones too, like include_read=true. Contradicting include_read is 400.',
         schema: { type: 'boolean', default: true },
       },
-      {
-        name: 'kind',
-        in: 'query',
-        description: `Only these kinds, comma-separated (e.g. WEB_ALERT,WEB_ERROR); every kind when absent. Kinds: ${NOTIFICATION_KINDS.join(', ')}.`,
-        schema: { type: 'string', pattern: `^(${NOTIFICATION_KINDS.join('|')})(,(${NOTIFICATION_KINDS.join('|')}))*$` },
-      },
+      kindParam,
       {
         name: 'state_change',
         in: 'query',

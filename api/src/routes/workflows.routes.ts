@@ -18,7 +18,7 @@ import { json } from '../contract/components.js';
 import type { Operation } from '../contract/operation.js';
 import { createWorkflowBody, updateWorkflowBody, type CreateWorkflowBody, type UpdateWorkflowBody } from '../contract/requests.js';
 import { createdSchema, workflowPageSchema, workflowSchema } from '../contract/responses.js';
-import { cursorParam, idempotencyKey, problem, replayed } from '../contract/shared.js';
+import { cursorParam, idempotencyKey, INT32_MAX, problem, replayed } from '../contract/shared.js';
 import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
 import { presentHealth, presentWorkflow } from '../http/present.js';
@@ -44,10 +44,10 @@ const includeParam = {
   description: 'health: each workflow carries its `health` (state, recent runs, uptime), read fresh.',
   schema: { enum: [...INCLUDES] },
 } as const;
-const INT32_MAX = 2_147_483_647;
 const intervalMinParam = { name: 'interval_min', in: 'query', schema: { type: 'integer', minimum: 0, maximum: INT32_MAX } } as const;
 const intervalMaxParam = { name: 'interval_max', in: 'query', schema: { type: 'integer', minimum: 0, maximum: INT32_MAX } } as const;
 const limitParam = { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: WORKFLOW_PAGE_SIZE } } as const;
+const nameQueryParam = { name: 'query', in: 'query', description: 'Case-insensitive literal substring of the name.', schema: { type: 'string', maxLength: 200 } } as const;
 
 function withHealth<T extends object>(body: T, health: WorkflowHealth | undefined): T & { health?: ReturnType<typeof presentHealth> } {
   return health ? { ...body, health: presentHealth(health) } : body;
@@ -137,8 +137,8 @@ async function handleCreate(deps: ApiDeps, ctx: Context): Promise<void> {
 async function handleList(deps: ApiDeps, ctx: Context): Promise<void> {
   const { store, clock, listPages } = deps;
   const q = new QueryReader(ctx.query);
-  const cursor = q.string('cursor', 512);
-  const query = q.string('query', 200);
+  const cursor = q.text(cursorParam);
+  const query = q.text(nameQueryParam);
   const kind = q.enumOf('kind', WORKFLOW_KINDS);
   const buildStatus = q.enumOf('build_status', BUILD_STATUSES);
   const terminatedOnly = q.bool('terminated');
@@ -304,10 +304,9 @@ export const workflowsOperations: readonly Operation[] = [
     path: '/workflows',
     summary: 'List workflows, newest first',
     access: 'session',
-    // A list page is heavy only when it is read (handleList): a cached page is in memory already.
     parameters: [
       cursorParam,
-      { name: 'query', in: 'query', description: 'Case-insensitive literal substring of the name.', schema: { type: 'string' } },
+      nameQueryParam,
       { name: 'kind', in: 'query', schema: { enum: [...WORKFLOW_KINDS] } },
       { name: 'build_status', in: 'query', schema: { enum: [...BUILD_STATUSES] } },
       { name: 'terminated', in: 'query', schema: { type: 'boolean', default: false } },
@@ -323,6 +322,7 @@ export const workflowsOperations: readonly Operation[] = [
       limitParam,
     ],
     responses: { '200': { description: 'A page.', content: json(workflowPageSchema) } },
+    // Not `heavy`: a list page is heavy only when it is read (handleList); a cached page is in memory already.
     handler: handleList,
   },
   {
