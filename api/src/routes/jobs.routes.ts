@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { decodeCursor, encodeCursor, isUuid, notFound, validationError, type FieldError } from '@orloj/common/core';
 import { createManualJob, JOB_STATUSES, JOB_TRIGGERS } from '@orloj/common/domain';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
-import { json, ref } from '../contract/components.js';
+import { json, ref, type Wire } from '../contract/components.js';
 import type { Operation } from '../contract/operation.js';
 import { scheduleJobBody, type ScheduleJobBody } from '../contract/requests.js';
 import { createdSchema, jobPageSchema, jobSchema } from '../contract/responses.js';
@@ -91,7 +91,7 @@ async function listJobs({ store }: ApiDeps, ctx: Context): Promise<void> {
   ctx.body = {
     jobs: page.map((j) => presentJob(j, { inList: true })),
     cursor: rows.length > limit && last ? encodeCursor(list, { k: last.scheduledAt, id: last.id }) : '',
-  };
+  } satisfies Wire<typeof jobPageSchema>;
 }
 
 async function readJob({ store }: ApiDeps, ctx: Context): Promise<void> {

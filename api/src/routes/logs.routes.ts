@@ -5,7 +5,7 @@ import { checkCursorList, encodeCursor, isUuid, notFound, OrlojError, parseCurso
 import type { Job } from '@orloj/common/domain';
 import type { JobLogAccess, LogLine, Store } from '@orloj/common/store';
 import type { ApiDeps } from '../deps.js';
-import { json, ref } from '../contract/components.js';
+import { json, ref, type Wire } from '../contract/components.js';
 import type { Operation, Parameter } from '../contract/operation.js';
 import { logDownloadSchema, logPageSchema, logRangeSchema } from '../contract/responses.js';
 import { cursorParam, INT32_MAX, problem } from '../contract/shared.js';
@@ -124,7 +124,7 @@ async function logLines(deps: ApiDeps, ctx: Context): Promise<void> {
     // A line stored between the two reads can make the page reach past the count read.
     total: Math.max(total, lines.length ? lines[lines.length - 1]!.sequenceNum + 1 : 0),
     logs: lines.map((l) => presentLogEntry(l, l.message)),
-  };
+  } satisfies Wire<typeof logRangeSchema>;
 }
 
 /**
@@ -219,7 +219,7 @@ async function logPage(deps: ApiDeps, ctx: Context, search: boolean): Promise<vo
     logs,
     cursor: rows.length > logs.length && last ? encodeCursor(list, { k: last.sequenceNum, id: jobId }) : '',
     highlight_token: token,
-  };
+  } satisfies Wire<typeof logPageSchema>;
 }
 
 const noJob = problem('No such job of this workflow of yours.');

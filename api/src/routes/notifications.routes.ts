@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, validationError } from '@orloj/common/core';
 import { NOTIFICATION_KINDS, NOTIFICATION_STATE_CHANGES, type NotificationKind } from '@orloj/common/store';
 import type { ApiDeps } from '../deps.js';
-import { json } from '../contract/components.js';
+import { json, type Wire } from '../contract/components.js';
 import type { Operation } from '../contract/operation.js';
 import { markNotificationsBody, markNotificationsDocument, type MarkNotificationsBody } from '../contract/requests.js';
 import { notificationPageSchema } from '../contract/responses.js';
@@ -71,7 +71,7 @@ async function list({ store }: ApiDeps, ctx: Context): Promise<void> {
   ctx.body = {
     notifications: page.map(presentNotification),
     cursor: rows.length > limit && last ? encodeCursor(LIST, { k: last.createdAt, id: last.id }) : '',
-  };
+  } satisfies Wire<typeof notificationPageSchema>;
 }
 
 async function markRead({ store, clock }: ApiDeps, ctx: Context): Promise<void> {

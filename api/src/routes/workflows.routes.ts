@@ -14,7 +14,7 @@ import {
 import type { ContainerLimits } from '@orloj/common/config';
 import { cancelOutdatedJobs, createWorkflow, deleteWorkflow, readHealth, terminateWorkflow, type ActiveSession, type Store } from '@orloj/common/store';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
-import { json } from '../contract/components.js';
+import { json, type Wire } from '../contract/components.js';
 import type { Operation } from '../contract/operation.js';
 import { createWorkflowBody, updateWorkflowBody, type CreateWorkflowBody, type UpdateWorkflowBody } from '../contract/requests.js';
 import { createdSchema, workflowPageSchema, workflowSchema } from '../contract/responses.js';
@@ -191,7 +191,7 @@ async function handleList(deps: ApiDeps, ctx: Context): Promise<void> {
   const json = JSON.stringify({
     workflows: page.map((w) => withHealth(presentWorkflow(w), health?.get(w.id))),
     cursor: more && last ? encodeCursor(list, { k: last.createdAt, id: last.id }) : '',
-  });
+  } satisfies Wire<typeof workflowPageSchema>);
   if (!health) listPages.set(key, version, json);
   ctx.body = json;
 }
