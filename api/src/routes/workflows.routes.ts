@@ -110,7 +110,7 @@ async function handleCreate(deps: ApiDeps, ctx: Context): Promise<void> {
     // Under the user's row lock, so two concurrent creates cannot both take the last place.
     await tx.users.lock(userId);
     const max = deps.config.tenants.maxWorkflowsPerUser;
-    if ((await tx.workflows.countForUser(userId)) >= max) {
+    if ((await tx.users.workflowCount(userId)) >= max) {
       throw new OrlojError(
         'workflow_limit_reached',
         `You already have ${max} workflows, the most this installation allows per user; delete terminated ones to make room.`,
