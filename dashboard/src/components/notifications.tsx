@@ -187,8 +187,14 @@ export function NotificationsDrawer({ onClose }: { onClose: () => void }) {
     onSettled: () => client.invalidateQueries({ queryKey: ['notifications'] }),
   });
 
+  // Focus moves into the dialog once, and back to what opened it (the bell) when it closes,
+  // however it closes; before, Escape left focus on the page body.
   useEffect(() => {
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     panel.current?.focus();
+    return () => opener?.focus();
+  }, []);
+  useEffect(() => {
     const onKey = (e: KeyboardEvent) => e.key === 'Escape' && onClose();
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);

@@ -113,6 +113,7 @@ function Actions({ w }: { w: Workflow }) {
       {active ? (
         <ConfirmButton
           label="Terminate"
+          danger
           question="Terminate this workflow? Pending jobs are canceled and a running one is stopped."
           confirmLabel="Yes, terminate"
           disabled={terminate.isPending}

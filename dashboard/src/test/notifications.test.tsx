@@ -1,3 +1,4 @@
+import { useState } from 'react';
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { describe, expect, it, vi } from 'vitest';
@@ -187,5 +188,28 @@ describe('notifications', () => {
     await screen.findByText('No state changes');
     await userEvent.keyboard('{Escape}');
     expect(onClose).toHaveBeenCalled();
+  });
+
+  it('gives focus back to the button that opened it when it closes', async () => {
+    notificationsApi([]);
+    function Opener() {
+      const [open, setOpen] = useState(false);
+      return (
+        <>
+          <button type="button" onClick={() => setOpen(true)}>
+            Open the drawer
+          </button>
+          {open ? <NotificationsDrawer onClose={() => setOpen(false)} /> : null}
+        </>
+      );
+    }
+    renderWithProviders(<Opener />);
+    const opener = screen.getByRole('button', { name: 'Open the drawer' });
+    await userEvent.click(opener);
+    await screen.findByText('No state changes');
+    expect(document.activeElement).toBe(screen.getByRole('dialog'));
+    await userEvent.keyboard('{Escape}');
+    expect(screen.queryByRole('dialog')).toBeNull();
+    expect(document.activeElement).toBe(opener);
   });
 });
