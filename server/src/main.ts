@@ -14,6 +14,7 @@ import path from 'node:path';
 import { BusLogSink, ContainerExecutor, HttpCheckExecutor, ImagePolicy, Runner } from '@orloj/runners';
 import type { Role } from './roles.js';
 import { roleMetrics } from './observability.js';
+import { stopInOrder } from './shutdown.js';
 
 export interface Service {
   start(): Promise<unknown>;
@@ -282,9 +283,10 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
 
   const closeAll = async () => {
     lifecycle.started = false;
-    for (const s of [...started].reverse()) await s.stop();
-    await bus?.close();
-    await database?.close();
+    await stopInOrder(
+      [...[...started].reverse(), { stop: async () => bus?.close() }, { stop: async () => database?.close() }],
+      (err) => logger.error({ err }, 'a part of the process failed to stop; stopping the rest'),
+    );
   };
 
   try {
@@ -336,7 +338,8 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
 /** `orloj migrate --check`: what `orloj migrate` would do, without doing it. */
 export async function migrationStatus(env: Env = process.env): Promise<MigrationStatus> {
   const { openDatabase } = await import('@orloj/common/store');
-  const database = openDatabase(loadConfig(env).databaseUrl);
+  const config = loadConfig(env);
+  const database = openDatabase(config.databaseUrl, { tls: config.databaseTls });
   try {
     return await database.migrationStatus();
   } finally {
