@@ -143,6 +143,7 @@ export class Runner {
       bus: this.bus,
       clock: this.clock,
       runnerId: this.runnerId,
+      slots: this.concurrency,
       heartbeatMs: this.heartbeatMs,
       resultRetry: { ...retryPolicies.resultPublish, initialMs: retryInitialMs, maxMs: retryMaxMs },
       abandoning: this.abandoning.signal,
@@ -299,6 +300,7 @@ export class Runner {
         attempt: job.attempt,
         runner_id: this.runnerId,
         started_at: attempt.startedAt,
+        runner_slots: this.concurrency,
       });
     } catch (err) {
       if (attempt) {
