@@ -32,12 +32,12 @@ import {
   type BroadcastHandler,
   type Subscription,
 } from '@orloj/common/bus';
-import { deferred, Inbox, waitFor, within, type Deferred, needService } from '@orloj/common/test-support';
+import { deferred, Inbox, until, waitFor, within, type Deferred, needService } from '@orloj/common/test-support';
 import { ContainerExecutor, dockerOptionsFromHost, MANAGED_LABEL } from '../src/executors/container.executor.js';
 import { HttpCheckExecutor } from '../src/executors/http-check.executor.js';
 import { ImagePolicy } from '../src/executors/image-policy.js';
 import type { CapturedLine, LogSink } from '../src/log-sink.js';
-import { Runner, RUNNER_ID_LABEL, type RunnerOptions } from '../src/runner.js';
+import { Runner, RUNNER_ID_LABEL, SIGNATURE_FAILURES_BEFORE_WITHDRAWAL, type RunnerOptions } from '../src/runner.js';
 
 const logger = pino({ level: 'silent' });
 const LEASE_TTL_MS = 300;
@@ -455,6 +455,26 @@ describe('runner role', () => {
       assert.equal(h.runnerVerifier.rejected.wrong_producer, 1);
       assert.deepEqual(h.events.forJob(forged.job_id), []);
       assert.ok(!target.hits.includes('/ok?forged'), 'the forged job was executed');
+    });
+
+    it("takes itself out after a few job messages in a row it cannot verify, and says why", async () => {
+      const hh = (h = await harness());
+      // Signed with a key that is not the scheduler's: what a runner with another installation's key sees of every job.
+      const forged = () =>
+        hh.runnerBus.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { job_id: newId(), workflow_id: newId(), attempt: 1, kind: 'HEARTBEAT', payload: heartbeat(target.url('/ok?forged')), log_retention: false });
+      await forged();
+      await forged();
+      assert.equal(h.runner.keyProblem, undefined, 'two refusals in a row are not yet a key problem');
+      const legit = await h.runJob({ payload: heartbeat(target.url('/ok?before')) });
+      await h.events.finished(legit.job_id);
+      // A verified message starts the count over: three more refusals are needed.
+      for (let i = 0; i < SIGNATURE_FAILURES_BEFORE_WITHDRAWAL; i++) await forged();
+      await until(async () => hh.runner.keyProblem, (p) => p !== undefined, 'the runner names its key problem');
+      assert.match(h.runner.keyProblem!, /ORLOJ_SCHEDULER_PUBLIC_KEY/);
+      const after = await h.runJob({ payload: heartbeat(target.url('/ok?after')) });
+      // Absence takes some waiting: long enough for an in-process delivery many times over.
+      await new Promise((r) => setTimeout(r, 500));
+      assert.deepEqual(h.events.forJob(after.job_id), [], 'a runner that took itself out takes no more jobs');
     });
 
     it('fails a CONTAINER job as a system failure when no container runtime is configured', async () => {

@@ -206,6 +206,8 @@ async function startRunners(boot: Boot): Promise<void> {
   });
   await runner.start();
   started.push(runner);
+  // A runner that cannot verify the scheduler's messages takes no work: not ready, and says why.
+  boot.health.add({ name: 'keys', check: () => runner.keyProblem ?? true });
   roleMetrics.runners(metrics, runner, logSink);
 }
 
