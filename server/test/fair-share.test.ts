@@ -19,40 +19,40 @@ const MINUTE_MS = 60_000 / SPEED;
  * is that no slot was skipped.
  */
 describe('the fair hand-out on the embedded default: a lone user uses every runner slot', function () {
+  // Four rounds of a clock minute (15 s) each, on a loaded machine.
   this.timeout(300_000);
-  let dataDir: string;
-  let database: DatabaseHandle;
-  let store: Store;
+  /** This test's DATA_DIR and the test's own handle on the process's SQLite file. */
+  let data: { dir: string; database: DatabaseHandle; store: Store };
   let orloj: OrlojProcess | undefined;
   let target: Awaited<ReturnType<typeof slowTarget>> | undefined;
 
   beforeEach(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-fair-'));
-    database = openDatabase(`sqlite:${path.join(dataDir, 'orloj.db')}`);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-fair-'));
+    const database = openDatabase(`sqlite:${path.join(dir, 'orloj.db')}`);
     await database.migrate();
-    store = Store.fromHandle(database);
+    data = { dir, database, store: Store.fromHandle(database) };
   });
   afterEach(async () => {
     await orloj?.stop('SIGKILL');
     target?.close();
-    await database.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await data.database.close();
+    fs.rmSync(data.dir, { recursive: true, force: true });
   });
 
   async function run(workflows: number, answerAfterMs: number): Promise<void> {
     target = await slowTarget(answerAfterMs);
     const origin = Date.now();
     // Only what a test needs beyond the defaults: the accelerated clock, a loopback target, no container runtime.
-    orloj = new OrlojProcess([], { DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn', ORLOJ_CLOCK: `accelerated:${origin}:${SPEED}`, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', DOCKER_HOST: 'unix:///nonexistent.sock' });
+    orloj = new OrlojProcess([], { DATA_DIR: data.dir, PORT: '0', LOG_LEVEL: 'warn', ORLOJ_CLOCK: `accelerated:${origin}:${SPEED}`, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', DOCKER_HOST: 'unix:///nonexistent.sock' });
     orloj.spawn();
     await orloj.waitFor(/orloj is running/);
     // Due from now on the process's clock, once it runs: a slow start must not count as skipped slots.
     const now = Math.floor(origin + (Date.now() - origin) * SPEED);
     const userId = newId();
-    await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'NONE', createdAt: now, updatedAt: now });
-    await insertDueWorkflows(store, userId, target.url, now, workflows);
-    const completed = async () => Number((await store.db.selectFrom('jobs').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'COMPLETED').executeTakeFirstOrThrow()).n);
-    const skipped = async () => Number((await store.db.selectFrom('workflows').select((eb) => eb.fn.sum('skipped_slots').as('n')).executeTakeFirstOrThrow()).n ?? 0);
+    await data.store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'NONE', createdAt: now, updatedAt: now });
+    await insertDueWorkflows(data.store, userId, target.url, now, workflows);
+    const completed = async () => Number((await data.store.db.selectFrom('jobs').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'COMPLETED').executeTakeFirstOrThrow()).n);
+    const skipped = async () => Number((await data.store.db.selectFrom('workflows').select((eb) => eb.fn.sum('skipped_slots').as('n')).executeTakeFirstOrThrow()).n ?? 0);
     const waitCompleted = async (n: number, minutes: number) => {
       // A clock minute per round, plus generous room for a loaded machine.
       for (const deadline = Date.now() + minutes * MINUTE_MS + 120_000; ; ) {
