@@ -69,8 +69,21 @@ export class RunnerStoppingError extends Error {
   }
 }
 
+/**
+ * Job and build messages in a row that fail their signature check before the
+ * runner takes itself out: one could be a forgery, several in a row mean this
+ * runner does not hold the scheduler's key of this installation.
+ */
+export const SIGNATURE_FAILURES_BEFORE_WITHDRAWAL = 3;
+
 export class Runner {
   readonly runnerId: string;
+  /**
+   * Why the runner takes no work (undefined while it does): set once it could
+   * not verify several of the scheduler's messages in a row. Its /readyz names it.
+   */
+  keyProblem: string | undefined;
+  private signatureFailures = 0;
   readonly installationId: string | undefined;
   private readonly bus: SignedBus;
   private readonly log: Logger;
@@ -143,6 +156,7 @@ export class Runner {
       bus: this.bus,
       clock: this.clock,
       runnerId: this.runnerId,
+      slots: this.concurrency,
       heartbeatMs: this.heartbeatMs,
       resultRetry: { ...retryPolicies.resultPublish, initialMs: retryInitialMs, maxMs: retryMaxMs },
       abandoning: this.abandoning.signal,
@@ -171,6 +185,27 @@ export class Runner {
     return this.stopping;
   }
 
+  /**
+   * A runner with another installation's scheduler key refuses every job it
+   * takes (each is dead-lettered and handed out again, late). After a few
+   * refusals in a row it stops taking jobs and builds, so they go straight to
+   * the runners that can verify them, and says why (keyProblem, /readyz).
+   */
+  private onSignatureCheck(passed: boolean): void {
+    if (passed) {
+      this.signatureFailures = 0;
+      return;
+    }
+    this.signatureFailures += 1;
+    if (this.signatureFailures < SIGNATURE_FAILURES_BEFORE_WITHDRAWAL || this.keyProblem !== undefined) return;
+    this.keyProblem =
+      `${this.signatureFailures} messages of the scheduler in a row failed their signature check: this runner does not hold ` +
+      `this installation's scheduler public key (ORLOJ_SCHEDULER_PUBLIC_KEY, or DATA_DIR/keys); it takes no jobs until restarted with the right one`;
+    this.log.error({ failures: this.signatureFailures }, this.keyProblem);
+    // Not awaited: called from inside a consumer's handler, which the cancel may wait for.
+    void Promise.allSettled([this.jobsSub?.cancel(), this.buildsSub?.cancel()]);
+  }
+
   metrics(): RunnerMetrics {
     return {
       running: this.attempts.size,
@@ -197,10 +232,12 @@ export class Runner {
       // Control first, so no stop can slip between taking a job and listening for its stop.
       // Each handler takes one message type; the bus refuses any other, and any body its decoder refuses.
       this.controlSub = await this.bus.subscribe(TOPICS.jobControl, (envelope) => this.onControl(envelope.body), { accept: [MESSAGE_TYPES.jobStop] });
-      this.jobsSub = await this.bus.consume(QUEUES.jobs, (envelope) => this.onJobRun(envelope), { prefetch: this.concurrency, accept: [MESSAGE_TYPES.jobRun] });
+      const onSignatureCheck = (passed: boolean) => this.onSignatureCheck(passed);
+      this.jobsSub = await this.bus.consume(QUEUES.jobs, (envelope) => this.onJobRun(envelope), { prefetch: this.concurrency, accept: [MESSAGE_TYPES.jobRun], onSignatureCheck });
       this.buildsSub = await this.bus.consume(QUEUES.builds, (envelope) => this.onBuildRun(envelope.body), {
         prefetch: this.buildConcurrency,
         accept: [MESSAGE_TYPES.buildRun],
+        onSignatureCheck,
       });
     } catch (err) {
       await Promise.allSettled([this.jobsSub?.cancel(), this.buildsSub?.cancel(), this.controlSub?.cancel()]);
@@ -299,6 +336,7 @@ export class Runner {
         attempt: job.attempt,
         runner_id: this.runnerId,
         started_at: attempt.startedAt,
+        runner_slots: this.concurrency,
       });
     } catch (err) {
       if (attempt) {

@@ -32,12 +32,12 @@ import {
   type BroadcastHandler,
   type Subscription,
 } from '@orloj/common/bus';
-import { deferred, Inbox, waitFor, within, type Deferred, needService } from '@orloj/common/test-support';
+import { deferred, Inbox, until, waitFor, within, type Deferred, needService } from '@orloj/common/test-support';
 import { ContainerExecutor, dockerOptionsFromHost, MANAGED_LABEL } from '../src/executors/container.executor.js';
 import { HttpCheckExecutor } from '../src/executors/http-check.executor.js';
 import { ImagePolicy } from '../src/executors/image-policy.js';
 import type { CapturedLine, LogSink } from '../src/log-sink.js';
-import { Runner, RUNNER_ID_LABEL, type RunnerOptions } from '../src/runner.js';
+import { Runner, RUNNER_ID_LABEL, SIGNATURE_FAILURES_BEFORE_WITHDRAWAL, type RunnerOptions } from '../src/runner.js';
 
 const logger = pino({ level: 'silent' });
 const LEASE_TTL_MS = 300;
@@ -325,7 +325,8 @@ describe('runner role', () => {
       const started = await h.events.started(job.job_id);
 
       assert.equal(started.producer, 'runners');
-      assert.deepEqual(started.body, { job_id: job.job_id, attempt: 2, runner_id: h.runner.runnerId, started_at: h.clock.now() });
+      // runner_slots: the runner's concurrency, told the scheduler's fair hand-out with every event (ADR 0011).
+      assert.deepEqual(started.body, { job_id: job.job_id, attempt: 2, runner_id: h.runner.runnerId, started_at: h.clock.now(), runner_slots: 4 });
       assert.deepEqual(finished.body, {
         job_id: job.job_id,
         attempt: 2,
@@ -334,6 +335,7 @@ describe('runner role', () => {
         started_at: started.body.started_at,
         finished_at: h.clock.now(),
         check: { status_code: 200, response_time_ms: finished.body.check?.response_time_ms },
+        runner_slots: 4,
       });
       assert.ok(Number.isInteger(finished.body.check?.response_time_ms) && finished.body.check!.response_time_ms >= 0);
       assert.deepEqual(
@@ -375,7 +377,7 @@ describe('runner role', () => {
         h.clock.advance(HEARTBEAT_MS);
         const beat = await h.events.heartbeat(job.job_id, n);
         assert.equal(beat.producer, 'runners');
-        assert.deepEqual(beat.body, { job_id: job.job_id, attempt: 1, runner_id: h.runner.runnerId });
+        assert.deepEqual(beat.body, { job_id: job.job_id, attempt: 1, runner_id: h.runner.runnerId, runner_slots: 4 });
         await nextLoop;
       }
       target.release('slow');
@@ -453,6 +455,26 @@ describe('runner role', () => {
       assert.equal(h.runnerVerifier.rejected.wrong_producer, 1);
       assert.deepEqual(h.events.forJob(forged.job_id), []);
       assert.ok(!target.hits.includes('/ok?forged'), 'the forged job was executed');
+    });
+
+    it("takes itself out after a few job messages in a row it cannot verify, and says why", async () => {
+      const hh = (h = await harness());
+      // Signed with a key that is not the scheduler's: what a runner with another installation's key sees of every job.
+      const forged = () =>
+        hh.runnerBus.publish(QUEUES.jobs, MESSAGE_TYPES.jobRun, { job_id: newId(), workflow_id: newId(), attempt: 1, kind: 'HEARTBEAT', payload: heartbeat(target.url('/ok?forged')), log_retention: false });
+      await forged();
+      await forged();
+      assert.equal(h.runner.keyProblem, undefined, 'two refusals in a row are not yet a key problem');
+      const legit = await h.runJob({ payload: heartbeat(target.url('/ok?before')) });
+      await h.events.finished(legit.job_id);
+      // A verified message starts the count over: three more refusals are needed.
+      for (let i = 0; i < SIGNATURE_FAILURES_BEFORE_WITHDRAWAL; i++) await forged();
+      await until(async () => hh.runner.keyProblem, (p) => p !== undefined, 'the runner names its key problem');
+      assert.match(h.runner.keyProblem!, /ORLOJ_SCHEDULER_PUBLIC_KEY/);
+      const after = await h.runJob({ payload: heartbeat(target.url('/ok?after')) });
+      // Absence takes some waiting: long enough for an in-process delivery many times over.
+      await new Promise((r) => setTimeout(r, 500));
+      assert.deepEqual(h.events.forJob(after.job_id), [], 'a runner that took itself out takes no more jobs');
     });
 
     it('fails a CONTAINER job as a system failure when no container runtime is configured', async () => {

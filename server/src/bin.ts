@@ -32,6 +32,20 @@ Configuration comes from environment variables; see the README.
  */
 const announce = createLogger({ level: 'info' });
 
+/**
+ * A line on stderr that cannot fail: a closed pipe makes process.stderr emit
+ * 'error' (uncaught, it would end the process mid-shutdown with a stack trace
+ * nobody can read), so such errors are dropped — stdout's too, for console.log.
+ */
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+function say(line: string): void {
+  try {
+    process.stderr.write(`${line}\n`);
+  } catch {
+    // The reader is gone: there is nobody to tell.
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -86,20 +100,20 @@ async function main(argv: string[]): Promise<number> {
     (running.orloj ? running.orloj.stop() : Promise.resolve()).then(
       () => process.exit(0),
       (err: unknown) => {
-        console.error('shutdown failed:', err);
+        say(`shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
         process.exit(1);
       },
     );
+  // Nothing here may depend on the output: with its reader gone, every write fails (issue 30).
   const onSignal = (signal: NodeJS.Signals) => {
     // First signal drains in order; a second one forces the exit.
     if (signalled) {
-      console.error(`${signal} again: exiting now`);
+      say(`${signal} again: exiting now`);
       process.exit(130);
     }
     signalled = true;
-    const message = `${signal}: shutting down (send again to force)`;
-    announce.info({ signal }, message);
     if (running.orloj) void shutdown();
+    announce.info({ signal }, `${signal}: shutting down (send again to force)`);
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { BusLogSink, ContainerExecutor, HttpCheckExecutor, ImagePolicy, Runner } from '@orloj/runners';
 import type { Role } from './roles.js';
 import { roleMetrics } from './observability.js';
+import { stopInOrder } from './shutdown.js';
 
 export interface Service {
   start(): Promise<unknown>;
@@ -132,7 +133,8 @@ async function startScheduler(boot: Boot, store: Store): Promise<void> {
       queueTimeoutMs: config.scheduler.queueTimeoutMs,
       buildTimeoutMs: config.scheduler.buildTimeoutMs,
       maxQueued: config.scheduler.maxQueued,
-      maxActivePerUser: config.tenants.maxActiveJobsPerUser,
+      // 0: no hard limit (the default); the fair hand-out shares the runners (ADR 0011).
+      maxActivePerUser: config.tenants.maxActiveJobsPerUser || undefined,
     },
   });
   await scheduler.start();
@@ -204,6 +206,8 @@ async function startRunners(boot: Boot): Promise<void> {
   });
   await runner.start();
   started.push(runner);
+  // A runner that cannot verify the scheduler's messages takes no work: not ready, and says why.
+  boot.health.add({ name: 'keys', check: () => runner.keyProblem ?? true });
   roleMetrics.runners(metrics, runner, logSink);
 }
 
@@ -282,9 +286,10 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
 
   const closeAll = async () => {
     lifecycle.started = false;
-    for (const s of [...started].reverse()) await s.stop();
-    await bus?.close();
-    await database?.close();
+    await stopInOrder(
+      [...[...started].reverse(), { stop: async () => bus?.close() }, { stop: async () => database?.close() }],
+      (err) => logger.error({ err }, 'a part of the process failed to stop; stopping the rest'),
+    );
   };
 
   try {
@@ -336,7 +341,8 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
 /** `orloj migrate --check`: what `orloj migrate` would do, without doing it. */
 export async function migrationStatus(env: Env = process.env): Promise<MigrationStatus> {
   const { openDatabase } = await import('@orloj/common/store');
-  const database = openDatabase(loadConfig(env).databaseUrl);
+  const config = loadConfig(env);
+  const database = openDatabase(config.databaseUrl, { tls: config.databaseTls });
   try {
     return await database.migrationStatus();
   } finally {

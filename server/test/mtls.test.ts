@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startOrloj, type RunningOrloj } from '@orloj/server';
+import { migrate, migrationStatus, startOrloj, type RunningOrloj } from '@orloj/server';
 import { loadConfig } from '@orloj/common/config';
 import { silentLogger } from '@orloj/common/logging';
 import { QUEUES } from '@orloj/common/messages';
@@ -99,6 +99,13 @@ describe('mutual TLS: every role against a TLS-only broker and a certificate-onl
     buses.push(bus);
     return bus;
   }
+
+  it('checks and applies migrations over TLS: `orloj migrate --check` honours DATABASE_TLS_* like `orloj migrate`', async () => {
+    const env = roleEnv('api');
+    await migrate(env);
+    const status = await migrationStatus(env);
+    assert.deepEqual([status.pending, status.unknown], [[], []]);
+  });
 
   it('runs each role with its own certificate: a job runs, its log lines arrive, its events are applied', async function () {
     // the job prints lines (the runners → log-ingest path) in a container of the machine's runtime

@@ -1,9 +1,44 @@
 import getRawBody from 'raw-body';
 import type { Context } from 'koa';
+import type { Readable } from 'node:stream';
 import { OrlojError, validationError } from '@orloj/common/core';
 import { exceedsJsonValues, tooManyJsonValues } from '@orloj/common/domain';
 
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** How much of a refused body is read and dropped before the answer (issue 30): bytes, and time. */
+export const LINGER_MAX_BYTES = 64 * 1024 * 1024;
+export const LINGER_MAX_MS = 10_000;
+
+/**
+ * Reads and drops what is left of a request body, until it ends, `maxBytes`
+ * more have come, or `maxMs` have passed: nothing is kept, so memory does
+ * not grow whatever the client sends.
+ */
+export function discardRest(req: Readable, maxBytes: number, maxMs: number): Promise<void> {
+  if (req.readableEnded || req.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = () => {
+      clearTimeout(timer);
+      req.off('data', onData);
+      req.off('end', done);
+      req.off('error', done);
+      req.off('close', done);
+      req.pause();
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen >= maxBytes) done();
+    };
+    const timer = setTimeout(done, maxMs);
+    req.on('data', onData);
+    req.once('end', done);
+    req.once('error', done);
+    req.once('close', done);
+    req.resume();
+  });
+}
 
 /**
  * Reads a JSON request body. Bodies over 4 MiB are refused before any parsing:
@@ -13,17 +48,21 @@ export const MAX_BODY_BYTES = 4 * 1024 * 1024;
  */
 export async function readJsonBody(ctx: Context): Promise<unknown> {
   const declared = ctx.request.length;
-  const tooLarge = () => {
-    // The rest of the body is never read; closing the connection stops the client sending it.
+  const tooLarge = async () => {
+    // Lingering close (as nginx's): a client that sends its whole body before reading (fetch,
+    // without Expect: 100-continue) gets a reset, not the answer, if the connection closes
+    // while its bytes are still arriving. So the rest is read and dropped first, within bounds.
+    await discardRest(ctx.req, LINGER_MAX_BYTES, LINGER_MAX_MS);
+    // Closing the connection stops a client whose body went past the bounds.
     ctx.set('Connection', 'close');
     return new OrlojError('body_too_large', 'The request body exceeds the 4 MiB limit.');
   };
-  if (declared !== undefined && declared > MAX_BODY_BYTES) throw tooLarge();
+  if (declared !== undefined && declared > MAX_BODY_BYTES) throw await tooLarge();
   let bytes: Buffer;
   try {
     bytes = await getRawBody(ctx.req, { length: declared, limit: MAX_BODY_BYTES });
   } catch (err) {
-    if ((err as { type?: string }).type === 'entity.too.large') throw tooLarge();
+    if ((err as { type?: string }).type === 'entity.too.large') throw await tooLarge();
     throw new OrlojError('malformed_json', 'The request body could not be read.');
   }
   let text: string;

@@ -319,6 +319,8 @@ export interface VerifyingOptions {
   accept?: readonly string[] | undefined;
   /** Told of each body refused as malformed (a role's own tally). */
   onMalformed?: ((problem: string, envelope: Envelope) => void) | undefined;
+  /** Told of each message's signature check: passed, or failed (unsigned, bad signature, wrong producer). */
+  onSignatureCheck?: ((passed: boolean) => void) | undefined;
   /** Runs the handler inside the envelope's request id, so its log lines carry `reqId`. */
   requestContext?: RequestContext | undefined;
 }
@@ -343,12 +345,14 @@ export function verifyingHandler(options: VerifyingOptions, handler: EnvelopeHan
       onRefused?.(result.reason);
       const fields = { reason: result.reason, detail: result.detail, claimed: result.claimed, claimedRole: result.claimed.producer, scope };
       if (SIGNATURE_FAILURES.has(result.reason)) {
+        options.onSignatureCheck?.(false);
         logger.error(fields, 'rejected a bus message that failed its signature check (are the sender\'s and this process\'s keys the same pair?)');
         throw new DeadLetterError(`bus message rejected: ${result.reason}`);
       }
       logger.warn(fields, 'dropped a bus message that failed verification');
       return;
     }
+    options.onSignatureCheck?.(true);
     const read = decodeBody(result.envelope, options);
     if (!read.ok) {
       const { envelope } = result;
@@ -387,6 +391,8 @@ export interface SignedConsumeOptions<K extends string = string> extends Consume
   /** The only message types handled here; any other is refused as malformed. Absent: every type of the table. */
   accept?: readonly K[];
   onMalformed?: (problem: string, envelope: Envelope) => void;
+  /** Told of each message's signature check (a runner takes itself out after several failures in a row). */
+  onSignatureCheck?: (passed: boolean) => void;
 }
 
 /**
@@ -439,9 +445,9 @@ export class SignedBus<M extends MessageTable = OrlojMessages> {
   }
 
   consume<K extends MessageType<M> = MessageType<M>>(queue: string, handler: EnvelopeHandler<TypedEnvelope<M, K>>, options: SignedConsumeOptions<K> = {}): Promise<Subscription> {
-    const { accept, onMalformed, ...consumeOptions } = options;
+    const { accept, onMalformed, onSignatureCheck, ...consumeOptions } = options;
     // The one widening: the handler gets only envelopes of `accept`ed types whose bodies their decoder in `messages` returned.
-    const verifying = verifyingHandler(this.verifying(`queue:${queue}`, queue, accept, onMalformed), handler as EnvelopeHandler);
+    const verifying = verifyingHandler({ ...this.verifying(`queue:${queue}`, queue, accept, onMalformed), onSignatureCheck }, handler as EnvelopeHandler);
     return this.bus.consume(queue, verifying, consumeOptions);
   }
 

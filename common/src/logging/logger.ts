@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { pino, type DestinationStream, type Logger, type LoggerOptions, type LevelWithSilent } from 'pino';
+import { destination, pino, type DestinationStream, type Logger, type LoggerOptions, type LevelWithSilent } from 'pino';
 
 export type { Logger } from 'pino';
 
@@ -55,7 +55,23 @@ export function createLogger(options: { level?: LevelWithSilent; name?: string; 
       censor: '[redacted]',
     },
   };
-  return options.destination ? pino(settings, options.destination) : pino(settings);
+  return pino(settings, options.destination ?? stdoutDestination());
+}
+
+/**
+ * stdout, written synchronously and never throwing. pino's own default
+ * buffers lines and flushes them in an exit handler that retries a write
+ * failing with EPIPE forever: a process whose output pipe was gone (a log
+ * shipper that exited, `| tee` killed) hung in `process.exit` (issue 30).
+ * Written synchronously, nothing is left to flush at exit; and a write that
+ * fails turns the stream into a sink (pino's own handling of EPIPE) rather
+ * than throwing into whatever logged — a signal handler, a shutdown path.
+ */
+export function stdoutDestination(): DestinationStream {
+  const stream = destination({ dest: 1, sync: true });
+  // pino handles EPIPE itself and re-emits any other error: swallowed here, a log line is never worth a crash.
+  stream.on('error', () => undefined);
+  return stream;
 }
 
 export const silentLogger: Logger = pino({ level: 'silent' });

@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { newId } from '@orloj/common/core';
+import { openDatabase, Store, type DatabaseHandle } from '@orloj/common/store';
+import { OrlojProcess } from './support/orloj-process.js';
+import { insertDueWorkflows, slowTarget } from './support/slow-target.js';
+
+/** A clock minute is 15 s of real time: three slots of every workflow in 45 s. */
+const SPEED = 4;
+const MINUTE_MS = 60_000 / SPEED;
+
+/**
+ * Issue 30 on the embedded default (one process, SQLite, in-process bus) with
+ * the default settings — RUNNER_CONCURRENCY 4, no per-user limit — and one
+ * user: the runners they have are theirs (docs/adr/0011-work-conserving-fair-hand-out.md).
+ * Waits are for rows (jobs ended), each bounded generously; what is asserted
+ * is that no slot was skipped.
+ */
+describe('the fair hand-out on the embedded default: a lone user uses every runner slot', function () {
+  // Four rounds of a clock minute (15 s) each, on a loaded machine.
+  this.timeout(300_000);
+  /** This test's DATA_DIR and the test's own handle on the process's SQLite file. */
+  let data: { dir: string; database: DatabaseHandle; store: Store };
+  let orloj: OrlojProcess | undefined;
+  let target: Awaited<ReturnType<typeof slowTarget>> | undefined;
+
+  beforeEach(async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-fair-'));
+    const database = openDatabase(`sqlite:${path.join(dir, 'orloj.db')}`);
+    await database.migrate();
+    data = { dir, database, store: Store.fromHandle(database) };
+  });
+  afterEach(async () => {
+    await orloj?.stop('SIGKILL');
+    target?.close();
+    await data.database.close();
+    fs.rmSync(data.dir, { recursive: true, force: true });
+  });
+
+  async function run(workflows: number, answerAfterMs: number): Promise<void> {
+    target = await slowTarget(answerAfterMs);
+    const origin = Date.now();
+    // Only what a test needs beyond the defaults: the accelerated clock, a loopback target, no container runtime.
+    orloj = new OrlojProcess([], { DATA_DIR: data.dir, PORT: '0', LOG_LEVEL: 'warn', ORLOJ_CLOCK: `accelerated:${origin}:${SPEED}`, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', DOCKER_HOST: 'unix:///nonexistent.sock' });
+    orloj.spawn();
+    await orloj.waitFor(/orloj is running/);
+    // Due from now on the process's clock, once it runs: a slow start must not count as skipped slots.
+    const now = Math.floor(origin + (Date.now() - origin) * SPEED);
+    const userId = newId();
+    await data.store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'NONE', createdAt: now, updatedAt: now });
+    await insertDueWorkflows(data.store, userId, target.url, now, workflows);
+    const completed = async () => Number((await data.store.db.selectFrom('jobs').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'COMPLETED').executeTakeFirstOrThrow()).n);
+    const skipped = async () => Number((await data.store.db.selectFrom('workflows').select((eb) => eb.fn.sum('skipped_slots').as('n')).executeTakeFirstOrThrow()).n ?? 0);
+    const waitCompleted = async (n: number, minutes: number) => {
+      // A clock minute per round, plus generous room for a loaded machine.
+      for (const deadline = Date.now() + minutes * MINUTE_MS + 120_000; ; ) {
+        const ended = await completed();
+        if (ended >= n) return;
+        assert.ok(Date.now() < deadline, `${ended} of ${n} jobs ended:\n${orloj!.output.slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    };
+    // The first round counts from when the test wrote the rows on its own reading of the clock; what is measured starts after it.
+    await waitCompleted(workflows, 1);
+    const before = await skipped();
+    await waitCompleted(4 * workflows, 4);
+    assert.equal((await skipped()) - before, 0, `slots skipped while the user had the runners to themselves:\n${orloj.output.slice(-3000)}`);
+  }
+
+  it('runs every slot of 500 fast one-minute checks', async () => {
+    await run(500, 0);
+  });
+
+  it('runs every slot of slow checks that need most of the 4 runner slots', async () => {
+    // 14 checks of 3 s each per 15-s minute: 2.8 of the 4 slots busy on average.
+    await run(14, 3_000);
+  });
+});
