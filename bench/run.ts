@@ -7,7 +7,8 @@
 // profiles of the server processes; the scheduling, containers, live-tail and
 // log-search suites add one of the orloj process over each measured window).
 // Suites read their own variables too (BENCH_SCHED_*, BENCH_CONTAINER_*,
-// BENCH_INGEST_*, BENCH_LOG_*, BENCH_TAIL_*: see each suite's section).
+// BENCH_INGEST_*, BENCH_LOG_*, BENCH_TAIL_*, BENCH_EMBEDDED_*, BENCH_WORKFLOWS,
+// BENCH_WINDOW, BENCH_BASELINE*: see each suite's section).
 // `npm run bench -- --list` lists suites.
 import path from 'node:path';
 import { REPO_ROOT } from './lib/child.js';
@@ -16,6 +17,7 @@ import { machineInfo } from './lib/machine.js';
 import { renderSection, writeSection } from './lib/markdown.js';
 import type { BenchSuite } from './lib/suite.js';
 import { containers } from './containers.bench.js';
+import { embeddedApi } from './embedded-api.bench.js';
 import { liveTail } from './live-tail.bench.js';
 import { logIngest } from './log-ingest.bench.js';
 import { logSearch } from './log-search.bench.js';
@@ -25,7 +27,7 @@ import { transportFloor } from './transport-floor.bench.js';
 import { workflowsList } from './workflows-list.bench.js';
 
 /** Every suite, in run order. Add new ones here. */
-const SUITES: BenchSuite[] = [workflowsList, scheduling, transportFloor, containers, logIngest, logSearch, liveTail, retention];
+const SUITES: BenchSuite[] = [workflowsList, scheduling, embeddedApi, transportFloor, containers, logIngest, logSearch, liveTail, retention];
 
 async function main(filters: string[]): Promise<number> {
   if (filters.includes('--list')) {

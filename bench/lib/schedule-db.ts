@@ -1,5 +1,6 @@
 import { startServer, type ServerProcess } from './child.js';
-import type { LagSummary, Summary } from './stats.js';
+import type { LagSummary } from './stats.js';
+import type { Phases, WindowAnalysis } from './window-analysis.js';
 
 /**
  * The parent's handle on bench/servers/schedule-db.ts: a child process with
@@ -7,37 +8,7 @@ import type { LagSummary, Summary } from './stats.js';
  * jobs table read back afterwards).
  */
 
-export interface JobTimes {
-  slot_at: number;
-  created_at: number;
-  queued_at: number | null;
-  started_at: number | null;
-  completed_at: number | null;
-  updated_at: number;
-  status: string;
-}
-
-/** Per step between the due slot and COMPLETED in the store (ms). */
-export type Phases = Record<string, Summary>;
-
-export interface WindowAnalysis {
-  workflows: number;
-  dueSlots: number;
-  jobsForDueSlots: number;
-  /** Due slots with no job while the workflow has a job for a later slot. */
-  skipped: number;
-  /** Due slots with no job at all when orloj stopped. */
-  noJob: number;
-  /** Jobs of the due slots by status when orloj stopped. */
-  statuses: Record<string, number>;
-  lag: LagSummary;
-  phases: Phases;
-  /** Jobs whose completed_at falls in the window. */
-  completedInWindow: number;
-  allJobs: Record<string, number>;
-  /** Every FAILED job in the table, by "CODE: message". */
-  failures: Record<string, number>;
-}
+export type { JobTimes, Phases, WindowAnalysis } from './window-analysis.js';
 
 export interface SlotAnalysis {
   jobs: number;

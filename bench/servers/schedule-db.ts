@@ -9,7 +9,8 @@ import { loadConfig } from '@orloj/common/config';
 import { openDatabase, Store } from '@orloj/common/store';
 import { serveParent } from '../lib/child.js';
 import { engineVersion, recountWorkflows } from '../lib/seed.js';
-import { lagSummary, summarize, type Lag, type Summary } from '../lib/stats.js';
+import { lagSummary } from '../lib/stats.js';
+import { phases, slotCoverage } from '../lib/window-analysis.js';
 import type { JobTimes } from '../lib/schedule-db.js';
 
 const config = loadConfig(process.env);
@@ -22,26 +23,6 @@ const BATCH = 500; // rows per insert: 16 columns × 500 stays under SQLite's bi
 /** Seeded slots start this far in the future until shiftSchedule() moves them. */
 const PARKED_MS = 24 * 60 * 60_000;
 let parkedAt = 0;
-
-/** Where the time between the due slot and the end went, per step (ms). */
-function phases(rows: JobTimes[]): Record<string, Summary> {
-  const diff = (pick: (r: JobTimes) => [number | null, number | null]) =>
-    summarize(
-      rows.flatMap((r) => {
-        const [from, to] = pick(r);
-        return from === null || to === null ? [] : [to - from];
-      }),
-    );
-  // created_at and queued_at are both the clock reading at the start of the
-  // scheduler tick that created and dispatched the job (one `now` per tick).
-  return {
-    'slot → tick that created the job': diff((r) => [r.slot_at, r.created_at]),
-    'created → tick that QUEUED it': diff((r) => [r.created_at, r.queued_at]),
-    'that tick → started by a runner': diff((r) => [r.queued_at, r.started_at]),
-    'started → finished': diff((r) => [r.started_at, r.completed_at]),
-    'finished → COMPLETED in the store': diff((r) => (r.status === 'COMPLETED' ? [r.completed_at, r.updated_at] : [null, null])),
-  };
-}
 
 /** FAILED jobs by reason ("CODE: message"), for the reports. */
 async function failureReasons(slotAt?: number): Promise<Record<string, number>> {
@@ -140,16 +121,9 @@ serveParent(
       return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)])) as Record<string, number>;
     },
 
-    /**
-     * The steady-state verdict from the tables alone. Every slot of every
-     * workflow due in [windowStart, windowEnd) either has its AUTOMATIC job
-     * or is missed: "skipped" when the workflow already has a job for a later
-     * slot (orloj runs only the most recent missed slot), "no job" when none
-     * existed yet at stopAt. Lag = started_at − slot_at; a job not started by
-     * stopAt counts with stopAt − slot_at as a lower bound.
-     */
+    /** The steady-state verdict from the tables alone (the rule: slotCoverage in lib/window-analysis.ts). */
     async analyzeWindow(arg: { windowStart: number; windowEnd: number; stopAt: number }) {
-      const { windowStart: ws, windowEnd: we, stopAt } = arg;
+      const { windowStart: ws, windowEnd: we } = arg;
       const workflows = await db.selectFrom('workflows').select(['id', 'build_completed_at', 'interval_minutes']).execute();
       const jobs = await db
         .selectFrom('jobs')
@@ -157,38 +131,7 @@ serveParent(
         .where('trigger', '=', 'AUTOMATIC')
         .where('slot_at', '>=', ws)
         .execute();
-      const byWorkflow = new Map<string, { slots: Map<number, JobTimes>; last: number }>();
-      for (const j of jobs) {
-        let e = byWorkflow.get(j.workflow_id);
-        if (!e) byWorkflow.set(j.workflow_id, (e = { slots: new Map(), last: -Infinity }));
-        e.slots.set(j.slot_at, j);
-        if (j.slot_at > e.last) e.last = j.slot_at;
-      }
-      let due = 0;
-      let skipped = 0;
-      let noJob = 0;
-      const lags: Lag[] = [];
-      const windowJobs: JobTimes[] = [];
-      const statuses: Record<string, number> = {};
-      for (const w of workflows) {
-        if (w.build_completed_at === null) continue;
-        const interval = w.interval_minutes * 60_000;
-        const anchor = w.build_completed_at;
-        const first = Math.max(1, Math.ceil((ws - anchor) / interval));
-        const e = byWorkflow.get(w.id);
-        for (let slot = anchor + first * interval; slot < we; slot += interval) {
-          due += 1;
-          const job = e?.slots.get(slot);
-          if (!job) {
-            if (e && e.last > slot) skipped += 1;
-            else noJob += 1;
-            continue;
-          }
-          windowJobs.push(job);
-          statuses[job.status] = (statuses[job.status] ?? 0) + 1;
-          lags.push(job.started_at !== null ? { v: job.started_at - slot, censored: false } : { v: stopAt - slot, censored: true });
-        }
-      }
+      const coverage = slotCoverage(workflows, jobs, arg);
       const completed = await db
         .selectFrom('jobs')
         .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -198,14 +141,7 @@ serveParent(
         .executeTakeFirstOrThrow();
       const totals = await db.selectFrom('jobs').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
       return {
-        workflows: workflows.length,
-        dueSlots: due,
-        jobsForDueSlots: windowJobs.length,
-        skipped,
-        noJob,
-        statuses,
-        lag: lagSummary(lags),
-        phases: phases(windowJobs),
+        ...coverage,
         completedInWindow: Number(completed.n),
         allJobs: Object.fromEntries(totals.map((r) => [r.status, Number(r.n)])) as Record<string, number>,
         failures: await failureReasons(),
