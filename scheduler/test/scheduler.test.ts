@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { newId } from '@orloj/common/core';
+import { newId, type Clock } from '@orloj/common/core';
 import { newJob, type Job } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES, TOPICS, type JobRunMessage } from '@orloj/common/messages';
 import { roleBus } from '@orloj/common/envelope';
 import type { Store } from '@orloj/common/store';
 import { Scheduler, type JobEvent } from '@orloj/scheduler';
-import { describeEachEngine } from '@orloj/common/test-support';
+import { deferred, describeEachEngine, within } from '@orloj/common/test-support';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
@@ -553,14 +553,32 @@ describeEachEngine('scheduler', (db) => {
     }
   });
 
+  /**
+   * The rig's clock, telling when the scheduler's loop first sleeps on it: its first (full)
+   * tick is over, so whatever it does next was woken by the clock or a nudge.
+   */
+  function watchedClock(): { clock: Clock; asleep: Promise<void> } {
+    const asleep = deferred();
+    const clock: Clock = {
+      now: () => r.clock.now(),
+      sleep: (ms, signal) => {
+        asleep.resolve();
+        return r.clock.sleep(ms, signal);
+      },
+    };
+    return { clock, asleep: within(asleep.promise, "the loop's first sleep", 60_000) };
+  }
+
   it('wakes when the next slot falls due instead of waiting for the next tick', async () => {
-    const looping = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { tickMs: 10 * MINUTE } });
+    const watched = watchedClock();
+    const looping = new Scheduler({ store: store(), bus: r.schedulerBus, clock: watched.clock, logger: silentLogger, config: { tickMs: 10 * MINUTE } });
     try {
       const w = await built({ intervalMinutes: 1 });
       await looping.start();
       // The loop's first (full) tick, then its sleep until the slot one minute on, well before its next tick.
-      await eventually(async () => looping.isLeader, Boolean, 'the loop leading');
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await watched.asleep;
+      assert.ok(looping.isLeader);
+      assert.ok(!r.runners.jobs.some((j) => j.workflow_id === w.id), 'nothing was due at the first tick');
       r.clock.advance(MINUTE);
       await r.runners.until(() => r.runners.jobs.some((j) => j.workflow_id === w.id), 'a job.run before the next tick');
     } finally {
@@ -569,12 +587,15 @@ describeEachEngine('scheduler', (db) => {
   });
 
   it('takes a manual job at once when the api nudges it, without waiting for the tick', async () => {
-    const looping = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { tickMs: 10 * MINUTE } });
+    const watched = watchedClock();
+    const looping = new Scheduler({ store: store(), bus: r.schedulerBus, clock: watched.clock, logger: silentLogger, config: { tickMs: 10 * MINUTE } });
     const api = roleBus({ bus: r.bus, role: 'api', keys: r.keys, clock: r.clock, logger: silentLogger });
     try {
       const w = await built({ intervalMinutes: 60 });
       await looping.start();
-      await eventually(async () => looping.isLeader, Boolean, 'the loop leading');
+      // After the first tick: a job inserted now is not one that tick could have handed out.
+      await watched.asleep;
+      assert.ok(looping.isLeader);
       await store().jobs.insert(newJob(w, 'MANUAL', r.clock.now(), r.clock.now()));
       await api.broadcast(TOPICS.schedulerWake, MESSAGE_TYPES.schedulerWake, {});
       // The clock stands still: only the nudge can have the job handed out.

@@ -49,6 +49,11 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     await insertDueWorkflows(db.store, userId, target.url, origin, WORKFLOWS);
   });
 
+  // Each test starts the processes it needs and leaves none behind: it can run alone (-g) or in any order.
+  afterEach(async () => {
+    for (const p of processes) await p.stop('SIGTERM');
+  });
+
   after(async () => {
     for (const p of processes) await p.stop('SIGKILL');
     target?.close();
@@ -89,10 +94,16 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     await new Promise((r) => setTimeout(r, 6_000));
     const leaders = [first, second].filter((p) => /became the scheduler leader/.test(p.output));
     assert.equal(leaders.length, 1, 'exactly one process became the leader');
-    await second.stop('SIGTERM');
   });
 
+  async function startScheduler(): Promise<RoleProcess> {
+    const scheduler = role('scheduler');
+    await scheduler.start();
+    return scheduler;
+  }
+
   it('a runner killed with jobs QUEUED: a new runner starts every one of them within seconds', async () => {
+    await startScheduler();
     const runner = role('runners', { RUNNER_CONCURRENCY: '2' });
     await runner.start();
     const waiting = await pileUp(6);
@@ -100,10 +111,10 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     const next = role('runners', { RUNNER_CONCURRENCY: '64' });
     await next.start();
     await allStart(waiting, 20_000, 'the new runner started');
-    await next.stop('SIGTERM');
   });
 
   it('a runner with wrong keys: its refusals are dead-lettered and logged, the jobs run elsewhere within seconds', async () => {
+    const scheduler = await startScheduler();
     const keys = path.join(dataDir, 'keys');
     const pem = (file: string) => fs.readFileSync(path.join(keys, file), 'utf8');
     const wrong = role('runners', {
@@ -124,14 +135,12 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     await good.start();
     // The refusing runner keeps taking its share: refused jobs come back after at most 10 s each.
     await allStart(waiting, 60_000, 'a good runner started');
-    const scheduler = processes.find((p) => p.role === 'scheduler' && p.child?.exitCode === null)!;
     assert.match(scheduler.output, /a runner refused a job message; handing the job out again/);
-    await wrong.stop('SIGTERM');
-    await good.stop('SIGTERM');
   });
 
   it('two runners with default settings on one host and runtime: restarting one leaves the container of the other alone', async function () {
     const dockerHost = needService(this, 'docker');
+    await startScheduler();
     const ingest = role('log-ingest');
     await ingest.start();
     const runners = [role('runners', { DOCKER_HOST: dockerHost }), role('runners', { DOCKER_HOST: dockerHost })];

@@ -110,8 +110,9 @@ describe('tenant isolation, whole server [SQLite + in-process bus + container ru
       assert.deepEqual(res.json.errors.map((e: { field: string }) => e.field), ['payload.image']);
     }
     assert.equal((await c.get('/workflows')).json.workflows.length, 0, 'nothing was half-written');
-    // A build that would have pulled had a tick to start by now; the registry saw nothing.
-    await new Promise((r) => setTimeout(r, 1500));
+    // An event, not a pause: a build asked for after the probes has completed, so the builder
+    // was at work while they were refused, and still the registry saw no connection.
+    await builtContainer(c, { image: TEST_IMAGE });
     assert.equal(registry.connections(), 0);
   });
 
