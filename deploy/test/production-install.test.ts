@@ -102,8 +102,11 @@ describe('deploy: orloj from a production install', function () {
     const running = await printed(/orloj is running \([^)]*\) at (http:\/\/localhost:\d+)/);
     assert.ok(Array.isArray(running), `orloj exited:\n${output}`);
     const url = running[1]!;
-    // A newcomer is told where the dashboard is and how to sign up.
-    assert.match(output, new RegExp(`the dashboard is at ${url}/ \\(new here\\? sign up at ${url}/signup`));
+    // A newcomer is told where the dashboard is and how to sign up: the line after "running",
+    // which may arrive in a later chunk of the pipe.
+    const escaped = url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const told = await printed(new RegExp(`the dashboard is at ${escaped}/ \\(new here\\? sign up at ${escaped}/signup`));
+    assert.ok(Array.isArray(told), `orloj exited:\n${output}`);
 
     const c = new TestClient(url);
     const page = await c.get('/', { headers: { accept: 'text/html' } });
