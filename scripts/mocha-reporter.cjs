@@ -9,7 +9,8 @@
 // It also refuses a verdict that hides tests: a test that never got a result
 // (kept from running by a failing hook) is named and counted as failed, and
 // with ORLOJ_TEST_FLOOR set, a run that executed fewer tests than that floor
-// (scripts/test-floors.json: a suite that silently stopped loading) fails.
+// (scripts/test-floors.json, set by scripts/test-tiers.mjs per tier: a suite that
+// silently stopped loading) fails.
 const fs = require('node:fs');
 const path = require('node:path');
 const Mocha = require('mocha');
@@ -75,7 +76,11 @@ function isWithin(test, suite) {
 }
 
 function extraCounts() {
-  const files = (process.env.ORLOJ_EXTRA_COUNTS || '').split(path.delimiter).filter(Boolean);
+  return readCounts((process.env.ORLOJ_EXTRA_COUNTS || '').split(path.delimiter).filter(Boolean));
+}
+
+/** Reads count files ({name?, passed, failed, skipped}); one that cannot be read counts as one failure. */
+function readCounts(files, unreadable = (file) => `(the counts in ${file} could not be read: counted as a failure)`) {
   return files.map((file) => {
     try {
       const c = JSON.parse(fs.readFileSync(file, 'utf8'));
@@ -84,9 +89,10 @@ function extraCounts() {
       const name = typeof c.name === 'string' && c.name ? c.name : 'the dashboard component tests';
       return { ...counts, note: `(including ${name}: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped)` };
     } catch {
-      return { passed: 0, failed: 1, skipped: 0, note: `(the counts in ${file} could not be read: counted as a failure)` };
+      return { passed: 0, failed: 1, skipped: 0, note: typeof unreadable === 'function' ? unreadable(file) : unreadable };
     }
   });
 }
 
 module.exports = OrlojReporter;
+module.exports.readCounts = readCounts;
