@@ -6,20 +6,10 @@ import { MESSAGE_TYPES, QUEUES, TOPICS, type JobRunMessage } from '@orloj/common
 import { roleBus } from '@orloj/common/envelope';
 import type { Store } from '@orloj/common/store';
 import { Scheduler, type JobEvent } from '@orloj/scheduler';
-import { deferred, describeEachEngine, within } from '@orloj/common/test-support';
+import { deferred, describeEachEngine, until as eventually, within } from '@orloj/common/test-support';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
-
-async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 async function jobsOf(store: Store, workflowId: string): Promise<Job[]> {
   return (await store.jobs.list({ workflowId, limit: 1000 })).reverse();
