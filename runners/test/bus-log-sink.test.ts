@@ -192,7 +192,7 @@ describe('BusLogSink', () => {
     await bus.atGate.next('a batch at the slow broker');
     await waitFor(() => s.metrics().waits > 0, 'a writer to wait for room');
     // The bus is stuck: the producers are paused with the buffer full, not growing it.
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 50)); // ruling out growth: the buffer must stay full while time passes
     assert.equal(s.metrics().bufferedLines, 100);
     let progress = 0;
     // Let batches through one at a time.

@@ -146,7 +146,7 @@ describeEachEngine('scheduler', (db) => {
     await r.runners.started(r.runners.jobs[1]!, r.clock.now());
     await eventually(() => store().jobs.findById(first.job_id), (j) => j?.status === 'RUNNING', 'RUNNING');
     await r.bus.publish(`${QUEUES.jobs}.dead`, { type: MESSAGE_TYPES.jobRun, producer: 'scheduler', body: first });
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await new Promise((resolve) => setTimeout(resolve, 600)); // ruling out a third hand-out of the refused copy: an absence announces nothing
     assert.equal(r.runners.jobs.length, 2);
     assert.equal((await jobsOf(store(), w.id)).length, 1);
   });
@@ -175,7 +175,7 @@ describeEachEngine('scheduler', (db) => {
     // Once: the next tick leaves the new attempts alone.
     const sent = r.runners.jobs.length;
     await scheduler.tick();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 100)); // ruling out a second recovery: an absence announces nothing
     assert.equal(r.runners.jobs.length, sent);
   });
 

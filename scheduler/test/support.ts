@@ -41,7 +41,7 @@ export class FakeRunners {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve);
-        setTimeout(resolve, 20);
+        setTimeout(resolve, 20); // poll interval, in case a message comes by a path that does not wake the waiters
       });
     }
   }

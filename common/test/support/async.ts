@@ -55,7 +55,7 @@ export async function waitFor(predicate: () => boolean, what: string, ms = 5_000
   const deadline = Date.now() + ms;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 1));
+    await new Promise((resolve) => setTimeout(resolve, 1)); // poll interval: the predicate is plain state, announced by nothing
   }
 }
 
