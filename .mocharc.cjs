@@ -14,5 +14,7 @@ module.exports = {
   'forbid-only': true,
   'forbid-pending': process.env.REQUIRE_SERVICES === '1',
   'fail-hook-affected-tests': true,
-  timeout: 20000,
+  // Generous: three tiers run at once on two cores (scripts/test-tiers.mjs); tests wait on events, so a
+  // passing test takes no longer for it.
+  timeout: 60000,
 };

@@ -36,7 +36,7 @@ export function deferred<T = void>(): Deferred<T> {
 }
 
 /** Rejects with `what` in the message when the promise takes longer than ms. */
-export async function within<T>(promise: Promise<T>, what: string, ms = 5_000): Promise<T> {
+export async function within<T>(promise: Promise<T>, what: string, ms = 30_000): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
@@ -51,7 +51,7 @@ export async function within<T>(promise: Promise<T>, what: string, ms = 5_000): 
 }
 
 /** For state no event announces: re-checks on every timer turn until true. */
-export async function waitFor(predicate: () => boolean, what: string, ms = 5_000): Promise<void> {
+export async function waitFor(predicate: () => boolean, what: string, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
@@ -103,9 +103,10 @@ export interface UntilOptions {
 /**
  * The one polling helper of every package's tests: reads until `ok` holds, for state
  * another component writes and announces by nothing a test can await. Fails after `ms`
- * naming `what` and the last value read (or error).
+ * (30 s by default: generous, as three test lanes share two cores) naming `what` and the
+ * last value read (or error).
  */
-export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 10_000, options: UntilOptions = {}): Promise<T> {
+export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 30_000, options: UntilOptions = {}): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     let last: unknown;
