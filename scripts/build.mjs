@@ -18,8 +18,6 @@
  * - dashboard: Vite's build of dashboard/ into dashboard/dist, skipped when a
  *   SHA-256 of what goes into the bundle matches dist/.inputs-sha256 (Vite
  *   clears dist/ on each build, so the record never outlives what it describes).
- *   After a packages build, src/api/features.gen.ts is regenerated first from
- *   the api's build output (dashboard/scripts/generate-client.mjs).
  *
  *   node scripts/build.mjs [--install] [--dashboard] [--force]
  *
@@ -164,10 +162,7 @@ function dashboardInputs() {
 }
 
 /** The dashboard's Vite build unless its record matches; resolves to whether it succeeded. */
-async function dashboardBuild(regenerate) {
-  if (regenerate || !exists('dashboard/src/api/features.gen.ts')) {
-    if ((await run(process.execPath, ['scripts/generate-client.mjs', '--features-only'], { cwd: dashboard })) !== 0) return false;
-  }
+async function dashboardBuild() {
   const inputs = sha256(dashboardInputs());
   if (!force && exists('dashboard/dist/index.html') && read(dashboardRecord) === inputs) {
     console.log('[build] dashboard: up to date');
@@ -187,9 +182,9 @@ async function dashboardBuild(regenerate) {
 }
 
 async function sources() {
-  if (args.has('--dashboard')) return dashboardBuild(false);
+  if (args.has('--dashboard')) return dashboardBuild();
   const built = await packages();
-  return built !== 'failed' && (await dashboardBuild(built === 'built'));
+  return built !== 'failed' && (await dashboardBuild());
 }
 
 // Sources are not there yet when the Containerfile installs its dependencies.

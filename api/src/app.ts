@@ -15,16 +15,9 @@ import { SessionManager } from './http/session.js';
 import { IdempotencyGuard } from './http/idempotency.js';
 import { ListPageCache } from './http/list-pages.js';
 import { HeavyRequests } from './http/heavy-requests.js';
-import { authRoutes } from './routes/auth.routes.js';
-import { usersRoutes } from './routes/users.routes.js';
-import { workflowsRoutes } from './routes/workflows.routes.js';
-import { jobsRoutes } from './routes/jobs.routes.js';
-import { logsRoutes } from './routes/logs.routes.js';
-import { eventsRoutes } from './routes/events.routes.js';
-import { notificationsRoutes } from './routes/notifications.routes.js';
-import { analyticsRoutes } from './routes/analytics.routes.js';
 import { LiveTailHub, type LiveTailSettings } from './http/live-tail.js';
-import { openApiDocument } from './openapi.js';
+import { mountOperations } from './contract/operation.js';
+import { API_OPERATIONS } from './openapi.js';
 import { dashboardMiddleware, SECURITY_HEADERS } from './http/dashboard.js';
 import { hostCheckMiddleware } from './http/host-check.js';
 import { observeMiddleware, opsMiddleware } from './http/observe.js';
@@ -80,7 +73,7 @@ export function createLiveTailHub(options: AppOptions): LiveTailHub {
 /** The production ingress serves every route below this prefix; orloj serves both forms. */
 export const API_PREFIX = '/api';
 
-const AUTH_RATE_LIMITED = new Set(['/auth/login', '/auth/register']);
+const AUTH_RATE_LIMITED = new Set(API_OPERATIONS.filter((op) => op.authRateLimited).map((op) => op.path));
 
 /**
  * Builds the Koa application without listening, so tests drive it in-process.
@@ -140,20 +133,7 @@ export function createApp(options: AppOptions): Koa {
     });
   }
 
-  router.get('/openapi.json', (ctx) => {
-    ctx.set('Cache-Control', 'public, max-age=300');
-    ctx.body = openApiDocument;
-  });
-  for (const r of [
-    authRoutes(deps),
-    usersRoutes(deps),
-    workflowsRoutes(deps),
-    jobsRoutes(deps),
-    logsRoutes(deps),
-    eventsRoutes(deps),
-    notificationsRoutes(deps),
-    analyticsRoutes(deps),
-  ]) router.use(r.routes());
+  mountOperations(router, API_OPERATIONS, deps);
   app.use(router.routes());
   const allowed = router.allowedMethods();
   // After the routes: OPTIONS answers 204 with Allow, a known path with a wrong

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { systemClock } from '@orloj/common/core';
 import { silentLogger } from '@orloj/common/logging';
 import { ApiServer, DASHBOARD_CSP } from '@orloj/api';
@@ -24,6 +25,8 @@ describe('dashboard serving', function () {
     fs.mkdirSync(path.join(dir, 'assets'));
     fs.writeFileSync(path.join(dir, 'index.html'), INDEX);
     fs.writeFileSync(path.join(dir, 'assets', 'index-Ab12Cd.js'), 'console.log(1)');
+    fs.writeFileSync(path.join(dir, 'assets', 'index-Ab12Cd.js.br'), zlib.brotliCompressSync('console.log(1)'));
+    fs.writeFileSync(path.join(dir, 'assets', 'index-Ab12Cd.js.gz'), zlib.gzipSync('console.log(1)'));
     fs.writeFileSync(path.join(dir, 'favicon.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>');
     db = await createTestDatabase('sqlite');
     server = new ApiServer({ store: db.store, config: testConfig(), clock: systemClock, logger: silentLogger, dashboardDir: dir });
@@ -79,6 +82,30 @@ describe('dashboard serving', function () {
     const icon = await c.get('/favicon.svg');
     assert.equal(icon.status, 200);
     assert.equal(icon.headers['cache-control'], 'no-cache');
+  });
+
+  it("sends the build's compressed copy of a file to a client that accepts it, varying by Accept-Encoding", async () => {
+    const raw = (encoding: string) =>
+      new Promise<{ headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+        http.get(`${c.baseUrl}/assets/index-Ab12Cd.js`, { headers: { 'accept-encoding': encoding } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (d: Buffer) => chunks.push(d));
+          res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+        }).on('error', reject);
+      });
+    const br = await raw('gzip, deflate, br');
+    assert.equal(br.headers['content-encoding'], 'br');
+    assert.equal(zlib.brotliDecompressSync(br.body).toString(), 'console.log(1)');
+    const gz = await raw('gzip');
+    assert.equal(gz.headers['content-encoding'], 'gzip');
+    assert.equal(zlib.gunzipSync(gz.body).toString(), 'console.log(1)');
+    const plain = await raw('identity');
+    assert.equal(plain.headers['content-encoding'], undefined);
+    assert.equal(plain.body.toString(), 'console.log(1)');
+    for (const res of [br, gz, plain]) {
+      assert.match(String(res.headers.vary), /accept-encoding/i);
+      assert.match(String(res.headers['content-type']), /javascript/);
+    }
   });
 
   it('answers a missing asset, a traversal attempt and a missing top-level file with the API 404 problem', async () => {

@@ -478,7 +478,9 @@ function assertSafe(req: FuzzRequest, res: FuzzResponse): void {
   for (const [what, re] of LEAKS) assert.ok(!re.test(echoed), `response leaks ${what}:\n${where()}`);
 }
 
-const REQUEST_TIMEOUT_MS = 5_000;
+// Tells a hang from an answer: generous, since a busy CI host stalls a request for seconds
+// (a deeply nested body once took over 5 s there while the same seed answers at once here).
+const REQUEST_TIMEOUT_MS = 20_000;
 
 class Sender {
   readonly pool: Pool;
@@ -486,7 +488,7 @@ class Sender {
   sent = 0;
 
   constructor(readonly baseUrl: string) {
-    this.pool = new Pool(baseUrl, { connections: 4, headersTimeout: 15_000, bodyTimeout: 15_000 });
+    this.pool = new Pool(baseUrl, { connections: 4, headersTimeout: 25_000, bodyTimeout: 25_000 });
   }
 
   /** Sends exactly what is given; undefined when undici itself refuses the request (bad header bytes). */

@@ -44,8 +44,14 @@ export async function seedWorkflows(store: Store, userId: string, count: number)
       }
       await tx.db.insertInto('workflows').values(rows).execute();
     }
+    await recountWorkflows(tx, userId);
   });
   if (store.dialect.name === 'postgres') await sql`analyze workflows`.execute(store.db);
+}
+
+/** Seeds insert workflow rows directly: the user's kept count (users.workflow_count) is set to match. */
+export async function recountWorkflows(store: Store, userId: string): Promise<void> {
+  await sql`update users set workflow_count = (select count(*) from workflows w where w.user_id = users.id) where id = ${userId}`.execute(store.db);
 }
 
 export async function engineVersion(store: Store): Promise<string> {
@@ -109,6 +115,7 @@ export async function seedJobLogs(
       build_completed_at: now,
     })
     .execute();
+  await recountWorkflows(store, userId);
   const jobIds: string[] = [];
   const linesPerJob: number[] = [];
   let written = 0;

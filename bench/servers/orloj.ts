@@ -32,7 +32,7 @@ serveParent(
       if (!user) throw new Error(`no user ${arg.email}`);
       const started = performance.now();
       await seedWorkflows(store, user.id, arg.count);
-      return { ms: Math.round(performance.now() - started), total: await store.workflows.countForUser(user.id) };
+      return { ms: Math.round(performance.now() - started), total: await store.users.workflowCount(user.id) };
     },
     async seedJobLogs(arg: { email: string; total: number; jobs: number }) {
       const user = await store.users.findByEmail(arg.email);

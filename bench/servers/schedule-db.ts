@@ -8,7 +8,7 @@ import { newId } from '@orloj/common/core';
 import { loadConfig } from '@orloj/common/config';
 import { openDatabase, Store } from '@orloj/common/store';
 import { serveParent } from '../lib/child.js';
-import { engineVersion } from '../lib/seed.js';
+import { engineVersion, recountWorkflows } from '../lib/seed.js';
 import { lagSummary, summarize, type Lag, type Summary } from '../lib/stats.js';
 import type { JobTimes } from '../lib/schedule-db.js';
 
@@ -109,6 +109,7 @@ serveParent(
           }
           await tx.db.insertInto('workflows').values(rows).execute();
         }
+        await recountWorkflows(tx, userId);
       });
       return { ms: Math.round(performance.now() - started) };
     },

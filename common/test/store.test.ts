@@ -5,7 +5,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { newId } from '@orloj/common/core';
 import { newJob, type Workflow } from '@orloj/common/domain';
-import { openDatabase } from '@orloj/common/store';
+import { createWorkflow, deleteWorkflow, openDatabase, terminateWorkflow } from '@orloj/common/store';
 import { describeEachEngine } from './support/stores.js';
 import { workflowFixture } from './support/fixtures.js';
 
@@ -52,6 +52,33 @@ describeEachEngine('store', (db) => {
         updatedAt: now,
       });
       assert.equal(taken, false);
+    });
+
+    it("keeps the user's workflow count as workflows are created and deleted, and not when a create rolls back", async () => {
+      const store = db().store;
+      const id = newId();
+      const now = Date.now();
+      await store.users.insert({ id, email: `count-${id}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: now, updatedAt: now });
+      assert.equal(await store.users.workflowCount(id), 0);
+      const made = [workflow(id), workflow(id), workflow(id)];
+      for (const w of made) await store.transaction((tx) => createWorkflow(tx, w));
+      await store.transaction((tx) => createWorkflow(tx, workflow(otherId)));
+      assert.equal(await store.users.workflowCount(id), 3);
+      await assert.rejects(
+        store.transaction(async (tx) => {
+          await createWorkflow(tx, workflow(id));
+          throw new Error('roll back');
+        }),
+        /roll back/,
+      );
+      assert.equal(await store.users.workflowCount(id), 3);
+      const gone = made[0]!;
+      assert.equal(await store.transaction((tx) => deleteWorkflow(tx, gone, now)), false, 'an active workflow is not deleted');
+      assert.equal(await store.users.workflowCount(id), 3);
+      await store.transaction((tx) => terminateWorkflow(tx, id, gone.id, now));
+      assert.equal(await store.transaction((tx) => deleteWorkflow(tx, gone, now)), true);
+      assert.equal(await store.transaction((tx) => deleteWorkflow(tx, gone, now)), false, 'deleted once');
+      assert.equal(await store.users.workflowCount(id), 2);
     });
 
     it('updates the notification preference', async () => {

@@ -7,6 +7,13 @@ import { MIGRATION_NAMES, migrationProvider } from '../src/store/migrations/inde
 import { workflowFixture } from './support/fixtures.js';
 import { createTestDatabase, ENGINES, type TestDatabase } from './support/stores.js';
 
+/** A migrator over the test database's own schema, to stop at a given migration. */
+async function migratorOf(database: TestDatabase): Promise<Migrator> {
+  const { db, dialect } = database.handle;
+  const schema = dialect.name === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s : undefined;
+  return new Migrator({ db, provider: migrationProvider(dialect), ...(schema ? { migrationTableSchema: schema } : {}) });
+}
+
 for (const engine of ENGINES) {
   describe(`database upgrades [${engine}]`, function () {
     let database: TestDatabase | undefined;
@@ -43,12 +50,29 @@ for (const engine of ENGINES) {
       assert.deepEqual(await database.handle.migrationStatus(), { applied: [...MIGRATION_NAMES], pending: [], unknown: [] });
     });
 
+    it("0016 counts each user's workflows, terminated ones included", async function () {
+      database = await createTestDatabase(engine, this, { migrate: false });
+      const migrator = await migratorOf(database);
+      assert.equal((await migrator.migrateTo('0015-notification-state-changes')).error, undefined);
+
+      const store = Store.fromHandle(database.handle);
+      const [busy, idle] = [newId(), newId()];
+      for (const id of [busy, idle]) {
+        await store.users.insert({ id, email: `${id}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
+      }
+      for (let i = 0; i < 3; i++) await store.workflows.insert(workflowFixture(busy, { buildStatus: 'COMPLETED', buildCompletedAt: 0 }));
+      await store.workflows.insert(workflowFixture(busy, { buildStatus: 'COMPLETED', buildCompletedAt: 0, terminatedAt: 1 }));
+
+      assert.equal((await migrator.migrateToLatest()).error, undefined);
+      assert.equal(await store.users.workflowCount(busy), 4);
+      assert.equal(await store.users.workflowCount(idle), 0);
+    });
+
     it('0015 marks the state changes among older notifications, WEB_RECOVERED ones becoming WEB_SUCCESS', async function () {
       database = await createTestDatabase(engine, this, { migrate: false });
-      const { db, dialect } = database.handle;
-      const schema = engine === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(db)).rows[0]!.s : undefined;
-      const migrator = new Migrator({ db, provider: migrationProvider(dialect), ...(schema ? { migrationTableSchema: schema } : {}) });
+      const migrator = await migratorOf(database);
       assert.equal((await migrator.migrateTo('0014-job-request-id')).error, undefined);
+      const { db } = database.handle;
 
       const store = Store.fromHandle(database.handle);
       const userId = newId();

@@ -54,6 +54,9 @@ function wantsHtml(ctx: Context): boolean {
 /** Sends a file below root; false when there is none (or the path is refused), so the API answers instead. */
 async function trySend(ctx: Context, file: string, options: Parameters<typeof send>[2]): Promise<boolean> {
   try {
+    // The build writes a .br and a .gz beside each text file (dashboard/vite.config.ts); the
+    // answer differs by Accept-Encoding, which caches in front must know.
+    ctx.vary('Accept-Encoding');
     return (await send(ctx, file, { ...options, index: false, hidden: false, brotli: true, gzip: true })) !== undefined;
   } catch (err) {
     const status = (err as { status?: unknown }).status;

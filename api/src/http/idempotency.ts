@@ -5,7 +5,7 @@ import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import type { Store } from '@orloj/common/store';
 
 export const IDEMPOTENCY_TTL_MS = CONFIG_DEFAULTS.http.idempotencyTtlMs;
-const MAX_KEY_BYTES = 255;
+export const MAX_KEY_BYTES = 255;
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**

@@ -4,16 +4,28 @@ import {
   reasons,
   type CheckResult,
   type Job,
-  type OpenRun,
   type RunSummary,
   type WorkflowHealth,
   type WorkflowSummary,
 } from '@orloj/common/domain';
 import { logEventId } from '@orloj/common/messages';
 import { DELETED_WORKFLOW_NAME, type LogLine, type Notification, type User, type UserTotals, type WorkflowTotals } from '@orloj/common/store';
+import type { Wire } from '../contract/components.js';
+import type {
+  checkSchema,
+  jobSchema,
+  logEntrySchema,
+  notificationSchema,
+  runSchema,
+  userAnalyticsSchema,
+  userSchema,
+  workflowAnalyticsSchema,
+  workflowHealthSchema,
+  workflowSchema,
+} from '../contract/responses.js';
 
-/** Wire shapes: snake_case, RFC 3339 UTC timestamps, unset optionals omitted. */
-export function presentUser(u: User) {
+/** Wire shapes, each typed from the response schema the document publishes (contract/responses.ts). */
+export function presentUser(u: User): Wire<typeof userSchema> {
   return {
     email: u.email,
     notification_preference: u.notificationPreference,
@@ -26,7 +38,7 @@ export function presentUser(u: User) {
 export function presentWorkflow(
   w: WorkflowSummary,
   options: { generation?: number; skipped?: { count: number; lastAt: number | null } } = {},
-) {
+): Wire<typeof workflowSchema> {
   return {
     id: w.id,
     name: w.name,
@@ -47,7 +59,7 @@ export function presentWorkflow(
 }
 
 /** The `health` a workflow carries when asked for with `include=health` (docs/api.md, "Checks and health"). */
-export function presentHealth(h: WorkflowHealth) {
+export function presentHealth(h: WorkflowHealth): Wire<typeof workflowHealthSchema> {
   const decided = h.uptime.completed + h.uptime.failed;
   return {
     state: h.state,
@@ -68,11 +80,11 @@ export function presentHealth(h: WorkflowHealth) {
   };
 }
 
-function presentOpenRun(r: OpenRun) {
+function presentOpenRun(r: NonNullable<WorkflowHealth['running']>): NonNullable<Wire<typeof workflowHealthSchema>['running']> {
   return { job_id: r.jobId, status: r.status, scheduled_at: toIso(r.scheduledAt) };
 }
 
-function presentRun(r: RunSummary) {
+function presentRun(r: RunSummary): Wire<typeof runSchema> {
   return {
     job_id: r.jobId,
     status: r.status,
@@ -82,7 +94,7 @@ function presentRun(r: RunSummary) {
   };
 }
 
-export function presentCheck(c: CheckResult) {
+export function presentCheck(c: CheckResult): Wire<typeof checkSchema> {
   return checkToMessage(c);
 }
 
@@ -92,7 +104,7 @@ export function presentCheck(c: CheckResult) {
  * jobs only, and such a job always has them (the "reason unavailable" codes
  * stand in should a row lack one).
  */
-export function presentJob(j: Job, options: { inList?: boolean } = {}) {
+export function presentJob(j: Job, options: { inList?: boolean } = {}): Wire<typeof jobSchema> {
   const fallback =
     j.status === 'FAILED' ? reasons.failureUnavailable() : j.status === 'CANCELED' ? reasons.cancellationUnavailable() : undefined;
   return {
@@ -117,7 +129,7 @@ export function presentJob(j: Job, options: { inList?: boolean } = {}) {
   };
 }
 
-export function presentNotification(n: Notification) {
+export function presentNotification(n: Notification): Wire<typeof notificationSchema> {
   return {
     id: n.id,
     kind: n.kind,
@@ -132,11 +144,11 @@ function presentTotals(t: WorkflowTotals) {
   return { total_jobs: t.totalJobs, total_joblogs: t.totalJoblogs, total_job_execution_duration: t.totalDurationS };
 }
 
-export function presentWorkflowAnalytics(workflowId: string, t: WorkflowTotals) {
+export function presentWorkflowAnalytics(workflowId: string, t: WorkflowTotals): Wire<typeof workflowAnalyticsSchema> {
   return { workflow_id: workflowId, ...presentTotals(t) };
 }
 
-export function presentUserAnalytics(t: UserTotals) {
+export function presentUserAnalytics(t: UserTotals): Wire<typeof userAnalyticsSchema> {
   return {
     total_workflows: t.totalWorkflows,
     ...presentTotals(t),
@@ -145,13 +157,7 @@ export function presentUserAnalytics(t: UserTotals) {
   };
 }
 
-export interface LogEntryWire {
-  timestamp: string;
-  message: string;
-  sequence_num: number;
-  stream: 'stdout' | 'stderr';
-  event_id: string;
-}
+export type LogEntryWire = Wire<typeof logEntrySchema>;
 
 /** A log entry (list, search, live tail); `message` may carry search highlights. */
 export function presentLogEntry(l: LogLine, message: string = l.message): LogEntryWire {

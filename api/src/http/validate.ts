@@ -22,6 +22,18 @@ export function bodyValidator<T>(schema: object): (body: unknown) => T {
   };
 }
 
+/** A declared integer query parameter (contract/operation.ts): its bounds are read from its schema. */
+export interface IntegerParameter {
+  readonly name: string;
+  readonly schema: { readonly minimum: number; readonly maximum: number; readonly default?: number };
+}
+
+/** A declared text query parameter: its longest value is read from its schema. */
+export interface TextParameter {
+  readonly name: string;
+  readonly schema: { readonly maxLength: number };
+}
+
 /**
  * Query-string parsing with exact rules: every parameter at most once,
  * booleans only `true`/`false`, integers only digits. Unknown parameters are
@@ -53,6 +65,11 @@ export class QueryReader {
     return v;
   }
 
+  /** A text parameter at most as long as its declaration's `maxLength`. */
+  text(p: TextParameter): string | undefined {
+    return this.string(p.name, p.schema.maxLength);
+  }
+
   enumOf<T extends string>(name: string, allowed: readonly T[]): T | undefined {
     const v = this.one(name);
     if (v === undefined) return undefined;
@@ -71,6 +88,11 @@ export class QueryReader {
       return undefined;
     }
     return Number(v);
+  }
+
+  /** An integer parameter bounded as its declaration says (minimum, maximum, and the default when absent). */
+  integer<P extends IntegerParameter>(p: P): P['schema'] extends { default: number } ? number : number | undefined {
+    return (this.int(p.name, p.schema.minimum, p.schema.maximum) ?? p.schema.default) as P['schema'] extends { default: number } ? number : number | undefined;
   }
 
   bool(name: string): boolean | undefined {

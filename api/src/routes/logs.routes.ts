@@ -1,14 +1,15 @@
 import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
-import Router from '@koa/router';
 import type { Context } from 'koa';
 import { checkCursorList, encodeCursor, isUuid, notFound, OrlojError, parseCursor } from '@orloj/common/core';
 import type { Job } from '@orloj/common/domain';
 import type { JobLogAccess, LogLine, Store } from '@orloj/common/store';
 import type { ApiDeps } from '../deps.js';
+import { json, ref, type Wire } from '../contract/components.js';
+import type { Operation, Parameter } from '../contract/operation.js';
+import { logDownloadSchema, logPageSchema, logRangeSchema } from '../contract/responses.js';
+import { cursorParam, INT32_MAX, problem } from '../contract/shared.js';
 import { logDownloadEntryJson, presentLogEntry } from '../http/present.js';
-import { requireSession } from '../http/session.js';
-import { heavyRequest } from '../http/heavy-requests.js';
 import { QueryReader, requireUuidParams } from '../http/validate.js';
 
 export const LOG_PAGE_SIZE = 100;
@@ -24,10 +25,25 @@ export const LOG_QUERY_MAX = 1000;
 /** Rows per store query while streaming a download. */
 export const DOWNLOAD_BATCH = 1000;
 /** Highest `from` of GET …/logs/lines (sequence numbers are PostgreSQL integers). */
-export const LOG_LINE_MAX = 2_147_483_647;
+export const LOG_LINE_MAX = INT32_MAX;
 
 export const LOG_STREAMS = ['stdout', 'stderr'] as const;
 export const DOWNLOAD_FORMATS = ['txt', 'json', 'jsonl'] as const;
+
+const limitParam = { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: LOG_PAGE_MAX, default: LOG_PAGE_SIZE } } as const;
+const fromParam = {
+  name: 'from',
+  in: 'query',
+  description: 'The first sequence_num to return.',
+  schema: { type: 'integer', minimum: 0, maximum: LOG_LINE_MAX, default: 0 },
+} as const;
+const streamParam: Parameter = { name: 'stream', in: 'query', description: 'Exact match.', schema: { enum: [...LOG_STREAMS] } };
+const searchTextParam = (more: string): Parameter => ({
+  name: 'q',
+  in: 'query',
+  description: `Case-insensitive literal substring of the message (no pattern characters: % _ \\ * are plain). Omit it to filter by stream only. ${more}`,
+  schema: { type: 'string', minLength: 1, maxLength: LOG_QUERY_MAX },
+});
 const TERMINAL: ReadonlySet<Job['status']> = new Set(['COMPLETED', 'FAILED', 'CANCELED']);
 
 type LogMatcher = ReturnType<Store['logQueries']['matcher']>;
@@ -93,8 +109,8 @@ async function logLines(deps: ApiDeps, ctx: Context): Promise<void> {
   const { store } = deps;
   const { workflowId, jobId } = logPathParams(ctx);
   const q = new QueryReader(ctx.query);
-  const from = q.int('from', 0, LOG_LINE_MAX) ?? 0;
-  const limit = q.int('limit', 1, LOG_PAGE_MAX) ?? LOG_PAGE_SIZE;
+  const from = q.integer(fromParam);
+  const limit = q.integer(limitParam);
   q.done();
   const job = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
   const [lines, total] = await Promise.all([
@@ -108,7 +124,7 @@ async function logLines(deps: ApiDeps, ctx: Context): Promise<void> {
     // A line stored between the two reads can make the page reach past the count read.
     total: Math.max(total, lines.length ? lines[lines.length - 1]!.sequenceNum + 1 : 0),
     logs: lines.map((l) => presentLogEntry(l, l.message)),
-  };
+  } satisfies Wire<typeof logRangeSchema>;
 }
 
 /**
@@ -169,8 +185,8 @@ async function logPage(deps: ApiDeps, ctx: Context, search: boolean): Promise<vo
   const { store } = deps;
   const { workflowId, jobId } = logPathParams(ctx);
   const q = new QueryReader(ctx.query);
-  const cursor = q.string('cursor', 512);
-  const limit = q.int('limit', 1, LOG_PAGE_MAX) ?? LOG_PAGE_SIZE;
+  const cursor = q.text(cursorParam);
+  const limit = q.integer(limitParam);
   const text = search ? readSearchText(q) : undefined;
   const stream = search ? q.enumOf('stream', LOG_STREAMS) : undefined;
   q.done();
@@ -203,16 +219,88 @@ async function logPage(deps: ApiDeps, ctx: Context, search: boolean): Promise<vo
     logs,
     cursor: rows.length > logs.length && last ? encodeCursor(list, { k: last.sequenceNum, id: jobId }) : '',
     highlight_token: token,
-  };
+  } satisfies Wire<typeof logPageSchema>;
 }
 
-export function logsRoutes(deps: ApiDeps): Router {
-  const router = new Router();
-  const session = requireSession(deps.sessions, deps.config);
-  const heavy = heavyRequest(deps.heavy);
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs', session, heavy, (ctx) => logPage(deps, ctx, false));
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs/search', session, heavy, (ctx) => logPage(deps, ctx, true));
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs/lines', session, heavy, (ctx) => logLines(deps, ctx));
-  router.get('/workflows/:workflow_id/jobs/:job_id/logs/raw', session, heavy, (ctx) => rawLog(deps, ctx));
-  return router;
-}
+const noJob = problem('No such job of this workflow of yours.');
+const noLogs = problem('The workflow does not retain logs (log_retention_disabled).');
+
+export const logsOperations: readonly Operation[] = [
+  {
+    method: 'get',
+    path: '/workflows/{workflow_id}/jobs/{job_id}/logs',
+    summary: "List a job's log lines, newest first",
+    description: "The lines of the job's current attempt. Cursors are bound to the job and that attempt.",
+    access: 'session',
+    heavy: true,
+    parameters: [cursorParam, limitParam],
+    responses: {
+      '200': { description: 'A page.', content: json(logPageSchema) },
+      '404': noJob,
+      '412': problem('The workflow does not retain logs (log_retention_disabled): every HEARTBEAT workflow, CONTAINER with log_retention off.'),
+    },
+    handler: (deps, ctx) => logPage(deps, ctx, false),
+  },
+  {
+    method: 'get',
+    path: '/workflows/{workflow_id}/jobs/{job_id}/logs/search',
+    summary: "Search a job's log lines, newest first, with highlights",
+    access: 'session',
+    heavy: true,
+    parameters: [cursorParam, limitParam, searchTextParam('Each match is wrapped in `__CV_HL_START_<highlight_token>__` and `__CV_HL_END_<highlight_token>__`.'), streamParam],
+    responses: {
+      '200': { description: 'A page of matching lines; every match is wrapped in the start and end markers built from highlight_token.', content: json(logPageSchema) },
+      '404': noJob,
+      '412': noLogs,
+    },
+    handler: (deps, ctx) => logPage(deps, ctx, true),
+  },
+  {
+    method: 'get',
+    path: '/workflows/{workflow_id}/jobs/{job_id}/logs/lines',
+    summary: "Read a job's log lines by position, oldest first",
+    description:
+      "An addition to the contract: the lines of the job's current attempt from sequence_num `from`, with the number stored so far, so a viewer can open a log at its end, jump to any line, or show a search hit among the lines around it. Works while the job runs.",
+    access: 'session',
+    heavy: true,
+    parameters: [fromParam, limitParam],
+    responses: {
+      '200': { description: 'The lines from `from` (fewer than `limit`, or none, past the end) and `total`.', content: json(logRangeSchema) },
+      '404': noJob,
+      '412': noLogs,
+    },
+    handler: logLines,
+  },
+  {
+    method: 'get',
+    path: '/workflows/{workflow_id}/jobs/{job_id}/logs/raw',
+    summary: "Download a finished job's log, oldest first",
+    description:
+      'Streamed from the store in sequence_num order. txt: each message followed by a line feed; jsonl: one LogDownloadEntry per line, each followed by a line feed; json: one LogDownload document.',
+    access: 'session',
+    heavy: true,
+    parameters: [
+      { name: 'format', in: 'query', schema: { enum: [...DOWNLOAD_FORMATS], default: 'txt' } },
+      streamParam,
+      searchTextParam('No highlights in downloads.'),
+    ],
+    responses: {
+      '200': {
+        description:
+          'The log, as an attachment named `<job_id>.<format>`: text/plain for txt, application/x-ndjson (one LogDownloadEntry per line) for jsonl, application/json (a LogDownload) for json.',
+        headers: {
+          'Content-Disposition': {
+            description: '`attachment; filename="<job_id>.<format>"`',
+            required: true,
+            schema: { type: 'string', pattern: '^attachment; filename="[0-9a-f-]{36}\\.(txt|json|jsonl)"$' },
+          },
+        },
+        content: { 'text/plain': {}, 'application/json': { schema: ref(logDownloadSchema) }, 'application/x-ndjson': {} },
+      },
+      '400': problem('Invalid format, stream, q or path parameter; or the job is not terminal yet (job_not_terminal).'),
+      '404': noJob,
+      '412': noLogs,
+    },
+    handler: rawLog,
+  },
+];

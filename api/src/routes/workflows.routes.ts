@@ -1,4 +1,3 @@
-import Router from '@koa/router';
 import type { Context } from 'koa';
 import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, validationError, type FieldError } from '@orloj/common/core';
 import {
@@ -15,13 +14,16 @@ import {
 import type { ContainerLimits } from '@orloj/common/config';
 import { cancelOutdatedJobs, createWorkflow, deleteWorkflow, readHealth, terminateWorkflow, type ActiveSession, type Store } from '@orloj/common/store';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
+import { json, type Wire } from '../contract/components.js';
+import type { Operation } from '../contract/operation.js';
+import { createWorkflowBody, updateWorkflowBody, type CreateWorkflowBody, type UpdateWorkflowBody } from '../contract/requests.js';
+import { createdSchema, workflowPageSchema, workflowSchema } from '../contract/responses.js';
+import { cursorParam, idempotencyKey, INT32_MAX, problem, replayed } from '../contract/shared.js';
 import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
 import { presentHealth, presentWorkflow } from '../http/present.js';
-import { requireSession } from '../http/session.js';
-import { heavyRequest, holdHeavyPlace } from '../http/heavy-requests.js';
+import { holdHeavyPlace } from '../http/heavy-requests.js';
 import { bodyValidator, QueryReader, requireUuidParam } from '../http/validate.js';
-import { createWorkflowBody, updateWorkflowBody, type CreateWorkflowBody, type UpdateWorkflowBody } from '../schemas.js';
 
 const readCreate = bodyValidator<CreateWorkflowBody>(createWorkflowBody);
 const readUpdate = bodyValidator<UpdateWorkflowBody>(updateWorkflowBody);
@@ -36,11 +38,20 @@ export const WORKFLOW_PAGE_SIZE = 20;
 export const WORKFLOW_PAGE_MAX_PAYLOAD_BYTES = 4 * 1024 * 1024;
 /** `include=health` adds each workflow's monitoring state (docs/api.md, "Checks and health"). */
 const INCLUDES = ['health'] as const;
+const includeParam = {
+  name: 'include',
+  in: 'query',
+  description: 'health: each workflow carries its `health` (state, recent runs, uptime), read fresh.',
+  schema: { enum: [...INCLUDES] },
+} as const;
+const intervalMinParam = { name: 'interval_min', in: 'query', schema: { type: 'integer', minimum: 0, maximum: INT32_MAX } } as const;
+const intervalMaxParam = { name: 'interval_max', in: 'query', schema: { type: 'integer', minimum: 0, maximum: INT32_MAX } } as const;
+const limitParam = { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: WORKFLOW_PAGE_SIZE } } as const;
+const nameQueryParam = { name: 'query', in: 'query', description: 'Case-insensitive literal substring of the name.', schema: { type: 'string', maxLength: 200 } } as const;
 
 function withHealth<T extends object>(body: T, health: WorkflowHealth | undefined): T & { health?: ReturnType<typeof presentHealth> } {
   return health ? { ...body, health: presentHealth(health) } : body;
 }
-const INT32_MAX = 2_147_483_647;
 
 /**
  * Validates the payload for the kind, the operator's container limits (registry,
@@ -99,7 +110,7 @@ async function handleCreate(deps: ApiDeps, ctx: Context): Promise<void> {
     // Under the user's row lock, so two concurrent creates cannot both take the last place.
     await tx.users.lock(userId);
     const max = deps.config.tenants.maxWorkflowsPerUser;
-    if ((await tx.workflows.countForUser(userId)) >= max) {
+    if ((await tx.users.workflowCount(userId)) >= max) {
       throw new OrlojError(
         'workflow_limit_reached',
         `You already have ${max} workflows, the most this installation allows per user; delete terminated ones to make room.`,
@@ -126,16 +137,16 @@ async function handleCreate(deps: ApiDeps, ctx: Context): Promise<void> {
 async function handleList(deps: ApiDeps, ctx: Context): Promise<void> {
   const { store, clock, listPages } = deps;
   const q = new QueryReader(ctx.query);
-  const cursor = q.string('cursor', 512);
-  const query = q.string('query', 200);
+  const cursor = q.text(cursorParam);
+  const query = q.text(nameQueryParam);
   const kind = q.enumOf('kind', WORKFLOW_KINDS);
   const buildStatus = q.enumOf('build_status', BUILD_STATUSES);
   const terminatedOnly = q.bool('terminated');
   const includeTerminated = q.bool('include_terminated') ?? false;
   const include = q.enumOf('include', INCLUDES);
-  const intervalMin = q.int('interval_min', 0, INT32_MAX);
-  const intervalMax = q.int('interval_max', 0, INT32_MAX);
-  const limit = q.int('limit', 1, 100) ?? WORKFLOW_PAGE_SIZE;
+  const intervalMin = q.integer(intervalMinParam);
+  const intervalMax = q.integer(intervalMaxParam);
+  const limit = q.integer(limitParam);
   if (intervalMin && intervalMax && intervalMax < intervalMin) {
     q.fail('interval_max', 'must not be less than interval_min');
   }
@@ -180,7 +191,7 @@ async function handleList(deps: ApiDeps, ctx: Context): Promise<void> {
   const json = JSON.stringify({
     workflows: page.map((w) => withHealth(presentWorkflow(w), health?.get(w.id))),
     cursor: more && last ? encodeCursor(list, { k: last.createdAt, id: last.id }) : '',
-  });
+  } satisfies Wire<typeof workflowPageSchema>);
   if (!health) listPages.set(key, version, json);
   ctx.body = json;
 }
@@ -272,15 +283,90 @@ async function handleDelete(deps: ApiDeps, ctx: Context): Promise<void> {
   ctx.status = 204;
 }
 
-export function workflowsRoutes(deps: ApiDeps): Router {
-  const router = new Router();
-  const session = requireSession(deps.sessions, deps.config);
-  router.post('/workflows', session, (ctx) => handleCreate(deps, ctx));
-  // A list page is heavy only when it is read (handleList): a cached page is in memory already.
-  router.get('/workflows', session, (ctx) => handleList(deps, ctx));
-  router.get('/workflows/:workflow_id', session, heavyRequest(deps.heavy), (ctx) => handleGet(deps, ctx));
-  router.put('/workflows/:workflow_id', session, (ctx) => handleUpdate(deps, ctx));
-  router.patch('/workflows/:workflow_id', session, (ctx) => handleTerminate(deps, ctx));
-  router.delete('/workflows/:workflow_id', session, (ctx) => handleDelete(deps, ctx));
-  return router;
-}
+const notYours = problem('No such workflow of yours.');
+
+export const workflowsOperations: readonly Operation[] = [
+  {
+    method: 'post',
+    path: '/workflows',
+    summary: 'Create a workflow',
+    access: 'session',
+    parameters: [idempotencyKey],
+    body: { schema: createWorkflowBody, required: true },
+    responses: {
+      '201': { description: 'Created.', headers: replayed, content: json(createdSchema) },
+      '409': problem('Idempotency-Key reused for a different request, or (code `workflow_limit_reached`) the user already owns MAX_WORKFLOWS_PER_USER workflows.'),
+    },
+    handler: handleCreate,
+  },
+  {
+    method: 'get',
+    path: '/workflows',
+    summary: 'List workflows, newest first',
+    access: 'session',
+    parameters: [
+      cursorParam,
+      nameQueryParam,
+      { name: 'kind', in: 'query', schema: { enum: [...WORKFLOW_KINDS] } },
+      { name: 'build_status', in: 'query', schema: { enum: [...BUILD_STATUSES] } },
+      { name: 'terminated', in: 'query', schema: { type: 'boolean', default: false } },
+      {
+        name: 'include_terminated',
+        in: 'query',
+        description: 'true: active and terminated workflows together; not combined with terminated.',
+        schema: { type: 'boolean', default: false },
+      },
+      includeParam,
+      intervalMinParam,
+      intervalMaxParam,
+      limitParam,
+    ],
+    responses: { '200': { description: 'A page.', content: json(workflowPageSchema) } },
+    // Not `heavy`: a list page is heavy only when it is read (handleList); a cached page is in memory already.
+    handler: handleList,
+  },
+  {
+    method: 'get',
+    path: '/workflows/{workflow_id}',
+    summary: 'Read a workflow',
+    access: 'session',
+    heavy: true,
+    parameters: [includeParam],
+    responses: { '200': { description: 'The workflow, with generation.', content: json(workflowSchema) }, '404': notYours },
+    handler: handleGet,
+  },
+  {
+    method: 'put',
+    path: '/workflows/{workflow_id}',
+    summary: 'Update (and reactivate) a workflow',
+    access: 'session',
+    parameters: [idempotencyKey],
+    body: { schema: updateWorkflowBody, required: true },
+    responses: {
+      '204': { description: 'Updated.', headers: replayed },
+      '404': notYours,
+      '409': problem('Idempotency-Key reused for a different request.'),
+    },
+    handler: handleUpdate,
+  },
+  {
+    method: 'patch',
+    path: '/workflows/{workflow_id}',
+    summary: 'Terminate a workflow',
+    access: 'session',
+    responses: { '204': { description: 'Terminated.' }, '404': notYours, '412': problem('Already terminated (code workflow_terminated).') },
+    handler: handleTerminate,
+  },
+  {
+    method: 'delete',
+    path: '/workflows/{workflow_id}',
+    summary: 'Delete a terminated workflow',
+    access: 'session',
+    responses: {
+      '204': { description: 'Deleted.' },
+      '404': notYours,
+      '412': problem('Still active (workflow_active) or has a running job (workflow_has_running_jobs).'),
+    },
+    handler: handleDelete,
+  },
+];

@@ -68,7 +68,7 @@ export interface WorkflowHealth {
   /** Terminated by the failure limit, not by its owner; stays so until the workflow is updated (PUT) or deleted. */
   autoTerminated: boolean;
   /** The run going on now, if any. */
-  running: OpenRun | null;
+  running: (OpenRun & { status: 'RUNNING' }) | null;
   lastRun: RunSummary | null;
   /** When the next run is due; null when none will be (terminated, not built). */
   nextRunAt: number | null;
@@ -86,7 +86,7 @@ type HealthInput = Pick<
 
 export function workflowHealth(w: HealthInput, facts: RunFacts, now: number): WorkflowHealth {
   const terminated = w.terminatedAt !== null;
-  const running = facts.open.find((r) => r.status === 'RUNNING') ?? null;
+  const running = facts.open.find((r): r is OpenRun & { status: 'RUNNING' } => r.status === 'RUNNING') ?? null;
   const waiting = facts.open.filter((r) => r.status !== 'RUNNING').map((r) => r.scheduledAt);
   const lastRun = facts.recent.find((r) => r.status !== 'CANCELED') ?? null;
   const built = w.buildStatus === 'COMPLETED';

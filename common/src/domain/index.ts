@@ -10,3 +10,4 @@ export * from './check.js';
 export * from './health.js';
 export * from './events.js';
 export * from './due-slots.js';
+export * from './cron-slots.js';

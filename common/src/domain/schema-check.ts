@@ -43,11 +43,19 @@ export class SchemaValidators {
     extend?.(this.firstError);
   }
 
+  /**
+   * Each form is compiled on its first use: compiling every schema twice took
+   * half a second of a start (issue 33), most of it for the first-error form
+   * that only an oversized value needs. The schemas' own mistakes still show
+   * at once, since the api suite sends every route a value.
+   */
   compile(schema: object, prefix = ''): (value: unknown) => FieldError[] {
-    const all: ValidateFunction = this.everyError.compile(schema);
-    const first: ValidateFunction = this.firstError.compile(schema);
+    let all: ValidateFunction | undefined;
+    let first: ValidateFunction | undefined;
     return (value) => {
-      const validate = holdsMoreValuesThan(value, FULL_REPORT_MAX_VALUES) ? first : all;
+      const validate = holdsMoreValuesThan(value, FULL_REPORT_MAX_VALUES)
+        ? (first ??= this.firstError.compile(schema))
+        : (all ??= this.everyError.compile(schema));
       return validate(value) ? [] : ajvErrorsToFields(validate.errors, prefix);
     };
   }

@@ -12,7 +12,7 @@ export type { LogLineInput, JobOwner } from './repos/logs.repo.js';
 export type { LogLine } from './repos/log-queries.repo.js';
 export * from './lifecycle.js';
 export { NOTIFICATION_KINDS, NOTIFICATION_STATE_CHANGES, type Notification, type NotificationKind, type NotificationStateChange } from './repos/notifications.repo.js';
-export { DELETED_WORKFLOW_NAME, type WorkflowTotals, type UserTotals, type KindTotals, type TopWorkflow } from './repos/analytics.repo.js';
+export { DELETED_WORKFLOW_NAME, TOP_WORKFLOWS, type WorkflowTotals, type UserTotals, type KindTotals, type TopWorkflow } from './repos/analytics.repo.js';
 export { isConnectionError } from '../core/connection-errors.js';
 export * from './health.js';
 export { backupSqlite, type SqliteBackupResult } from './sqlite-backup.js';

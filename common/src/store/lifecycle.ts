@@ -17,6 +17,7 @@ import { domainEvents, type DomainEvent, type TerminationCause } from '../domain
 /** A new workflow (POST /workflows). */
 export async function createWorkflow(tx: Store, workflow: Workflow): Promise<void> {
   await tx.workflows.insert(workflow);
+  await tx.users.countWorkflow(workflow.userId, 1);
   await tx.outbox.add(domainEvents.workflowCreated(workflow));
 }
 
@@ -46,6 +47,7 @@ async function cancelJobs(tx: Store, workflow: Workflow, canceled: readonly Job[
 /** Deletes a terminated workflow (its jobs, logs and notifications go with it; its analytics stay). */
 export async function deleteWorkflow(tx: Store, workflow: Workflow, now: number): Promise<boolean> {
   if (!(await tx.workflows.deleteTerminated(workflow.userId, workflow.id))) return false;
+  await tx.users.countWorkflow(workflow.userId, -1);
   await tx.outbox.add(domainEvents.workflowDeleted(workflow, now));
   return true;
 }

@@ -12,6 +12,8 @@ export interface UsersTable {
   notification_preference: 'ALL' | 'NONE';
   created_at: number;
   updated_at: number;
+  /** Rows in `workflows` with this user_id, kept by createWorkflow and deleteWorkflow (lifecycle.ts). */
+  workflow_count: Generated<number>;
 }
 
 export interface SessionsTable {

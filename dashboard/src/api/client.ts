@@ -21,6 +21,11 @@ export type LogPage = Schemas['LogPage'];
 export type LogRange = Schemas['LogRange'];
 export type CreateWorkflow = Schemas['CreateWorkflow'];
 export type UpdateWorkflow = Schemas['UpdateWorkflow'];
+export type Notification = Schemas['Notification'];
+export type NotificationKind = Notification['kind'];
+export type NotificationPage = Schemas['NotificationPage'];
+export type UserAnalytics = Schemas['UserAnalytics'];
+export type WorkflowAnalytics = Schemas['WorkflowAnalytics'];
 
 export const WORKFLOW_KINDS: readonly WorkflowKind[] = ['HEARTBEAT', 'CONTAINER'];
 export const BUILD_STATUSES: readonly BuildStatus[] = ['QUEUED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELED'];
@@ -42,28 +47,6 @@ export async function call<T>(request: Promise<{ data?: T; error?: unknown; resp
   }
   if (!result.response.ok) throw toApiError(result.response, result.error);
   return result.data as T;
-}
-
-/**
- * Routes of the contract this build's OpenAPI document may not describe yet
- * (see features.gen.ts): plain fetch with hand-written types.
- */
-export async function contractRequest<T>(method: 'GET' | 'PUT', path: string, body?: unknown): Promise<T> {
-  let response: Response;
-  try {
-    response = await fetch(`${API_BASE}${path}`, {
-      method,
-      credentials: 'same-origin',
-      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
-      body: body === undefined ? null : JSON.stringify(body),
-    });
-  } catch {
-    throw networkError();
-  }
-  const text = await response.text();
-  const parsed: unknown = text ? JSON.parse(text) : undefined;
-  if (!response.ok) throw toApiError(response, parsed);
-  return parsed as T;
 }
 
 /** The raw log download of a finished job, as a link the browser saves. */

@@ -1,7 +1,6 @@
 import { useState } from 'react';
 import { Link, NavLink, Outlet, useNavigate } from 'react-router';
 import { useDisconnected } from '../connection';
-import { features } from '../api/features.gen';
 import { messageOf } from '../api/problem';
 import { useSession, useSignOut } from '../session';
 import { NotificationsButton, NotificationsDrawer } from './notifications';
@@ -34,11 +33,11 @@ export function Layout() {
         </Link>
         <nav aria-label="Main">
           <NavLink to="/workflows">Workflows</NavLink>
-          {features.analytics ? <NavLink to="/analytics">Analytics</NavLink> : null}
+          <NavLink to="/analytics">Analytics</NavLink>
           <NavLink to="/profile">Profile</NavLink>
         </nav>
         <div className="topbar-end">
-          {features.notifications ? <NotificationsButton onOpen={() => setDrawerOpen(true)} /> : null}
+          <NotificationsButton onOpen={() => setDrawerOpen(true)} />
           <span className="who" title={session.data?.email}>
             {session.data?.email}
           </span>

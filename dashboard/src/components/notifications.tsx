@@ -1,8 +1,8 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { Link } from 'react-router';
-import { contractRequest } from '../api/client';
-import { notificationPayload, safeActionPath, type Notification, type NotificationPage, type StateChange } from '../api/contract';
+import { api, call, type Notification } from '../api/client';
+import { notificationPayload, safeActionPath, type StateChange } from '../api/notification-payload';
 import { formatTime } from '../format';
 import { EmptyState, Spinner } from './badges';
 
@@ -34,7 +34,7 @@ const changeTag = (n: Notification) => {
   return change && Object.hasOwn(CHANGE_TAGS, change) ? { change: change as StateChange, ...CHANGE_TAGS[change as StateChange] } : undefined;
 };
 
-const unreadPath = (stateChange: boolean) => `/notifications?unread=true&state_change=${stateChange}&limit=${UNREAD_PAGE}`;
+const unreadPage = (stateChange: boolean) => call(api.GET('/notifications', { params: { query: { unread: true, state_change: stateChange, limit: UNREAD_PAGE } } }));
 
 /**
  * Unread notifications, counted by the api's filter: the unread state changes
@@ -44,7 +44,7 @@ const unreadPath = (stateChange: boolean) => `/notifications?unread=true&state_c
 function useUnreadCount() {
   const changes = useQuery({
     queryKey: ['notifications', 'unread', 'changes'],
-    queryFn: () => contractRequest<NotificationPage>('GET', unreadPath(true)),
+    queryFn: () => unreadPage(true),
     refetchInterval: POLL_MS,
     select: (page) => {
       const recoveries = page.notifications.filter(isRecovery).length;
@@ -53,7 +53,7 @@ function useUnreadCount() {
   });
   const rest = useQuery({
     queryKey: ['notifications', 'unread', 'rest'],
-    queryFn: () => contractRequest<NotificationPage>('GET', unreadPath(false)),
+    queryFn: () => unreadPage(false),
     refetchInterval: POLL_MS,
     select: (page) => ({ count: page.notifications.length, more: page.cursor !== '' }),
   });
@@ -165,12 +165,8 @@ type View = (typeof VIEWS)[number][0];
  * unread ones only unless asked); the api filters state changes, so routine
  * ones never push them off a page.
  */
-function listPath(stateChange: boolean | undefined, cursor: string): string {
-  const params = new URLSearchParams({ include_read: 'true' });
-  if (stateChange !== undefined) params.set('state_change', String(stateChange));
-  if (cursor) params.set('cursor', cursor);
-  const q = params.toString();
-  return `/notifications${q ? `?${q}` : ''}`;
+function listPage(stateChange: boolean | undefined, cursor: string) {
+  return call(api.GET('/notifications', { params: { query: { include_read: true, state_change: stateChange, cursor: cursor || undefined } } }));
 }
 
 /** A side panel (modal dialog): state changes first (down, recovered, terminated automatically, build failed), everything else one click away; mark one or all read. */
@@ -181,18 +177,24 @@ export function NotificationsDrawer({ onClose }: { onClose: () => void }) {
   const stateChange = VIEWS.find((v) => v[0] === view)![2];
   const list = useInfiniteQuery({
     queryKey: ['notifications', 'list', view],
-    queryFn: ({ pageParam }) => contractRequest<NotificationPage>('GET', listPath(stateChange, pageParam)),
+    queryFn: ({ pageParam }) => listPage(stateChange, pageParam),
     initialPageParam: '',
     getNextPageParam: (last) => last.cursor || undefined,
     refetchInterval: POLL_MS,
   });
   const markRead = useMutation({
-    mutationFn: (ids: string[]) => contractRequest<void>('PUT', '/notifications', { ids }),
+    mutationFn: (ids: string[]) => call(api.PUT('/notifications', { body: { ids } })),
     onSettled: () => client.invalidateQueries({ queryKey: ['notifications'] }),
   });
 
+  // Focus moves into the dialog once, and back to what opened it (the bell) when it closes,
+  // however it closes; before, Escape left focus on the page body.
   useEffect(() => {
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
     panel.current?.focus();
+    return () => opener?.focus();
+  }, []);
+  useEffect(() => {
     const onKey = (e: KeyboardEvent) => e.key === 'Escape' && onClose();
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);

@@ -1,9 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
-import { contractRequest } from '../api/client';
-import type { UserAnalytics } from '../api/contract';
-import { features } from '../api/features.gen';
-import { EmptyState, Spinner } from '../components/badges';
+import { api, call, type UserAnalytics } from '../api/client';
+import { Spinner } from '../components/badges';
 import { BarChart } from '../components/bar-chart';
 import { DataTable } from '../components/data-table';
 import { Facts } from '../components/facts';
@@ -29,18 +27,9 @@ export function AnalyticsPage() {
   useTitle('Analytics');
   const analytics = useQuery({
     queryKey: ['analytics', 'user'],
-    queryFn: () => contractRequest<UserAnalytics>('GET', '/analytics'),
-    enabled: features.analytics,
+    queryFn: () => call(api.GET('/analytics')),
     refetchInterval: 15_000,
   });
-  if (!features.analytics) {
-    return (
-      <div>
-        <h1>Analytics</h1>
-        <EmptyState title="Analytics are not available on this server yet" />
-      </div>
-    );
-  }
   if (analytics.isPending) return <Spinner />;
   if (analytics.isError && !analytics.data) return <p className="error-text">{analytics.error.message}</p>;
   const a = analytics.data;

@@ -3,6 +3,7 @@ import { useMemo } from 'react';
 import { Link, useParams } from 'react-router';
 import { api, call, isTerminal } from '../api/client';
 import { LoadFailed, Spinner, StatusBadge } from '../components/badges';
+import { Elapsed } from '../components/elapsed';
 import { Facts } from '../components/facts';
 import { checkSummary, FAILURE_TEXT } from '../components/check';
 import { targetOf } from '../components/definition';
@@ -45,7 +46,7 @@ export function JobPage() {
           ['Scheduled', formatTime(j.scheduled_at)],
           ['Started', formatTime(j.started_at)],
           ['Completed', formatTime(j.completed_at)],
-          ['Duration', formatSpan(j.started_at, j.completed_at)],
+          ['Duration', j.started_at && !j.completed_at && !terminal ? <Elapsed since={j.started_at} /> : formatSpan(j.started_at, j.completed_at)],
           w?.kind === 'HEARTBEAT' && ['Request', <code className="break">{targetOf(w)}</code>, true],
           j.check !== undefined && ['Response', checkSummary(j.check)],
           j.check?.failure !== undefined && ['Failed because', FAILURE_TEXT[j.check.failure]],

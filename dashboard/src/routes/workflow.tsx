@@ -1,9 +1,7 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { api, call, contractRequest, isTerminal, JOB_STATUSES, JOB_TRIGGERS, type Job, type JobStatus, type JobTrigger, type Workflow } from '../api/client';
-import type { WorkflowAnalytics } from '../api/contract';
-import { features } from '../api/features.gen';
+import { api, call, isTerminal, JOB_STATUSES, JOB_TRIGGERS, type Job, type JobStatus, type JobTrigger, type Workflow } from '../api/client';
 import { useIdempotencyKey } from '../api/idempotency';
 import { ApiError } from '../api/problem';
 import { EmptyState, LoadFailed, Spinner, StatusBadge } from '../components/badges';
@@ -115,6 +113,7 @@ function Actions({ w }: { w: Workflow }) {
       {active ? (
         <ConfirmButton
           label="Terminate"
+          danger
           question="Terminate this workflow? Pending jobs are canceled and a running one is stopped."
           confirmLabel="Yes, terminate"
           disabled={terminate.isPending}
@@ -137,7 +136,7 @@ function Actions({ w }: { w: Workflow }) {
 function WorkflowStats({ workflowId, kind }: { workflowId: string; kind: Workflow['kind'] }) {
   const stats = useQuery({
     queryKey: ['analytics', workflowId],
-    queryFn: () => contractRequest<WorkflowAnalytics>('GET', `/analytics/${encodeURIComponent(workflowId)}`),
+    queryFn: () => call(api.GET('/analytics/{workflow_id}', { params: { path: { workflow_id: workflowId } } })),
     refetchInterval: 10_000,
   });
   if (!stats.data) return null;
@@ -248,7 +247,7 @@ export function WorkflowPage() {
         <summary>Definition as JSON (payload)</summary>
         <pre>{prettyPayload(w.payload)}</pre>
       </details>
-      {features.analytics ? <WorkflowStats workflowId={w.id} kind={w.kind} /> : null}
+      <WorkflowStats workflowId={w.id} kind={w.kind} />
       <Jobs w={w} />
     </div>
   );

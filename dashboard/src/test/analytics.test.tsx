@@ -1,10 +1,9 @@
 import { screen } from '@testing-library/react';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { UserAnalytics } from '../api/contract';
+import { describe, expect, it } from 'vitest';
+import type { UserAnalytics } from '../api/client';
+import { AnalyticsPage } from '../routes/analytics';
+import { fakeApi } from './fake-api';
 import { renderWithProviders } from './render';
-
-vi.mock('../api/features.gen', () => ({ features: { notifications: true, analytics: true } }));
-const { AnalyticsPage } = await import('../routes/analytics');
 
 const analytics: UserAnalytics = {
   total_workflows: 3,
@@ -22,16 +21,17 @@ const analytics: UserAnalytics = {
 };
 
 describe('AnalyticsPage', () => {
-  afterEach(() => vi.unstubAllGlobals());
-
   it('shows the totals, charts per kind and the top workflows from GET /analytics', async () => {
-    const fetch = vi.fn(async () => Response.json(analytics));
-    vi.stubGlobal('fetch', fetch);
+    const asked: string[] = [];
+    fakeApi.handle = async (request) => {
+      asked.push(`${request.method} ${new URL(request.url).pathname}`);
+      return Response.json(analytics);
+    };
     renderWithProviders(<AnalyticsPage />);
     const totals = await screen.findByLabelText('Totals');
     expect(totals.textContent).toContain('42');
     expect(totals.textContent).toContain('1h 2m');
-    expect(fetch).toHaveBeenCalledWith('/api/analytics', expect.objectContaining({ method: 'GET' }));
+    expect(asked).toContain('GET /api/analytics');
     expect(screen.getByRole('img', { name: 'Jobs per kind: HEARTBEAT 40, CONTAINER 2' })).toBeTruthy();
     const table = screen.getByRole('table', { name: 'Top workflows' });
     expect(table.querySelectorAll('tbody tr')).toHaveLength(2);

@@ -1,8 +1,10 @@
+import { useState } from 'react';
 import { screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Notification } from '../api/contract';
+import { describe, expect, it, vi } from 'vitest';
+import type { Notification } from '../api/client';
 import { NotificationsButton, NotificationsDrawer } from '../components/notifications';
+import { fakeApi } from './fake-api';
 import { renderWithProviders } from './render';
 
 function notification(id: string, payload: object, read = false, kind: Notification['kind'] = 'WEB_SUCCESS'): Notification {
@@ -23,17 +25,17 @@ const changeOf = (n: Notification) => (JSON.parse(n.payload) as { state_change?:
  * api applies them: unread ones only unless include_read=true) and PUT
  * /notifications, over a list the test owns.
  */
-function fakeApi(list: Notification[]) {
+function notificationsApi(list: Notification[]) {
   const puts: unknown[] = [];
   const gets: string[] = [];
-  const fetch = vi.fn(async (url: string, init?: RequestInit) => {
-    if (init?.method === 'PUT') {
-      const { ids } = JSON.parse(String(init.body)) as { ids: string[] };
+  fakeApi.handle = async (request) => {
+    if (request.method === 'PUT') {
+      const { ids } = (await request.json()) as { ids: string[] };
       puts.push(ids);
       for (const n of list) if (ids.includes(n.id)) n.read_at ??= '2026-11-01T11:00:00.000Z';
       return new Response(null, { status: 204 });
     }
-    const u = new URL(url, 'http://dashboard.test');
+    const u = new URL(request.url);
     expect(u.pathname).toBe('/api/notifications');
     gets.push(u.search);
     expect(u.searchParams.has('kind')).toBe(false);
@@ -42,24 +44,20 @@ function fakeApi(list: Notification[]) {
     const limit = Number(u.searchParams.get('limit') ?? 50);
     const shown = list.filter((n) => (changes === null || (changeOf(n) !== undefined) === (changes === 'true')) && (!unread || !n.read_at));
     return Response.json({ notifications: shown.slice(0, limit), cursor: shown.length > limit ? 'more' : '' });
-  });
-  vi.stubGlobal('fetch', fetch);
-  return { fetch, puts, gets };
+  };
+  return { puts, gets };
 }
 
 describe('notifications', () => {
-  beforeEach(() => vi.unstubAllGlobals());
-  afterEach(() => vi.unstubAllGlobals());
-
   it('counts unread notifications on the bell', async () => {
-    fakeApi([notification('a', { title: 'A' }), notification('b', { title: 'B' }), notification('c', { title: 'C' }, true)]);
+    notificationsApi([notification('a', { title: 'A' }), notification('b', { title: 'B' }), notification('c', { title: 'C' }, true)]);
     renderWithProviders(<NotificationsButton onOpen={() => {}} />);
     expect(await screen.findByRole('button', { name: 'Notifications, 2 unread' })).toBeTruthy();
     expect(screen.getByTestId('unread-count').textContent).toBe('2');
   });
 
   it('counts unread state changes apart, with the api\'s filter, alerts in red ahead of routine ones', async () => {
-    const { gets } = fakeApi([
+    const { gets } = notificationsApi([
       notification('a', { title: 'Job completed' }),
       notification('b', { title: 'Job failed', state_change: 'down' }, false, 'WEB_ERROR'),
       notification('c', { title: 'Workflow terminated automatically', state_change: 'terminated' }, false, 'WEB_ALERT'),
@@ -77,14 +75,14 @@ describe('notifications', () => {
 
   it('counts every unread state change, however many routine ones are newer', async () => {
     const routine = Array.from({ length: 150 }, (_, i) => notification(`r${i}`, { title: 'Job failed' }, false, 'WEB_ERROR'));
-    fakeApi([...routine, notification('down', { title: 'Job failed', state_change: 'down' }, false, 'WEB_ERROR')]);
+    notificationsApi([...routine, notification('down', { title: 'Job failed', state_change: 'down' }, false, 'WEB_ERROR')]);
     renderWithProviders(<NotificationsButton onOpen={() => {}} />);
     expect(await screen.findByRole('button', { name: 'Notifications, 1 alert, 101+ unread' })).toBeTruthy();
     expect(screen.getByTestId('unread-count').textContent).toBe('1');
   });
 
   it('opens on the state changes, asking the api for them only, with everything else one click away', async () => {
-    const { gets } = fakeApi([
+    const { gets } = notificationsApi([
       notification('a', { title: 'Job completed' }),
       notification('b', { title: 'Workflow terminated automatically', state_change: 'terminated' }, false, 'WEB_ALERT'),
       notification('c', { title: 'Job failed' }, false, 'WEB_ERROR'),
@@ -105,7 +103,7 @@ describe('notifications', () => {
   });
 
   it('counts unread recoveries in green when nothing is failing, and names them in the label', async () => {
-    fakeApi([
+    notificationsApi([
       notification('a', { title: 'Job completed' }),
       notification('b', { title: 'Workflow recovered', state_change: 'recovered' }),
       notification('c', { title: 'Workflow recovered', state_change: 'recovered' }, true),
@@ -117,7 +115,7 @@ describe('notifications', () => {
   });
 
   it('keeps the red alert count ahead of recoveries', async () => {
-    fakeApi([
+    notificationsApi([
       notification('a', { title: 'Job failed', state_change: 'down' }, false, 'WEB_ERROR'),
       notification('b', { title: 'Workflow recovered', state_change: 'recovered' }),
     ]);
@@ -128,7 +126,7 @@ describe('notifications', () => {
   });
 
   it('tags each state change in words, a recovery "recovered" and the failure that turned it down "down"', async () => {
-    fakeApi([
+    notificationsApi([
       notification('a', { title: 'Job completed' }),
       notification('b', { title: 'Workflow recovered', message: 'Workflow "api" is up again.', state_change: 'recovered' }),
       notification('c', { title: 'Job failed', state_change: 'down' }, false, 'WEB_ERROR'),
@@ -162,7 +160,7 @@ describe('notifications', () => {
       }),
       notification('0190a5b2-0000-7000-8000-000000000002', { title: 'Build failed', action_url: 'https://evil.example/' }),
     ];
-    const { puts } = fakeApi(list);
+    const { puts } = notificationsApi(list);
     const user = userEvent.setup();
     renderWithProviders(<NotificationsDrawer onClose={() => {}} />);
     const drawer = await screen.findByRole('dialog', { name: 'Notifications' });
@@ -184,11 +182,34 @@ describe('notifications', () => {
   });
 
   it('closes on Escape and says when there is nothing', async () => {
-    fakeApi([]);
+    notificationsApi([]);
     const onClose = vi.fn();
     renderWithProviders(<NotificationsDrawer onClose={onClose} />);
     await screen.findByText('No state changes');
     await userEvent.keyboard('{Escape}');
     expect(onClose).toHaveBeenCalled();
+  });
+
+  it('gives focus back to the button that opened it when it closes', async () => {
+    notificationsApi([]);
+    function Opener() {
+      const [open, setOpen] = useState(false);
+      return (
+        <>
+          <button type="button" onClick={() => setOpen(true)}>
+            Open the drawer
+          </button>
+          {open ? <NotificationsDrawer onClose={() => setOpen(false)} /> : null}
+        </>
+      );
+    }
+    renderWithProviders(<Opener />);
+    const opener = screen.getByRole('button', { name: 'Open the drawer' });
+    await userEvent.click(opener);
+    await screen.findByText('No state changes');
+    expect(document.activeElement).toBe(screen.getByRole('dialog'));
+    await userEvent.keyboard('{Escape}');
+    expect(screen.queryByRole('dialog')).toBeNull();
+    expect(document.activeElement).toBe(opener);
   });
 });

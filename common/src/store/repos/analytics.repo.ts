@@ -32,6 +32,9 @@ export const DELETED_WORKFLOW_NAME = 'Deleted workflow';
 /** Rows per statement of the batched writes (well under either engine's parameter limit). */
 const CHUNK = 500;
 
+/** How many workflows a user's totals list by jobs run (`top_workflows`). */
+export const TOP_WORKFLOWS = 10;
+
 /**
  * Analytics counters. Job totals per workflow live in workflow_stats, each
  * event applied once (applied_events); log lines are summed from
@@ -110,7 +113,7 @@ export class AnalyticsRepo {
     return { totalJobs: stats?.total_jobs ?? 0, totalDurationS: stats?.total_duration_s ?? 0, totalJoblogs: Number(logs.n) };
   }
 
-  async forUser(userId: string, top = 10): Promise<UserTotals> {
+  async forUser(userId: string, top = TOP_WORKFLOWS): Promise<UserTotals> {
     const logRows = await this.db
       .selectFrom('job_log_counts')
       .select(['workflow_id', (eb) => eb.fn.sum<number | string>('lines').as('n')])

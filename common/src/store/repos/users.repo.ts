@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { DialectHelpers } from '../dialect.js';
 import type { Database, UsersTable } from '../schema.js';
 
@@ -11,7 +11,7 @@ export interface User {
   updatedAt: number;
 }
 
-function toUser(r: UsersTable): User {
+function toUser(r: Selectable<UsersTable>): User {
   return {
     id: r.id,
     email: r.email,
@@ -69,6 +69,25 @@ export class UsersRepo {
   async findById(id: string): Promise<User | undefined> {
     const row = await this.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
     return row && toUser(row);
+  }
+
+  /**
+   * How many workflows the user has, terminated ones included: the count kept
+   * beside the user (issue 32), so the cap check of each create reads one row
+   * however many workflows the user already has.
+   */
+  async workflowCount(id: string): Promise<number> {
+    const row = await this.db.selectFrom('users').select('workflow_count').where('id', '=', id).executeTakeFirst();
+    return Number(row?.workflow_count ?? 0);
+  }
+
+  /** Moves the kept count (workflowCount) by one; lifecycle.ts does it in the transaction that inserts or deletes the workflow. */
+  async countWorkflow(id: string, delta: 1 | -1): Promise<void> {
+    await this.db
+      .updateTable('users')
+      .set((eb) => ({ workflow_count: eb('workflow_count', '+', delta) }))
+      .where('id', '=', id)
+      .execute();
   }
 
   /**

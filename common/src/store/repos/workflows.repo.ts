@@ -321,15 +321,6 @@ export class WorkflowsRepo {
     return Number(result.numDeletedRows) === 1;
   }
 
-  async countForUser(userId: string): Promise<number> {
-    const row = await this.db
-      .selectFrom('workflows')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('user_id', '=', userId)
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
-  }
-
   /** Active workflows whose build has not started (QUEUED). */
   async queuedBuilds(limit: number): Promise<Workflow[]> {
     const rows = await this.db

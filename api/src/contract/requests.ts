@@ -1,13 +1,23 @@
-import { BUILD_STATUSES, FAILURE_LIMIT_MAX, FAILURE_LIMIT_MIN, INTERVAL_MAX, INTERVAL_MIN, NAME_MAX_LENGTH, WORKFLOW_KINDS } from '@orloj/common/domain';
+import { containerPayloadSchema, FAILURE_LIMIT_MAX, FAILURE_LIMIT_MIN, heartbeatPayloadSchema, INTERVAL_MAX, INTERVAL_MIN, NAME_MAX_LENGTH, WORKFLOW_KINDS } from '@orloj/common/domain';
+import { named, type Wire } from './components.js';
+import { uuid } from './responses.js';
 
-/** Request body schemas: ajv validates with them and the OpenAPI document publishes them. */
+/** An account's rules, checked once the body is read (http/accounts.ts): the normalised email's bytes and the password's characters. */
+export const EMAIL_MAX_BYTES = 254;
+export const PASSWORD_MIN = 8;
+export const PASSWORD_MAX = 128;
+
+/**
+ * Request body schemas: ajv validates with them and the OpenAPI document
+ * publishes them (where the published one says more, both are here).
+ */
 export const credentialsBody = {
   type: 'object',
   additionalProperties: false,
   required: ['email', 'password'],
   properties: {
     email: { type: 'string', minLength: 1, maxLength: 1024 },
-    password: { type: 'string', minLength: 8, maxLength: 512 },
+    password: { type: 'string', minLength: PASSWORD_MIN, maxLength: 512 },
   },
 } as const;
 
@@ -38,7 +48,7 @@ const payload = {
 const interval = { type: 'integer', minimum: INTERVAL_MIN, maximum: INTERVAL_MAX, description: 'Minutes between runs.' } as const;
 const failureLimit = { type: 'integer', minimum: FAILURE_LIMIT_MIN, maximum: FAILURE_LIMIT_MAX } as const;
 
-export const createWorkflowBody = {
+export const createWorkflowBody = named('CreateWorkflow', {
   type: 'object',
   additionalProperties: false,
   required: ['name', 'payload', 'kind', 'interval', 'max_consecutive_job_failures_allowed'],
@@ -50,9 +60,9 @@ export const createWorkflowBody = {
     max_consecutive_job_failures_allowed: failureLimit,
     log_retention: { type: 'boolean' },
   },
-} as const;
+} as const);
 
-export const updateWorkflowBody = {
+export const updateWorkflowBody = named('UpdateWorkflow', {
   type: 'object',
   additionalProperties: false,
   required: ['name', 'payload', 'interval', 'max_consecutive_job_failures_allowed'],
@@ -63,14 +73,14 @@ export const updateWorkflowBody = {
     max_consecutive_job_failures_allowed: failureLimit,
     log_retention: { type: 'boolean', description: 'Optional; keeps the current setting when absent.' },
   },
-} as const;
+} as const);
 
-export const updateUserBody = {
+export const updateUserBody = named('UpdateUser', {
   type: 'object',
   additionalProperties: false,
   required: ['notification_preference'],
   properties: { notification_preference: { enum: ['ALL', 'NONE'] } },
-} as const;
+} as const);
 
 /** Ids are checked as UUIDs after the schema (so the 400 names the item); repeats are ignored. */
 export const MAX_NOTIFICATION_IDS = 1000;
@@ -90,35 +100,32 @@ export const markNotificationsBody = {
 } as const;
 
 /** `POST /workflows/{id}/jobs/schedule`: no body, or an empty JSON object; any field is 400. */
-export const scheduleJobBody = {
+export const scheduleJobBody = named('ScheduleJob', {
   type: 'object',
   additionalProperties: false,
   properties: {},
   description: 'Optional; when sent, an empty object.',
-} as const;
+} as const);
 
-export interface CredentialsBody {
-  email: string;
-  password: string;
-}
-export interface RegisterBody extends CredentialsBody {
-  invitation?: string;
-}
-export interface CreateWorkflowBody {
-  name: string;
-  payload: string;
-  kind: (typeof WORKFLOW_KINDS)[number];
-  interval: number;
-  max_consecutive_job_failures_allowed: number;
-  log_retention?: boolean;
-}
-export type UpdateWorkflowBody = Omit<CreateWorkflowBody, 'kind'>;
+export type CredentialsBody = Wire<typeof credentialsBody>;
+export type RegisterBody = Wire<typeof registerBody>;
+export type CreateWorkflowBody = Wire<typeof createWorkflowBody>;
+export type UpdateWorkflowBody = Wire<typeof updateWorkflowBody>;
 export type ScheduleJobBody = Record<string, never>;
-export interface MarkNotificationsBody {
-  ids: string[];
-}
-export interface UpdateUserBody {
-  notification_preference: 'ALL' | 'NONE';
-}
+export type MarkNotificationsBody = Wire<typeof markNotificationsBody>;
+export type UpdateUserBody = Wire<typeof updateUserBody>;
 
-export { BUILD_STATUSES, WORKFLOW_KINDS };
+// As published: the rules checked after the validator too, and the ids as UUIDs.
+const publishedEmail = { type: 'string', format: 'email', maxLength: EMAIL_MAX_BYTES, description: `Trimmed and lower-cased; at most ${EMAIL_MAX_BYTES} bytes.` } as const;
+const publishedPassword = { type: 'string', minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX } as const;
+export const credentialsDocument = named('Credentials', { ...credentialsBody, properties: { email: publishedEmail, password: publishedPassword } });
+export const registrationDocument = named('Registration', {
+  ...registerBody,
+  properties: { email: publishedEmail, password: publishedPassword, invitation: registerBody.properties.invitation },
+});
+export const markNotificationsDocument = named('MarkNotifications', {
+  ...markNotificationsBody,
+  properties: { ids: { ...markNotificationsBody.properties.ids, items: uuid } },
+});
+named('HeartbeatPayload', heartbeatPayloadSchema);
+named('ContainerPayload', containerPayloadSchema);
