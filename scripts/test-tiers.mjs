@@ -32,14 +32,16 @@ export const TIERS = {
   'system-server': ['server/test/**/*.test.ts'],
   // Chromium against real processes, the container image, compose and Kubernetes.
   'system-ui': ['dashboard/test/**/*.test.ts', 'deploy/test/**/*.test.ts'],
-  // Restarts the shared PostgreSQL and RabbitMQ: alone, after every other tier.
-  'system-restart': ['server/test/restart.test.ts'],
+  // Alone, after every other tier: restart.test.ts restarts the shared PostgreSQL and
+  // RabbitMQ; availability.test.ts bounds /livez latency under a flood, which other lanes
+  // on the same two cores would break.
+  'system-alone': ['server/test/restart.test.ts', 'server/test/availability.test.ts'],
 };
-const IGNORE = { 'system-server': ['server/test/restart.test.ts'] };
+const IGNORE = { 'system-server': ['server/test/restart.test.ts', 'server/test/availability.test.ts'] };
 /** Names a caller may use for a group of tiers. */
-const GROUPS = { system: ['system-server', 'system-ui', 'system-restart'] };
+const GROUPS = { system: ['system-server', 'system-ui', 'system-alone'] };
 /** Stages run one after another; in a stage, lanes run at once; in a lane, tiers in turn. */
-const PLAN = [[['unit', 'integration'], ['system-server'], ['system-ui']], [['system-restart']]];
+const PLAN = [[['unit', 'integration'], ['system-server'], ['system-ui']], [['system-alone']]];
 
 function selected(names) {
   if (names.length === 0) return new Set(Object.keys(TIERS));
