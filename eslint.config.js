@@ -121,6 +121,20 @@ export default tseslint.config(
   },
   // A test reaches another package's test support or sources through its package entry
   // (@orloj/<package>/test-support, @orloj/common/store, …), never by a relative path into it.
+  // A focused test (.only) left in a commit silently drops every other test of the run.
+  {
+    files: ['**/*.{ts,tsx,js,cjs,mjs}'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        ...['describe', 'context', 'it', 'specify', 'test', 'suite'].map((object) => ({
+          object,
+          property: 'only',
+          message: 'a focused test runs alone and hides the rest of the suite; remove .only before committing',
+        })),
+      ],
+    },
+  },
   {
     files: ['*/test/**/*.{ts,tsx}'],
     rules: {

@@ -10,6 +10,8 @@ export default mergeConfig(
       include: ['src/**/*.test.tsx', 'src/**/*.test.ts'],
       setupFiles: ['src/test/setup.ts'],
       restoreMocks: true,
+      // A focused test (.only) fails the run instead of hiding the rest (docs/testing.md, "A strict gate").
+      allowOnly: false,
     },
   }),
 );

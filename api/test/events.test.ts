@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { systemClock } from '@orloj/common/core';
 import { silentLogger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, TOPICS } from '@orloj/common/messages';
-import { PRODUCER_ROLES, roleBus, type ProducerRole, type RoleKeys, type SignedBus } from '@orloj/common/envelope';
+import { roleBus, type RoleKeys, type SignedBus } from '@orloj/common/envelope';
 import { MemoryBus } from '@orloj/common/bus';
 import { ApiServer, LiveTailHub, type LiveTailSettings } from '@orloj/api';
 import { SseStream } from '../src/http/sse.js';
@@ -11,7 +11,7 @@ import { describeApi, testConfig, type ApiHarness } from './support/harness.js';
 import { TestClient } from './support/client.js';
 import { containerWorkflow, entry, heartbeatWorkflow, insertJob, insertLines, lines, type Line } from './support/logs.js';
 import { SseReader } from './support/sse.js';
-import { waitFor } from '@orloj/common/test-support';
+import { generateKeys, waitFor } from '@orloj/common/test-support';
 
 type Json = Record<string, any>;
 
@@ -436,16 +436,6 @@ describeApi(
   },
 );
 
-function generateKeys(): RoleKeys {
-  const privateKeys: RoleKeys['privateKeys'] = {};
-  const publicKeys: RoleKeys['publicKeys'] = {};
-  for (const role of PRODUCER_ROLES as readonly ProducerRole[]) {
-    const pair = crypto.generateKeyPairSync('ed25519');
-    privateKeys[role] = pair.privateKey;
-    publicKeys[role] = pair.publicKey;
-  }
-  return { privateKeys, publicKeys };
-}
 
 // The api process gets lines from log-ingest's broadcasts; the store is read only to fill gaps.
 let bus: MemoryBus | undefined;

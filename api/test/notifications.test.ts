@@ -70,12 +70,32 @@ describeApi('notifications and analytics routes', (h) => {
       const first = new Map((await u.get('/notifications?include_read=true')).json.notifications.map((n: { id: string; read_at?: string }) => [n.id, n.read_at]));
       assert.ok(first.get(ids[0]!) && first.get(ids[1]!));
       assert.equal(first.get(ids[2]!), undefined);
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 5)); // wall time must pass: a second marking would then show a later read_at
       assert.equal((await u.put('/notifications', { ids })).status, 204);
       const second = new Map((await u.get('/notifications?include_read=true')).json.notifications.map((n: { id: string; read_at?: string }) => [n.id, n.read_at]));
       assert.equal(second.get(ids[0]!), first.get(ids[0]!));
       assert.equal(second.get(ids[1]!), first.get(ids[1]!));
       assert.ok(second.get(ids[2]!));
+    });
+
+    it('marks read under concurrent requests: overlapping ones all succeed, each id read once, a refused one changes nothing', async () => {
+      const u = await h().user();
+      const ids = await seedNotifications(store(), u, 30);
+      const stranger = await h().user();
+      const [theirs] = await seedNotifications(store(), stranger, 1);
+      // Ten overlapping sets (ids 0–19 only), and one set of the last ten with another user's id in it.
+      const sets = Array.from({ length: 10 }, (_, i) => ids.slice(i, i + 10 - (i % 3)));
+      const refused = [...ids.slice(20), theirs!];
+      const answers = await Promise.all([...sets, refused].map((set) => u.put('/notifications', { ids: set })));
+      assert.deepEqual(answers.map((a) => a.status), [...sets.map(() => 204), 404]);
+      const readAt = async () => new Map((await u.get('/notifications?include_read=true&limit=100')).json.notifications.map((n: { id: string; read_at?: string }) => [n.id, n.read_at]));
+      const first = await readAt();
+      for (const id of ids.slice(0, 19)) assert.ok(first.get(id), `${id} was marked read`);
+      for (const id of ids.slice(20)) assert.equal(first.get(id), undefined, 'the refused request marked nothing');
+      assert.equal((await stranger.get('/notifications?unread=true')).json.notifications.length, 1);
+      // Marked again, all at once: every read_at stays the first one.
+      assert.deepEqual((await Promise.all(sets.map((set) => u.put('/notifications', { ids: set })))).map((a) => a.status), sets.map(() => 204));
+      assert.deepEqual(await readAt(), first);
     });
 
     it('changes nothing and answers 404 when one id among 50 is another user\'s, or missing', async () => {

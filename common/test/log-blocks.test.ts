@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { sql } from 'kysely';
 import { newId } from '@orloj/common/core';
-import { newJob } from '@orloj/common/domain';
 import { foldCase, type LogLine, type LogLineInput, type Store } from '@orloj/common/store';
 import { BLOCK_LINES, BLOOM_BYTES, addLine, bloomLacks, needleProbes } from '../src/store/log-blocks.js';
 import { describeEachEngine } from './support/stores.js';
-import { workflowFixture } from './support/fixtures.js';
+import { insertLogJob } from './support/fixtures.js';
 
 // Pieces of random lines: case variants, letters whose fold is not ASCII, astral
 // characters, pattern characters, NUL and lone surrogates (stored as U+FFFD).
@@ -55,16 +53,7 @@ describe('log block filters', () => {
 });
 
 describeEachEngine('log search with the skip index', (db) => {
-  async function insertJob(store: Store): Promise<{ jobId: string; userId: string; workflowId: string }> {
-    const userId = newId();
-    await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
-    const w = workflowFixture(userId, { payload: '{}', kind: 'CONTAINER', buildStatus: 'COMPLETED', logRetention: true, buildCompletedAt: 0 });
-    await store.workflows.insert(w);
-    const job = newJob(w, 'MANUAL', 0, 0);
-    await store.jobs.insert(job);
-    await sql`update jobs set attempts = 1 where id = ${job.id}`.execute(store.db);
-    return { jobId: job.id, userId, workflowId: w.id };
-  }
+  const insertJob = (store: Store) => insertLogJob(store, { job: { attempts: 1 } });
 
   /** Every page of a search, newest first, through ownedPage (which uses the skip index). */
   async function searchAll(store: Store, j: { jobId: string; userId: string; workflowId: string }, needle: string, limit: number, stream?: 'stdout' | 'stderr'): Promise<number[]> {

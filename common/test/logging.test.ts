@@ -65,7 +65,7 @@ describe('request context in log lines', () => {
     const child = logger.child({ role: 'api' });
     await context.run('req-1', async () => {
       child.info('first');
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 5)); // a timer turn between the two lines: the request context must survive it
       child.warn({ reqId: 'req-1', extra: 1 }, 'explicit id too');
     });
     child.info('outside');

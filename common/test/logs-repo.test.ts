@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { newId } from '@orloj/common/core';
-import { newJob } from '@orloj/common/domain';
 import { foldCase, type LogLineInput, type Store } from '@orloj/common/store';
 import { describeEachEngine } from './support/stores.js';
-import { workflowFixture } from './support/fixtures.js';
+import { insertLogJob } from './support/fixtures.js';
 
 /** The reference: the simple lowercase mapping of every code point on its own. */
 function foldByCodePoint(s: string): string {
@@ -41,21 +40,7 @@ describe('foldCase (log search)', () => {
 describeEachEngine('logs repo and log search', (db, engine) => {
   let jobId: string;
 
-  async function insertJob(store: Store): Promise<string> {
-    const userId = newId();
-    await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
-    const w = workflowFixture(userId, {
-      payload: '{}',
-      kind: 'CONTAINER',
-      buildStatus: 'COMPLETED',
-      logRetention: true,
-      buildCompletedAt: 0,
-    });
-    await store.workflows.insert(w);
-    const job = newJob(w, 'MANUAL', 0, 0);
-    await store.jobs.insert(job);
-    return job.id;
-  }
+  const insertJob = async (store: Store): Promise<string> => (await insertLogJob(store)).jobId;
 
   function lines(from: number, to: number): LogLineInput[] {
     return Array.from({ length: to - from }, (_, i) => ({ sequence_num: from + i, stream: 'stdout' as const, message: `m${from + i}`, timestamp: from + i }));

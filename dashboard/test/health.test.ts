@@ -33,7 +33,7 @@ async function target(): Promise<{ server: http.Server; base: string }> {
       res.end('broken');
       return;
     }
-    setTimeout(() => res.end('ok'), 15);
+    setTimeout(() => res.end('ok'), 15); // a target that takes time to answer: the chart has a response time to show
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };

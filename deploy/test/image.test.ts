@@ -94,12 +94,16 @@ describe('deploy: the container image', function () {
     const { stdout } = await run('ls', [dataDir]);
     assert.match(stdout, /orloj\.db/);
     assert.match(stdout, /secrets\.json/);
-    // The HEALTHCHECK answers as the readiness probe does.
-    const ready = (await c.get('/readyz')).status === 200;
-    const health = await run('podman', ['exec', container, 'node', '/app/healthcheck.mjs'], { env: podmanEnv }).then(
-      () => true,
-      () => false,
-    );
-    assert.equal(health, ready);
+    // The HEALTHCHECK answers as the readiness probe does: healthy while orloj is ready…
+    assert.equal((await c.get('/readyz')).status, 200);
+    const name = container;
+    const healthcheck = (env: string[] = []) =>
+      run('podman', ['exec', ...env.flatMap((e) => ['-e', e]), name, 'node', '/app/healthcheck.mjs'], { env: podmanEnv }).then(
+        () => 'healthy',
+        (err: { stderr?: string }) => `unhealthy: ${err.stderr ?? ''}`.trim(),
+      );
+    assert.equal(await healthcheck(), 'healthy');
+    // …and unhealthy, saying why, when nothing answers where it looks (a check that cannot fail proves nothing).
+    assert.match(await healthcheck(['PORT=1', 'OPS_PORT=2']), /^unhealthy: orloj is not ready: refused/);
   });
 });

@@ -154,7 +154,7 @@ describeEachEngine('log-ingest', (db, engine) => {
     assert.equal(await rowCount(store, job.jobId), 50);
     assert.equal(await count(job), 50);
     assert.equal((await live.next('the broadcast')).lines.length, 50);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 100)); // ruling out a second broadcast: an absence announces nothing
     assert.equal(live.all.length, 1, 'broadcast once, after the commit that counted');
   });
 

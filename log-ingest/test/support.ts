@@ -1,12 +1,12 @@
 import crypto from 'node:crypto';
-import { newId, systemClock, type Clock } from '@orloj/common/core';
-import { newJob, type Workflow } from '@orloj/common/domain';
+import { systemClock, type Clock } from '@orloj/common/core';
+import type { Workflow } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES, type LogBatchMessage, type LogLineMessage } from '@orloj/common/messages';
 import { roleBus, type ProducerRole, type RoleKeys, type SignedBus } from '@orloj/common/envelope';
 import { AmqpBus, createBus, type Bus } from '@orloj/common/bus';
 import type { Store } from '@orloj/common/store';
-import { generateKeys, workflowFixture } from '@orloj/common/test-support';
+import { generateKeys, insertLogJob, type LogJob } from '@orloj/common/test-support';
 export { until } from '@orloj/common/test-support';
 
 export { generateKeys };
@@ -22,30 +22,11 @@ export function busFor(bus: Bus, role: ProducerRole, keys: RoleKeys, clock: Cloc
   return roleBus({ bus, role, keys, clock, logger: silentLogger });
 }
 
-export interface TestJob {
-  jobId: string;
-  workflowId: string;
-  userId: string;
-}
+export type TestJob = LogJob;
 
-/** A user, a CONTAINER workflow retaining logs, and one job of it. */
-export async function insertJob(store: Store, overrides: Partial<Workflow> = {}): Promise<TestJob> {
-  const userId = newId();
-  await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
-  const w = workflowFixture(userId, {
-    name: 'logs',
-    payload: JSON.stringify({ image: 'localhost/orloj-test/busybox:1', cmd: ['true'] }),
-    kind: 'CONTAINER',
-    buildStatus: 'COMPLETED',
-    intervalMinutes: 60,
-    logRetention: true,
-    buildCompletedAt: 0,
-    ...overrides,
-  });
-  await store.workflows.insert(w);
-  const job = newJob(w, 'MANUAL', 0, 0);
-  await store.jobs.insert(job);
-  return { jobId: job.id, workflowId: w.id, userId };
+/** A user, a CONTAINER workflow retaining logs, and one job of it (the kit's insertLogJob). */
+export function insertJob(store: Store, overrides: Partial<Workflow> = {}): Promise<TestJob> {
+  return insertLogJob(store, { workflow: overrides });
 }
 
 export function lines(from: number, to: number, text: (i: number) => string = (i) => `line ${i}`): LogLineMessage[] {

@@ -6,17 +6,12 @@ import { roleBus, type RoleKeys } from '@orloj/common/envelope';
 import { AmqpBus, createBus, type Bus } from '@orloj/common/bus';
 import { applyJobOutcome, createWorkflow, type Store } from '@orloj/common/store';
 import { Notifier } from '@orloj/notifier';
-import { workflowFixture, generateKeys, until } from '@orloj/common/test-support';
+import { workflowFixture, generateKeys, insertUser, until } from '@orloj/common/test-support';
 
-export { until };
+export { insertUser, until };
 
 /** Test data for the notifier: state changes made through the store's lifecycle functions, so they write their events. */
 
-export async function insertUser(store: Store): Promise<string> {
-  const id = newId();
-  await store.users.insert({ id, email: `${id}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
-  return id;
-}
 
 /** A built, active workflow of the user (its workflow.created event in the outbox). */
 export async function insertWorkflow(store: Store, userId: string, overrides: Partial<Workflow> = {}): Promise<Workflow> {

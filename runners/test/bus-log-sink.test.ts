@@ -4,16 +4,8 @@ import { pino } from 'pino';
 import { ManualClock, newId, systemClock, type Clock } from '@orloj/common/core';
 import { MESSAGE_TYPES, PRODUCER_POLICY, QUEUES, type JobRunMessage, type LogBatchMessage } from '@orloj/common/messages';
 import { EnvelopeSigner, EnvelopeVerifier, SignedBus, type Envelope, type ProducerRole } from '@orloj/common/envelope';
-import {
-  MemoryBus,
-  type BroadcastHandler,
-  type Bus,
-  type ConsumeOptions,
-  type MessageHandler,
-  type PublishOptions,
-  type Subscription,
-} from '@orloj/common/bus';
-import { deferred, Inbox, waitFor, within, type Deferred } from '@orloj/common/test-support';
+import { MemoryBus, type Bus, type PublishOptions } from '@orloj/common/bus';
+import { deferred, ForwardingBus, Inbox, waitFor, within, type Deferred } from '@orloj/common/test-support';
 import { BusLogSink, LogSinkAbandonedError, type BusLogSinkOptions } from '../src/bus-log-sink.js';
 import type { ContainerExecutor, ContainerRunHooks, ContainerRunResult, ContainerRunSpec } from '../src/executors/container.executor.js';
 import { HttpCheckExecutor } from '../src/executors/http-check.executor.js';
@@ -38,7 +30,7 @@ function signedBus(bus: Bus, role: 'scheduler' | 'runners', clock: Clock): Signe
  * confirm order), can hold log batches at a gate (a slow broker) and can
  * refuse them (a broker outage).
  */
-class TestBus implements Bus {
+class TestBus extends ForwardingBus {
   /** type of every confirmed publish, in order */
   readonly confirmed: { type: string; body: unknown }[] = [];
   refuse = 0;
@@ -46,8 +38,7 @@ class TestBus implements Bus {
   gate: Deferred<void> | undefined;
   /** Called when a log batch reaches the gate. */
   atGate = new Inbox<LogBatchMessage>();
-  constructor(readonly inner: Bus) {}
-  async publish(queue: string, message: unknown, options?: PublishOptions): Promise<void> {
+  override async publish(queue: string, message: unknown, options?: PublishOptions): Promise<void> {
     const envelope = message as Envelope;
     if (envelope.type === MESSAGE_TYPES.logBatch) {
       if (this.refuse > 0) {
@@ -60,20 +51,8 @@ class TestBus implements Bus {
         await this.gate.promise;
       }
     }
-    await this.inner.publish(queue, message, options);
+    await super.publish(queue, message, options);
     this.confirmed.push({ type: envelope.type, body: envelope.body });
-  }
-  consume(queue: string, handler: MessageHandler, options?: ConsumeOptions): Promise<Subscription> {
-    return this.inner.consume(queue, handler, options);
-  }
-  broadcast(topic: string, message: unknown): Promise<void> {
-    return this.inner.broadcast(topic, message);
-  }
-  subscribe(topic: string, handler: BroadcastHandler): Promise<Subscription> {
-    return this.inner.subscribe(topic, handler);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
   }
   /** Published batches, their columns unpacked into `lines` (what log-ingest reads). */
   batches(jobId?: string): LogBatchMessage[] {
@@ -213,7 +192,7 @@ describe('BusLogSink', () => {
     await bus.atGate.next('a batch at the slow broker');
     await waitFor(() => s.metrics().waits > 0, 'a writer to wait for room');
     // The bus is stuck: the producers are paused with the buffer full, not growing it.
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 50)); // ruling out growth: the buffer must stay full while time passes
     assert.equal(s.metrics().bufferedLines, 100);
     let progress = 0;
     // Let batches through one at a time.

@@ -142,7 +142,7 @@ describe('ContainerExecutor with a scripted runtime', () => {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.flushHeaders();
         // The daemon dies while the job runs.
-        setTimeout(() => f.crash(), 50);
+        setTimeout(() => f.crash(), 50); // the daemon dies after the executor is waiting on it
         return;
       }
       json(res, 404, { message: 'no such thing' });
@@ -201,7 +201,7 @@ describe('ContainerExecutor with a scripted runtime', () => {
         return void res.end(logFrame(1, 'bye\n'));
       }
       if (url.endsWith('/wait')) {
-        if (waitAnswer !== undefined) return void setTimeout(() => json(res, 200, waitAnswer), 50);
+        if (waitAnswer !== undefined) return void setTimeout(() => json(res, 200, waitAnswer), 50); // a daemon that answers late: the executor is waiting by then
         res.writeHead(200, { 'content-type': 'application/json' });
         return void res.flushHeaders(); // Podman's wait, much slower than the exit
       }
@@ -533,7 +533,7 @@ describe('ContainerExecutor against a real runtime', function () {
       onLine: async () => {
         if (stalled) return;
         stalled = true;
-        await new Promise((r) => setTimeout(r, 1_500));
+        await new Promise((r) => setTimeout(r, 1_500)); // a slow consumer: the executor must hold the output while real time passes
         resumedAt = Date.now();
       },
     });

@@ -23,16 +23,8 @@ import {
   type JobStopMessage,
 } from '@orloj/common/messages';
 import { EnvelopeSigner, EnvelopeVerifier, SignedBus, type Envelope, type ProducerRole } from '@orloj/common/envelope';
-import {
-  MemoryBus,
-  type Bus,
-  type ConsumeOptions,
-  type MessageHandler,
-  type PublishOptions,
-  type BroadcastHandler,
-  type Subscription,
-} from '@orloj/common/bus';
-import { deferred, Inbox, until, waitFor, within, type Deferred, needService } from '@orloj/common/test-support';
+import { MemoryBus, type Bus, type PublishOptions } from '@orloj/common/bus';
+import { deferred, ForwardingBus, Inbox, until, waitFor, within, type Deferred, needService } from '@orloj/common/test-support';
 import { ContainerExecutor, dockerOptionsFromHost, MANAGED_LABEL } from '../src/executors/container.executor.js';
 import { HttpCheckExecutor } from '../src/executors/http-check.executor.js';
 import { ImagePolicy } from '../src/executors/image-policy.js';
@@ -184,31 +176,21 @@ function is(type: string, jobId: string): (e: Envelope) => boolean {
 }
 
 /** A Bus that refuses to publish the first `failures` job.finished envelopes (a broker outage, as far as the runner can tell). */
-class FlakyBus implements Bus {
+class FlakyBus extends ForwardingBus {
   refused = 0;
   constructor(
-    private readonly inner: Bus,
+    inner: Bus,
     private failures: number,
-  ) {}
-  async publish(queue: string, message: unknown, options?: PublishOptions): Promise<void> {
+  ) {
+    super(inner);
+  }
+  override async publish(queue: string, message: unknown, options?: PublishOptions): Promise<void> {
     if ((message as { type?: string }).type === MESSAGE_TYPES.jobFinished && this.failures > 0) {
       this.failures -= 1;
       this.refused += 1;
       throw new Error('broker unavailable');
     }
-    return this.inner.publish(queue, message, options);
-  }
-  consume(queue: string, handler: MessageHandler, options?: ConsumeOptions): Promise<Subscription> {
-    return this.inner.consume(queue, handler, options);
-  }
-  broadcast(topic: string, message: unknown): Promise<void> {
-    return this.inner.broadcast(topic, message);
-  }
-  subscribe(topic: string, handler: BroadcastHandler): Promise<Subscription> {
-    return this.inner.subscribe(topic, handler);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
+    return super.publish(queue, message, options);
   }
 }
 

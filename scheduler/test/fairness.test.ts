@@ -3,20 +3,10 @@ import { newJob } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import type { Store } from '@orloj/common/store';
 import { Scheduler } from '@orloj/scheduler';
-import { describeEachEngine } from '@orloj/common/test-support';
+import { describeEachEngine, until as eventually } from '@orloj/common/test-support';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
-
-async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /**
  * MAX_ACTIVE_JOBS_PER_USER (issue 14, finding 5): the leader hands out at most

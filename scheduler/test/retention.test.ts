@@ -128,13 +128,13 @@ describeEachEngine('retention sweep', (db) => {
     const sweeper = new RetentionSweeper({ store, clock, logger: silentLogger, mayRun: () => leads, config: CONFIG, checkEveryMs: 5 });
     await sweeper.start();
     try {
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 100)); // ruling out a sweep by the standby: an absence announces nothing
       assert.ok((await ids(daily)).has(old.id), 'a standby does not sweep');
       leads = true;
       const deadline = Date.now() + 10_000;
       while ((await ids(daily)).has(old.id)) {
         assert.ok(Date.now() < deadline, 'the leader swept');
-        await new Promise((r) => setTimeout(r, 20));
+        await new Promise((r) => setTimeout(r, 20)); // poll interval: the sweep announces nothing
       }
     } finally {
       await sweeper.stop();

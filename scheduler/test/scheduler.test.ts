@@ -1,25 +1,15 @@
 import assert from 'node:assert/strict';
-import { newId } from '@orloj/common/core';
+import { newId, type Clock } from '@orloj/common/core';
 import { newJob, type Job } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES, TOPICS, type JobRunMessage } from '@orloj/common/messages';
 import { roleBus } from '@orloj/common/envelope';
 import type { Store } from '@orloj/common/store';
 import { Scheduler, type JobEvent } from '@orloj/scheduler';
-import { describeEachEngine } from '@orloj/common/test-support';
+import { deferred, describeEachEngine, until as eventually, within } from '@orloj/common/test-support';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
-
-async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 async function jobsOf(store: Store, workflowId: string): Promise<Job[]> {
   return (await store.jobs.list({ workflowId, limit: 1000 })).reverse();
@@ -156,7 +146,7 @@ describeEachEngine('scheduler', (db) => {
     await r.runners.started(r.runners.jobs[1]!, r.clock.now());
     await eventually(() => store().jobs.findById(first.job_id), (j) => j?.status === 'RUNNING', 'RUNNING');
     await r.bus.publish(`${QUEUES.jobs}.dead`, { type: MESSAGE_TYPES.jobRun, producer: 'scheduler', body: first });
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await new Promise((resolve) => setTimeout(resolve, 600)); // ruling out a third hand-out of the refused copy: an absence announces nothing
     assert.equal(r.runners.jobs.length, 2);
     assert.equal((await jobsOf(store(), w.id)).length, 1);
   });
@@ -185,7 +175,7 @@ describeEachEngine('scheduler', (db) => {
     // Once: the next tick leaves the new attempts alone.
     const sent = r.runners.jobs.length;
     await scheduler.tick();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 100)); // ruling out a second recovery: an absence announces nothing
     assert.equal(r.runners.jobs.length, sent);
   });
 
@@ -553,14 +543,32 @@ describeEachEngine('scheduler', (db) => {
     }
   });
 
+  /**
+   * The rig's clock, telling when the scheduler's loop first sleeps on it: its first (full)
+   * tick is over, so whatever it does next was woken by the clock or a nudge.
+   */
+  function watchedClock(): { clock: Clock; asleep: Promise<void> } {
+    const asleep = deferred();
+    const clock: Clock = {
+      now: () => r.clock.now(),
+      sleep: (ms, signal) => {
+        asleep.resolve();
+        return r.clock.sleep(ms, signal);
+      },
+    };
+    return { clock, asleep: within(asleep.promise, "the loop's first sleep", 60_000) };
+  }
+
   it('wakes when the next slot falls due instead of waiting for the next tick', async () => {
-    const looping = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { tickMs: 10 * MINUTE } });
+    const watched = watchedClock();
+    const looping = new Scheduler({ store: store(), bus: r.schedulerBus, clock: watched.clock, logger: silentLogger, config: { tickMs: 10 * MINUTE } });
     try {
       const w = await built({ intervalMinutes: 1 });
       await looping.start();
       // The loop's first (full) tick, then its sleep until the slot one minute on, well before its next tick.
-      await eventually(async () => looping.isLeader, Boolean, 'the loop leading');
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await watched.asleep;
+      assert.ok(looping.isLeader);
+      assert.ok(!r.runners.jobs.some((j) => j.workflow_id === w.id), 'nothing was due at the first tick');
       r.clock.advance(MINUTE);
       await r.runners.until(() => r.runners.jobs.some((j) => j.workflow_id === w.id), 'a job.run before the next tick');
     } finally {
@@ -569,12 +577,15 @@ describeEachEngine('scheduler', (db) => {
   });
 
   it('takes a manual job at once when the api nudges it, without waiting for the tick', async () => {
-    const looping = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { tickMs: 10 * MINUTE } });
+    const watched = watchedClock();
+    const looping = new Scheduler({ store: store(), bus: r.schedulerBus, clock: watched.clock, logger: silentLogger, config: { tickMs: 10 * MINUTE } });
     const api = roleBus({ bus: r.bus, role: 'api', keys: r.keys, clock: r.clock, logger: silentLogger });
     try {
       const w = await built({ intervalMinutes: 60 });
       await looping.start();
-      await eventually(async () => looping.isLeader, Boolean, 'the loop leading');
+      // After the first tick: a job inserted now is not one that tick could have handed out.
+      await watched.asleep;
+      assert.ok(looping.isLeader);
       await store().jobs.insert(newJob(w, 'MANUAL', r.clock.now(), r.clock.now()));
       await api.broadcast(TOPICS.schedulerWake, MESSAGE_TYPES.schedulerWake, {});
       // The clock stands still: only the nudge can have the job handed out.

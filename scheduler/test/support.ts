@@ -1,4 +1,4 @@
-import { ManualClock, newId } from '@orloj/common/core';
+import { ManualClock } from '@orloj/common/core';
 import type { Workflow } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES, TOPICS, type JobFinishedMessage, type JobRunMessage, type JobStopMessage, type BuildRunMessage } from '@orloj/common/messages';
@@ -6,6 +6,8 @@ import { roleBus, type Envelope, type RoleKeys, type SignedBus } from '@orloj/co
 import { MemoryBus } from '@orloj/common/bus';
 import type { Store } from '@orloj/common/store';
 import { generateKeys, workflowFixture } from '@orloj/common/test-support';
+
+export { insertUser } from '@orloj/common/test-support';
 
 export { generateKeys };
 
@@ -46,7 +48,7 @@ export class FakeRunners {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve);
-        setTimeout(resolve, 20);
+        setTimeout(resolve, 20); // poll interval, in case a message comes by a path that does not wake the waiters
       });
     }
   }
@@ -95,12 +97,6 @@ export async function rig(start = Date.UTC(2026, 0, 1, 12)): Promise<Rig> {
   const runners = new FakeRunners(roleBus({ bus, role: 'runners', keys, clock, logger: silentLogger }));
   await runners.start();
   return { clock, bus, keys, schedulerBus, runners };
-}
-
-export async function insertUser(store: Store): Promise<string> {
-  const id = newId();
-  await store.users.insert({ id, email: `${id}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
-  return id;
 }
 
 export async function insertWorkflow(store: Store, userId: string, now: number, overrides: Partial<Workflow> = {}): Promise<Workflow> {

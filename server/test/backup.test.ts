@@ -103,7 +103,7 @@ describe('orloj backup and restore [SQLite]', function () {
       jobs = (res.json.jobs as { status: string }[]).filter((j) => j.status === 'COMPLETED').length;
       if (jobs >= 2) break;
       if (Date.now() > deadline) throw new Error(`no completed jobs: ${res.text}`);
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 100)); // poll interval: the jobs run in another process
     }
 
     // Load: workflows created one after another for as long as the backup takes.

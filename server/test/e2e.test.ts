@@ -7,21 +7,13 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
 import { silentLogger } from '@orloj/common/logging';
-import { createTestDatabase, type TestDatabase, needService, services, deleteBusObjects } from '@orloj/common/test-support';
+import { createTestDatabase, type TestDatabase, needService, services, deleteBusObjects, until as kitUntil } from '@orloj/common/test-support';
 import { TestClient } from '@orloj/api/test-support';
 
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 
-/** Polls the API until `ok` holds: state changes here happen in other roles, announced by no event we can await. */
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** The kit's until with this suite's bound: state changes in other roles, announced by no event we can await. */
+const until = <T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 30_000): Promise<T> => kitUntil(read, ok, what, ms, { everyMs: 50 });
 
 /** A local HEARTBEAT target whose answer the test sets. */
 function target() {

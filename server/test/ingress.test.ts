@@ -80,7 +80,7 @@ describe('nginx ingress in front of two api replicas', function () {
    */
   const rested = async () => {
     await until(() => c.get('/workflows').then((r) => r.status), (s) => s !== 429, 'the rate limit to refill', 10_000);
-    await new Promise((r) => setTimeout(r, 2_100));
+    await new Promise((r) => setTimeout(r, 2_100)); // nginx's limit refills in real time (see above)
   };
 
   it('serves the routes below /api from both replicas, with one session', async () => {

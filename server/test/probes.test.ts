@@ -97,12 +97,12 @@ describe('probes: /livez and /readyz of every role, with the store and the broke
     assert.ok(limited.some((a) => a.status === 429), 'the ordinary routes are limited (1/s, burst 1)');
     for (const a of [...answers, ...limited]) assert.match(a.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
     // From a trusted proxy (TRUSTED_PROXIES=127.0.0.1) the request id is kept, and logged.
-    await new Promise((r) => setTimeout(r, 1_100));
+    await new Promise((r) => setTimeout(r, 1_100)); // the rate limit's bucket (1/s) must refill in real time
     const traced = await probe(port, '/api/workflows/not-a-uuid?secret=1', { 'X-Request-Id': 'edge-7f3a', Cookie: 'orloj_session=topsecret' });
     assert.equal(traced.headers.get('x-request-id'), 'edge-7f3a');
     const api = fleet[0]!;
     const deadline = Date.now() + 10_000;
-    while (!api.output.includes('"reqId":"edge-7f3a"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while (!api.output.includes('"reqId":"edge-7f3a"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100)); // poll interval: the log line arrives from another process
     const line = jsonLines(api.output.split('\n').filter((l) => l.startsWith('{')).join('\n')).find((l) => l.reqId === 'edge-7f3a' && l.msg === 'request');
     assert.ok(line, 'an access-log line carries the request id');
     assert.deepEqual(

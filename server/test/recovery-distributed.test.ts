@@ -49,6 +49,11 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     await insertDueWorkflows(db.store, userId, target.url, origin, WORKFLOWS);
   });
 
+  // Each test starts the processes it needs and leaves none behind: it can run alone (-g) or in any order.
+  afterEach(async () => {
+    for (const p of processes) await p.stop('SIGTERM');
+  });
+
   after(async () => {
     for (const p of processes) await p.stop('SIGKILL');
     target?.close();
@@ -67,7 +72,7 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
       const waiting = rows.filter((r) => r.started_at === null);
       if (waiting.length === 0) return;
       assert.ok(Date.now() - since < ms, `${waiting.length} of ${ids.length} jobs not started ${ms} ms after ${what}:\n${processes.map((p) => `--- ${p.role}\n${p.output.slice(-3000)}`).join('\n')}`);
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 200)); // poll interval: the rows and output change in other processes
     }
   }
 
@@ -76,7 +81,7 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
       const ids = await queued();
       if (ids.length >= min) return ids;
       assert.ok(Date.now() < deadline, `fewer than ${min} jobs QUEUED`);
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 200)); // poll interval: the rows and output change in other processes
     }
   }
 
@@ -86,13 +91,19 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     await first.start();
     await second.start();
     // Several lease terms (15 s of clock each) go by.
-    await new Promise((r) => setTimeout(r, 6_000));
+    await new Promise((r) => setTimeout(r, 6_000)); // ruling out a second leader: wall time must pass
     const leaders = [first, second].filter((p) => /became the scheduler leader/.test(p.output));
     assert.equal(leaders.length, 1, 'exactly one process became the leader');
-    await second.stop('SIGTERM');
   });
 
+  async function startScheduler(): Promise<RoleProcess> {
+    const scheduler = role('scheduler');
+    await scheduler.start();
+    return scheduler;
+  }
+
   it('a runner killed with jobs QUEUED: a new runner starts every one of them within seconds', async () => {
+    await startScheduler();
     const runner = role('runners', { RUNNER_CONCURRENCY: '2' });
     await runner.start();
     const waiting = await pileUp(6);
@@ -100,10 +111,10 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     const next = role('runners', { RUNNER_CONCURRENCY: '64' });
     await next.start();
     await allStart(waiting, 20_000, 'the new runner started');
-    await next.stop('SIGTERM');
   });
 
   it('a runner with wrong keys: its refusals are dead-lettered and logged, the jobs run elsewhere within seconds', async () => {
+    const scheduler = await startScheduler();
     const keys = path.join(dataDir, 'keys');
     const pem = (file: string) => fs.readFileSync(path.join(keys, file), 'utf8');
     const wrong = role('runners', {
@@ -117,21 +128,19 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     const waiting = await pileUp(4);
     for (const deadline = Date.now() + 30_000; !/failed its signature check/.test(wrong.output); ) {
       assert.ok(Date.now() < deadline, `the wrong runner refused nothing:\n${wrong.output}`);
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 200)); // poll interval: the rows and output change in other processes
     }
     assert.match(wrong.output, /"level":50.*"claimedRole":"scheduler"|"claimedRole":"scheduler".*"level":50/);
     const good = role('runners', { RUNNER_CONCURRENCY: '64' });
     await good.start();
     // The refusing runner keeps taking its share: refused jobs come back after at most 10 s each.
     await allStart(waiting, 60_000, 'a good runner started');
-    const scheduler = processes.find((p) => p.role === 'scheduler' && p.child?.exitCode === null)!;
     assert.match(scheduler.output, /a runner refused a job message; handing the job out again/);
-    await wrong.stop('SIGTERM');
-    await good.stop('SIGTERM');
   });
 
   it('two runners with default settings on one host and runtime: restarting one leaves the container of the other alone', async function () {
     const dockerHost = needService(this, 'docker');
+    await startScheduler();
     const ingest = role('log-ingest');
     await ingest.start();
     const runners = [role('runners', { DOCKER_HOST: dockerHost }), role('runners', { DOCKER_HOST: dockerHost })];
@@ -156,7 +165,7 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     let first = await job();
     for (const deadline = Date.now() + 60_000; !first?.runnerId || first.status !== 'RUNNING'; first = await job()) {
       assert.ok(Date.now() < deadline, `the container job did not start: ${JSON.stringify(first)}`);
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 100)); // poll interval: the rows and output change in other processes
     }
     // Restart the runner that is not running it, while the container runs.
     const other = runners.find((r) => !r.output.includes(`"runnerId":"${first.runnerId}"`));
@@ -166,13 +175,13 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     let done = await db.store.jobs.findById(first.id);
     for (const deadline = Date.now() + 90_000; done && !['COMPLETED', 'FAILED', 'CANCELED'].includes(done.status); done = await db.store.jobs.findById(first.id)) {
       assert.ok(Date.now() < deadline, 'the container job did not end');
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 200)); // poll interval: the rows and output change in other processes
     }
     assert.equal(done?.status, 'COMPLETED', JSON.stringify(done));
     assert.equal(done?.attempts, first.attempts, 'the same attempt ran through');
     for (const deadline = Date.now() + 30_000; (await db.store.logs.count(first.id, first.attempts)) < 10; ) {
       assert.ok(Date.now() < deadline, 'the lines did not all arrive');
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 200)); // poll interval: the rows and output change in other processes
     }
     const lines = await db.store.logQueries.after({ jobId: first.id, attempt: first.attempts, after: -1, limit: 100 });
     assert.deepEqual(

@@ -111,7 +111,7 @@ describe('recovery: the embedded server restarted with jobs QUEUED', function ()
       // Wait until jobs pile up QUEUED behind the slow target.
       for (let deadline = Date.now() + 60_000; (await queued()).length < 10; ) {
         assert.ok(Date.now() < deadline, `no jobs piled up QUEUED:\n${orloj.output}`);
-        await new Promise((r) => setTimeout(r, 200));
+        await new Promise((r) => setTimeout(r, 200)); // poll interval: the jobs change in another process
       }
       await orloj.stop(signal);
       const waiting = await queued();
@@ -126,7 +126,7 @@ describe('recovery: the embedded server restarted with jobs QUEUED', function ()
       while (still.length > 0) {
         // Generous for a loaded machine; without recovery they would wait an hour of clock (6 min).
         assert.ok(Date.now() - restarted < 30_000, `${still.length} of ${ids.length} jobs still not started 30 s after the restart:\n${orloj.output}`);
-        await new Promise((r) => setTimeout(r, 200));
+        await new Promise((r) => setTimeout(r, 200)); // poll interval: the jobs change in another process
         const rows = await store.db.selectFrom('jobs').select(['id', 'started_at']).where('id', 'in', ids).execute();
         still = rows.filter((r) => r.started_at === null).map((r) => r.id);
       }

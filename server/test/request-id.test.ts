@@ -18,7 +18,7 @@ function lineWhere(lines: Line[], match: (l: Line) => boolean, what: string, ms 
       const found = lines.find(match);
       if (found) return resolve(found);
       if (Date.now() > deadline) return reject(new Error(`no log line ${what}`));
-      setTimeout(look, 25);
+      setTimeout(look, 25); // poll interval: the log lines arrive from another process
     };
     look();
   });
@@ -83,7 +83,7 @@ for (const combo of combos) {
       const id = created.json.id as string;
       for (const deadline = Date.now() + 15_000; (await c.get(`/workflows/${id}`)).json.build_status !== 'COMPLETED'; ) {
         if (Date.now() > deadline) throw new Error('the build did not complete');
-        await new Promise((r) => setTimeout(r, 25));
+        await new Promise((r) => setTimeout(r, 25)); // poll interval: the build runs in another role
       }
       const scheduled = await c.post(`/workflows/${id}/jobs/schedule`, undefined, { headers: { 'idempotency-key': crypto.randomUUID() } });
       assert.equal(scheduled.status, 201, scheduled.text);

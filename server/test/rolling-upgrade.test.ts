@@ -390,5 +390,5 @@ describe('rolling upgrade: every replica of a distributed fleet replaced in turn
 });
 
 function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  return new Promise((resolve) => setTimeout(resolve, ms)); // paces the background traffic and waits out a real interval (see callers)
 }

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startOrloj, type RunningOrloj } from '@orloj/server';
 import { silentLogger } from '@orloj/common/logging';
-import { tcpCanary, type Canary, needService, services } from '@orloj/common/test-support';
+import { tcpCanary, type Canary, needService, services, until as kitUntil } from '@orloj/common/test-support';
 import { TestClient } from '@orloj/api/test-support';
 
 /**
@@ -25,16 +25,8 @@ interface JobView {
   status_reason_code?: string;
 }
 
-/** Polls until `ok` holds: the state changes in other roles, announced by no event the test can await. */
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 90_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** The kit's until with this suite's bound: state changes in other roles, announced by no event we can await. */
+const until = <T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 90_000): Promise<T> => kitUntil(read, ok, what, ms, { everyMs: 50 });
 
 describe('tenant isolation, whole server [SQLite + in-process bus + container runtime]', function () {
   this.timeout(240_000);
@@ -110,8 +102,9 @@ describe('tenant isolation, whole server [SQLite + in-process bus + container ru
       assert.deepEqual(res.json.errors.map((e: { field: string }) => e.field), ['payload.image']);
     }
     assert.equal((await c.get('/workflows')).json.workflows.length, 0, 'nothing was half-written');
-    // A build that would have pulled had a tick to start by now; the registry saw nothing.
-    await new Promise((r) => setTimeout(r, 1500));
+    // An event, not a pause: a build asked for after the probes has completed, so the builder
+    // was at work while they were refused, and still the registry saw no connection.
+    await builtContainer(c, { image: TEST_IMAGE });
     assert.equal(registry.connections(), 0);
   });
 

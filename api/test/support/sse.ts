@@ -1,6 +1,9 @@
 import { request } from 'undici';
 import type { TestClient } from './client.js';
 
+/** How long a stream may take for what a test waits for: generous, as the machine runs three test lanes on two cores. */
+const WAIT_MS = 30_000;
+
 export interface SseEvent {
   event: string;
   id?: string;
@@ -102,7 +105,7 @@ export class SseReader {
   }
 
   /** Waits until `predicate` holds (checked on every chunk received), failing after `ms`. */
-  async until(predicate: (r: SseReader) => boolean, what: string, ms = 10_000): Promise<void> {
+  async until(predicate: (r: SseReader) => boolean, what: string, ms = WAIT_MS): Promise<void> {
     const deadline = Date.now() + ms;
     while (!predicate(this)) {
       if (this.ended) throw new Error(`the stream ended while waiting for ${what}; events: ${this.describe()}`);
@@ -118,7 +121,7 @@ export class SseReader {
   }
 
   /** Waits for the server to end the stream. */
-  async closed(ms = 10_000): Promise<void> {
+  async closed(ms = WAIT_MS): Promise<void> {
     const deadline = Date.now() + ms;
     while (!this.ended) {
       const left = deadline - Date.now();
@@ -136,7 +139,7 @@ export class SseReader {
    * Waits for `end`. The server holds the stream open after it (keep-alive
    * comments) until the client closes it, or LIVE_TAIL_HOLD_AFTER_END passes.
    */
-  async endEvent(ms = 10_000): Promise<void> {
+  async endEvent(ms = WAIT_MS): Promise<void> {
     await this.until((r) => r.events.some((e) => e.event === 'end'), 'end', ms);
   }
 

@@ -36,7 +36,7 @@ export function deferred<T = void>(): Deferred<T> {
 }
 
 /** Rejects with `what` in the message when the promise takes longer than ms. */
-export async function within<T>(promise: Promise<T>, what: string, ms = 5_000): Promise<T> {
+export async function within<T>(promise: Promise<T>, what: string, ms = 30_000): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
@@ -51,11 +51,11 @@ export async function within<T>(promise: Promise<T>, what: string, ms = 5_000): 
 }
 
 /** For state no event announces: re-checks on every timer turn until true. */
-export async function waitFor(predicate: () => boolean, what: string, ms = 5_000): Promise<void> {
+export async function waitFor(predicate: () => boolean, what: string, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 1));
+    await new Promise((resolve) => setTimeout(resolve, 1)); // poll interval: the predicate is plain state, announced by nothing
   }
 }
 
@@ -93,13 +93,32 @@ export class Inbox<T> {
   }
 }
 
-/** Polls (state written by another component, announced by nothing we can await). */
-export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 10_000): Promise<T> {
+export interface UntilOptions {
+  /** Real milliseconds between reads (default 20). */
+  everyMs?: number;
+  /** A read that throws counts as "not yet" (a server still starting) instead of failing at once. */
+  retryErrors?: boolean;
+}
+
+/**
+ * The one polling helper of every package's tests: reads until `ok` holds, for state
+ * another component writes and announces by nothing a test can await. Fails after `ms`
+ * (30 s by default: generous, as three test lanes share two cores) naming `what` and the
+ * last value read (or error).
+ */
+export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 30_000, options: UntilOptions = {}): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${JSON.stringify(v).slice(0, 300)}`);
-    await new Promise((r) => setTimeout(r, 20));
+    let last: unknown;
+    try {
+      const v = await read();
+      if (ok(v)) return v;
+      last = v;
+    } catch (err) {
+      if (!options.retryErrors) throw err;
+      last = err instanceof Error ? err.message : err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${String(JSON.stringify(last)).slice(0, 400)}`);
+    await new Promise((r) => setTimeout(r, options.everyMs ?? 20)); // the poll interval: nothing to await
   }
 }

@@ -5,6 +5,7 @@ export * from './amqp.js';
 export * from './async.js';
 export * from './canary.js';
 export * from './fixtures.js';
+export * from './forwarding-bus.js';
 export * from './json-lines.js';
 export * from './keys.js';
 export * from './role-process.js';

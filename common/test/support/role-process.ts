@@ -67,7 +67,7 @@ export class RoleProcess {
     while (!started.test(this.output)) {
       if (c.exitCode !== null) throw new Error(`${this.role} exited early:\n${this.output}`);
       if (Date.now() > deadline) throw new Error(`${this.role} did not start:\n${this.output}`);
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 50)); // poll interval: the process announces itself on a pipe read here
     }
   }
 

@@ -1,11 +1,13 @@
 /** What the browser suites share: a real `orloj start` from sources, and where its screenshots go. */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
+import { stopChild, until } from '@orloj/common/test-support';
+import { OrlojProcess } from '@orloj/server/test-support';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const BIN = path.join(ROOT, 'server/src/bin.ts');
@@ -20,32 +22,19 @@ export interface RunningOrloj {
   output: () => string;
 }
 
-/** `orloj start` from sources; resolves with its port once it prints that it runs. */
+/** `orloj start` from sources (the kit's OrlojProcess); resolves with its port once it prints that it runs. */
 export async function startOrloj(env: Record<string, string>): Promise<RunningOrloj> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /orloj is running .*listening on [^:]+:(\d+)\)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`orloj exited with ${code} before it ran:\n${out}`)));
-  });
-  return { child, port, output: () => out };
+  const orloj = new OrlojProcess([], { LOG_LEVEL: 'warn', ...env });
+  const child = orloj.spawn();
+  const running = /orloj is running .*listening on [^:]+:(\d+)\)/;
+  // Generous: a cold tsx compile of every role on a busy machine.
+  await orloj.waitFor(running, 180_000);
+  return { child, port: Number(running.exec(orloj.output)![1]), output: () => orloj.output };
 }
 
 /** Stops it with SIGTERM and waits for the exit. */
 export async function stopOrloj(orloj: RunningOrloj | undefined): Promise<void> {
-  if (!orloj || orloj.child.exitCode !== null) return;
-  const exited = new Promise((r) => orloj.child.once('exit', r));
-  orloj.child.kill('SIGTERM');
-  await exited;
+  await stopChild(orloj?.child, 'SIGTERM');
 }
 
 /** Calls the api as the page's signed-in user (its cookies), with a fresh Idempotency-Key; asserts a 2xx answer and returns its JSON. */
@@ -60,14 +49,8 @@ export async function callApi(page: Page, base: string, method: 'GET' | 'POST', 
 }
 
 /** Polls (no fixed sleep) until `done` holds of what `read` returns, for at most `wait` ms. */
-export async function pollUntil<T>(wait: number, what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-  const deadline = Date.now() + wait;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v).slice(0, 400)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+export function pollUntil<T>(wait: number, what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+  return until(read, done, what, wait, { everyMs: 200 });
 }
 
 /**

@@ -2,15 +2,17 @@
  * Builds the orloj image from the repository's Containerfile, offline: the bases come
  * from deploy/image/make-base.sh (Debian packages and this machine's Node.js, cached
  * outside the repository), the npm dependencies from the registry through podman's
- * layer cache (rebuilt only when a manifest or the lockfile changes). Once per test
- * process: the image and compose suites share it.
+ * layer cache (rebuilt only when a manifest or the lockfile changes). Once per content
+ * of the tree: the image and compose suites, and later runs of the same tree, share it.
  */
 import { execFile, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { requireServices } from '@orloj/common/test-support';
+import { requireServices, until as kitUntil } from '@orloj/common/test-support';
 
 export const run = promisify(execFile);
 export const repoDir = path.resolve(import.meta.dirname, '../../..');
@@ -45,7 +47,27 @@ function runLogged(cmd: string, args: string[], timeout: number): Promise<void> 
 
 let built: Promise<void> | undefined;
 
-/** Resolves when IMAGE is built from the current tree; the suite skips (or fails under REQUIRE_SERVICES=1) without podman. */
+/**
+ * A digest of what the build reads: every file git sees in the tree (tracked, or new and
+ * not ignored: the build context less local state) and the base images. Two trees with
+ * the same content share it, so a fresh clone of a commit built before reuses the image.
+ */
+async function contentKey(buildArgs: Record<string, string>): Promise<string> {
+  const { stdout } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: repoDir, maxBuffer: 64 << 20 });
+  const hash = crypto.createHash('sha256').update(JSON.stringify(buildArgs));
+  for (const file of stdout.split('\0').filter(Boolean).sort()) {
+    // A file deleted in the worktree is still in git's index: it is not in the context either.
+    const data = await readFile(path.join(repoDir, file)).catch(() => undefined);
+    if (data) hash.update(file).update('\0').update(data).update('\0');
+  }
+  return hash.digest('hex').slice(0, 20);
+}
+
+/**
+ * Resolves when IMAGE holds the current tree, built once per content (docs/testing.md,
+ * "Tiers"): an image already built from the same content is tagged IMAGE again instead
+ * of rebuilt. The suite skips (or fails under REQUIRE_SERVICES=1) without podman.
+ */
 export function buildImage(ctx: Mocha.Context): Promise<void> {
   built ??= (async () => {
     // Installs podman/runc when missing and writes the containers.conf podmanEnv names.
@@ -57,6 +79,11 @@ export function buildImage(ctx: Mocha.Context): Promise<void> {
         .split('\n')
         .map((l) => l.split('=') as [string, string]),
     );
+    const cached = `${IMAGE}-${await contentKey(args)}`;
+    if (await podman(['image', 'exists', cached]).then(() => true, () => false)) {
+      await podman(['tag', cached, IMAGE]);
+      return;
+    }
     // This machine's npm cache, overlaid (never written), spares the registry most downloads.
     const cache = (await run('npm', ['config', 'get', 'cache'])).stdout.trim();
     // At most this process's own limit: the kernel refuses to raise it in a container.
@@ -68,7 +95,7 @@ export function buildImage(ctx: Mocha.Context): Promise<void> {
         // npm reading a warm cache opens more files than containers.conf's default 1024.
         '--ulimit', `nofile=${nofile}:${nofile}`,
         '--build-arg', `NODE_IMAGE=${args.NODE_IMAGE}`, '--build-arg', `BUILD_IMAGE=${args.BUILD_IMAGE}`,
-        '-t', IMAGE, '-f', 'Containerfile', '.',
+        '-t', IMAGE, '-t', cached, '-f', 'Containerfile', '.',
       ], // prettier-ignore
       900_000,
     );
@@ -79,21 +106,9 @@ export function buildImage(ctx: Mocha.Context): Promise<void> {
   });
 }
 
-/** Polls until `ok` holds: state changes in other processes, announced by no event the test can await. */
-export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await read();
-      if (ok(v)) return v;
-      last = v;
-    } catch (err) {
-      last = err instanceof Error ? err.message : err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+/** Polls until `ok` holds (the kit's until, patient with a server still starting): state changes in other processes. */
+export function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 60_000): Promise<T> {
+  return kitUntil(read, ok, what, ms, { everyMs: 250, retryErrors: true });
 }
 
 /** A TCP port free on 127.0.0.1 right now. */

@@ -62,7 +62,7 @@ export async function startNginx(ctx: Mocha.Context, dir: string, upstreams: str
     });
     if (open) break;
     if (Date.now() > deadline) throw new Error(`nginx did not listen on ${port}: ${stderr}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 50)); // poll interval: nginx announces nothing we can await
   }
   return {
     url: `http://127.0.0.1:${port}`,

@@ -44,7 +44,7 @@ export class OrlojProcess {
       const c = this.child;
       if (!c || c.exitCode !== null || c.signalCode !== null) throw new Error(`orloj exited before ${pattern}:\n${this.output}`);
       if (Date.now() > deadline) throw new Error(`orloj did not print ${pattern} within ${timeoutMs} ms:\n${this.output}`);
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 50)); // poll interval: the output arrives on a pipe read here
     }
   }
 

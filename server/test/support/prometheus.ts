@@ -86,7 +86,7 @@ export class PrometheusServer {
       } catch {
         // not listening yet
       }
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 200)); // poll interval: Prometheus announces nothing we can await
     }
   }
 

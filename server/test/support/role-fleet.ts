@@ -38,6 +38,6 @@ export async function probeUntil(port: number, path: string, ok: (p: Probe) => b
       last = { status: 0, body: String(err) };
     }
     if (Date.now() > deadline) throw new Error(`${what}: last answer ${last.status} ${last.body}`);
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 250)); // poll interval: a probe of another process
   }
 }

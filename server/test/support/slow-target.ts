@@ -5,7 +5,7 @@ import { workflowFixture } from '@orloj/common/test-support';
 
 /** A local HEARTBEAT target that answers after `delayMs`: jobs against it keep runner slots busy. */
 export async function slowTarget(delayMs: number): Promise<{ server: http.Server; url: string; close(): void }> {
-  const server = http.createServer((_req, res) => setTimeout(() => res.end('ok'), delayMs).unref());
+  const server = http.createServer((_req, res) => setTimeout(() => res.end('ok'), delayMs).unref()); // a target slow on purpose: jobs stay RUNNING that long
   server.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   return {
