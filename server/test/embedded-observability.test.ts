@@ -31,7 +31,7 @@ describe('embedded process: probes and metrics on the api port', function () {
     assert.equal((await fetch(`${base}/livez`)).status, 200);
     const ready = await fetch(`${base}/readyz`);
     assert.equal(ready.status, 200);
-    assert.deepEqual(await ready.json(), { ready: true, checks: { roles: { ok: true }, store: { ok: true }, bus: { ok: true } } });
+    assert.deepEqual(await ready.json(), { ready: true, checks: { roles: { ok: true }, store: { ok: true }, bus: { ok: true }, keys: { ok: true } } });
     const text = await (await fetch(`${base}/metrics`)).text();
     for (const series of [
       /^orloj_scheduler_leader 1$/m,
@@ -82,7 +82,7 @@ describe('a process without the api: probes and metrics on OPS_PORT', function (
       assert.equal(runners.port, undefined);
       const base = `http://127.0.0.1:${runners.opsPort}`;
       assert.equal((await fetch(`${base}/livez`)).status, 200);
-      assert.deepEqual(await (await fetch(`${base}/readyz`)).json(), { ready: true, checks: { roles: { ok: true }, bus: { ok: true } } });
+      assert.deepEqual(await (await fetch(`${base}/readyz`)).json(), { ready: true, checks: { roles: { ok: true }, bus: { ok: true }, keys: { ok: true } } });
       assert.match(await (await fetch(`${base}/metrics`)).text(), /^orloj_runner_jobs_running 0$/m);
       assert.equal((await fetch(`${base}/api/workflows`)).status, 404);
       await assert.rejects(

@@ -18,7 +18,7 @@ const MINUTE_MS = 60_000 / SPEED;
  * Waits are for rows (jobs ended), each bounded generously; what is asserted
  * is that no slot was skipped.
  */
-describe('the fair hand-out on the embedded default: a lone user uses every runner slot', function () {
+describe('the fair hand-out on the embedded default: a lone user uses every runner slot, two share them', function () {
   // Four rounds of a clock minute (15 s) each, on a loaded machine.
   this.timeout(300_000);
   /** This test's DATA_DIR and the test's own handle on the process's SQLite file. */
@@ -39,7 +39,8 @@ describe('the fair hand-out on the embedded default: a lone user uses every runn
     fs.rmSync(data.dir, { recursive: true, force: true });
   });
 
-  async function run(workflows: number, answerAfterMs: number): Promise<void> {
+  /** Starts orloj against a target answering after `answerAfterMs`; the process clock's now, once it runs. */
+  async function start(answerAfterMs: number): Promise<number> {
     target = await slowTarget(answerAfterMs);
     const origin = Date.now();
     // Only what a test needs beyond the defaults: the accelerated clock, a loopback target, no container runtime.
@@ -47,26 +48,43 @@ describe('the fair hand-out on the embedded default: a lone user uses every runn
     orloj.spawn();
     await orloj.waitFor(/orloj is running/);
     // Due from now on the process's clock, once it runs: a slow start must not count as skipped slots.
-    const now = Math.floor(origin + (Date.now() - origin) * SPEED);
+    return Math.floor(origin + (Date.now() - origin) * SPEED);
+  }
+
+  /** A user with `workflows` one-minute checks against the target, all due at `now`. */
+  async function addUser(now: number, workflows: number): Promise<string> {
     const userId = newId();
     await data.store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'NONE', createdAt: now, updatedAt: now });
-    await insertDueWorkflows(data.store, userId, target.url, now, workflows);
-    const completed = async () => Number((await data.store.db.selectFrom('jobs').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'COMPLETED').executeTakeFirstOrThrow()).n);
+    await insertDueWorkflows(data.store, userId, target!.url, now, workflows);
+    return userId;
+  }
+
+  /** Jobs COMPLETED, of one user or of everyone. */
+  async function completed(userId?: string): Promise<number> {
+    let q = data.store.db.selectFrom('jobs').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'COMPLETED');
+    if (userId) q = q.where('user_id', '=', userId);
+    return Number((await q.executeTakeFirstOrThrow()).n);
+  }
+
+  /** Waits for `n` COMPLETED jobs: a clock minute per round, plus generous room for a loaded machine. */
+  async function waitCompleted(n: number, minutes: number): Promise<void> {
+    for (const deadline = Date.now() + minutes * MINUTE_MS + 120_000; ; ) {
+      const ended = await completed();
+      if (ended >= n) return;
+      assert.ok(Date.now() < deadline, `${ended} of ${n} jobs ended:\n${orloj!.output.slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 250)); // polls the process's SQLite file; nothing to await instead
+    }
+  }
+
+  async function run(workflows: number, answerAfterMs: number): Promise<void> {
+    const now = await start(answerAfterMs);
+    await addUser(now, workflows);
     const skipped = async () => Number((await data.store.db.selectFrom('workflows').select((eb) => eb.fn.sum('skipped_slots').as('n')).executeTakeFirstOrThrow()).n ?? 0);
-    const waitCompleted = async (n: number, minutes: number) => {
-      // A clock minute per round, plus generous room for a loaded machine.
-      for (const deadline = Date.now() + minutes * MINUTE_MS + 120_000; ; ) {
-        const ended = await completed();
-        if (ended >= n) return;
-        assert.ok(Date.now() < deadline, `${ended} of ${n} jobs ended:\n${orloj!.output.slice(-3000)}`);
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    };
     // The first round counts from when the test wrote the rows on its own reading of the clock; what is measured starts after it.
     await waitCompleted(workflows, 1);
     const before = await skipped();
     await waitCompleted(4 * workflows, 4);
-    assert.equal((await skipped()) - before, 0, `slots skipped while the user had the runners to themselves:\n${orloj.output.slice(-3000)}`);
+    assert.equal((await skipped()) - before, 0, `slots skipped while the user had the runners to themselves:\n${orloj!.output.slice(-3000)}`);
   }
 
   it('runs every slot of 500 fast one-minute checks', async () => {
@@ -76,5 +94,18 @@ describe('the fair hand-out on the embedded default: a lone user uses every runn
   it('runs every slot of slow checks that need most of the 4 runner slots', async () => {
     // 14 checks of 3 s each per 15-s minute: 2.8 of the 4 slots busy on average.
     await run(14, 3_000);
+  });
+
+  it('gives two users who each want more than half of the runners about half each', async () => {
+    // Each user's 12 checks of 3 s a 15-s minute want 2.4 of the 4 slots: 4.8 together.
+    const now = await start(3_000);
+    const [a, b] = [await addUser(now, 12), await addUser(now, 12)];
+    await waitCompleted(16, 1);
+    const [a0, b0] = [await completed(a), await completed(b)];
+    // Three minutes of contention: about 20 jobs a minute fit in the runners.
+    await waitCompleted(a0 + b0 + 60, 4);
+    const [da, db] = [(await completed(a)) - a0, (await completed(b)) - b0];
+    const share = da / (da + db);
+    assert.ok(share >= 0.4 && share <= 0.6, `user a ran ${da} and user b ${db} jobs while both wanted more than half of the runners`);
   });
 });
