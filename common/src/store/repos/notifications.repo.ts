@@ -111,7 +111,9 @@ export class NotificationsRepo {
    * their first read_at. Run it in a transaction (the rows are locked first).
    */
   async markRead(userId: string, ids: readonly string[], now: number): Promise<boolean> {
-    let q = this.db.selectFrom('notifications').select('id').where('user_id', '=', userId).where('id', 'in', ids);
+    // Locked in one order (by id): two overlapping requests that each locked rows in the order
+    // their scan found them could wait on each other, and PostgreSQL broke the deadlock with a 500.
+    let q = this.db.selectFrom('notifications').select('id').where('user_id', '=', userId).where('id', 'in', ids).orderBy('id');
     if (this.dialect.rowLocks) q = q.forUpdate();
     const found = await q.execute();
     if (found.length !== ids.length) return false;
