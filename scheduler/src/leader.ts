@@ -89,21 +89,17 @@ export class LeaderWork {
    * Jobs the runners can take now: their slots (as they report them,
    * RunnerCapacity) plus as many again waiting in the queue, so a runner
    * finishing a job finds the next one there instead of waiting for a pass,
-   * less the jobs QUEUED and those RUNNING on the runners heard from lately. Before any runner has spoken
+   * less the jobs handed out and not finished. Before any runner has spoken
    * (a fresh start; runners of an older version), the queue bound alone
    * (SCHEDULER_MAX_QUEUED) limits it, as it always does.
    */
   private async room(): Promise<number> {
     const { store, config, runners, clock } = this.c;
     const queueRoom = config.maxQueued - (await store.jobs.countQueued(config.maxQueued));
-    const now = clock.now();
-    const slots = runners.slots(now);
+    const slots = runners.slots(clock.now());
     if (slots === undefined) return queueRoom;
-    // RUNNING jobs of a runner that died (SIGKILL, a lost host) hold no slot of the runners left:
-    // counting them until their lease expires held every due slot back for a lease.
-    const queued = (await store.jobs.countByStatus(['QUEUED'])).QUEUED ?? 0;
-    const running = await store.jobs.countRunningOn(runners.live(now));
-    return Math.min(queueRoom, 2 * slots - queued - running);
+    const open = await store.jobs.countByStatus(['QUEUED', 'RUNNING']);
+    return Math.min(queueRoom, 2 * slots - (open.QUEUED ?? 0) - (open.RUNNING ?? 0));
   }
 
   /** When the next slot falls due, or since when a manual job waits to be handed out; never while the runners are full. */

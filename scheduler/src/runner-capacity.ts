@@ -15,11 +15,6 @@ export class RunnerCapacity {
     if (slots !== undefined) this.runners.set(runnerId, { slots, seenAt: now });
   }
 
-  /** The runners heard from lately: the jobs they run hold slots; a dead runner's jobs wait for their lease to expire and hold none. */
-  live(now: number): string[] {
-    return [...this.runners].filter(([, r]) => now - r.seenAt <= this.ttlMs).map(([id]) => id);
-  }
-
   /** The slots of the runners heard from lately; undefined if none was. */
   slots(now: number): number | undefined {
     let total = 0;

@@ -492,18 +492,6 @@ export class JobsRepo {
     return counts;
   }
 
-  /** RUNNING jobs of these runners (the fair hand-out's room: the slots they hold). */
-  async countRunningOn(runnerIds: readonly string[]): Promise<number> {
-    if (runnerIds.length === 0) return 0;
-    const row = await this.db
-      .selectFrom('jobs')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('status', '=', 'RUNNING')
-      .where('runner_id', 'in', [...runnerIds])
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
-  }
-
   /** QUEUED jobs (handed out, not started), counted up to `upTo`. */
   async countQueued(upTo: number): Promise<number> {
     const row = await this.db
