@@ -12,8 +12,6 @@ export interface AttemptReportingDeps {
   bus: SignedBus;
   clock: Clock;
   runnerId: string;
-  /** The runner's slots (its concurrency), told the scheduler with every event. */
-  slots: number;
   heartbeatMs: number;
   resultRetry: RetryPolicy;
   /** Aborted at the very end of the runner's stop(): result retries give up. */
@@ -28,7 +26,7 @@ export class AttemptReporting {
   async sendHeartbeats(attempt: Attempt, signal: Cancellation): Promise<void> {
     const { job } = attempt;
     const { bus, clock, heartbeatMs } = this.deps;
-    const body: JobHeartbeatMessage = { job_id: job.job_id, attempt: job.attempt, runner_id: this.deps.runnerId, runner_slots: this.deps.slots };
+    const body: JobHeartbeatMessage = { job_id: job.job_id, attempt: job.attempt, runner_id: this.deps.runnerId };
     for (;;) {
       await clock.sleep(heartbeatMs, signal);
       if (signal.aborted) return;
@@ -44,7 +42,7 @@ export class AttemptReporting {
   async report(attempt: Attempt, result: JobFinishedMessage): Promise<void> {
     const { bus } = this.deps;
     try {
-      await retry(() => bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobFinished, { ...result, runner_slots: this.deps.slots }), {
+      await retry(() => bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobFinished, result), {
         policy: this.deps.resultRetry,
         clock: this.deps.clock,
         signal: this.deps.abandoning,

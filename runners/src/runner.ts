@@ -156,7 +156,6 @@ export class Runner {
       bus: this.bus,
       clock: this.clock,
       runnerId: this.runnerId,
-      slots: this.concurrency,
       heartbeatMs: this.heartbeatMs,
       resultRetry: { ...retryPolicies.resultPublish, initialMs: retryInitialMs, maxMs: retryMaxMs },
       abandoning: this.abandoning.signal,
@@ -336,7 +335,6 @@ export class Runner {
         attempt: job.attempt,
         runner_id: this.runnerId,
         started_at: attempt.startedAt,
-        runner_slots: this.concurrency,
       });
     } catch (err) {
       if (attempt) {

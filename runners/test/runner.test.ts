@@ -307,8 +307,7 @@ describe('runner role', () => {
       const started = await h.events.started(job.job_id);
 
       assert.equal(started.producer, 'runners');
-      // runner_slots: the runner's concurrency, told the scheduler's fair hand-out with every event (ADR 0011).
-      assert.deepEqual(started.body, { job_id: job.job_id, attempt: 2, runner_id: h.runner.runnerId, started_at: h.clock.now(), runner_slots: 4 });
+      assert.deepEqual(started.body, { job_id: job.job_id, attempt: 2, runner_id: h.runner.runnerId, started_at: h.clock.now() });
       assert.deepEqual(finished.body, {
         job_id: job.job_id,
         attempt: 2,
@@ -317,7 +316,6 @@ describe('runner role', () => {
         started_at: started.body.started_at,
         finished_at: h.clock.now(),
         check: { status_code: 200, response_time_ms: finished.body.check?.response_time_ms },
-        runner_slots: 4,
       });
       assert.ok(Number.isInteger(finished.body.check?.response_time_ms) && finished.body.check!.response_time_ms >= 0);
       assert.deepEqual(
@@ -359,7 +357,7 @@ describe('runner role', () => {
         h.clock.advance(HEARTBEAT_MS);
         const beat = await h.events.heartbeat(job.job_id, n);
         assert.equal(beat.producer, 'runners');
-        assert.deepEqual(beat.body, { job_id: job.job_id, attempt: 1, runner_id: h.runner.runnerId, runner_slots: 4 });
+        assert.deepEqual(beat.body, { job_id: job.job_id, attempt: 1, runner_id: h.runner.runnerId });
         await nextLoop;
       }
       target.release('slow');

@@ -2,7 +2,6 @@ import type { Clock } from '@orloj/common/core';
 import type { Logger } from '@orloj/common/logging';
 import type { SignedBus } from '@orloj/common/envelope';
 import type { Store } from '@orloj/common/store';
-import type { RunnerCapacity } from './runner-capacity.js';
 import type { SchedulerConfig, SchedulerStats } from './scheduler.js';
 
 /** What every part of the scheduler works with; the Scheduler builds one and hands it to each part. */
@@ -15,8 +14,4 @@ export interface SchedulerContext {
   /** Aborted by Scheduler.stop(). */
   readonly signal: AbortSignal;
   readonly stats: SchedulerStats;
-  /** The runners' slots, as their events tell them. */
-  readonly runners: RunnerCapacity;
-  /** A job ended here: a slot is free, the leader loop (if this replica leads) hands out more now. */
-  readonly capacityFreed: () => void;
 }

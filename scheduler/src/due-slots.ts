@@ -14,9 +14,7 @@ interface Skip {
  * The leader's due slots: one job per due slot of each workflow, created
  * QUEUED and handed out in the same pass. Exactly once comes from the unique
  * (workflow, slot) key; runs never overlap (one QUEUED/RUNNING job per
- * workflow); which due workflows get a job now is the fair hand-out's
- * choice (leader.ts, fair-share.ts), the hard per-user limit
- * (maxActivePerUser, off by default) checked again here under the lock.
+ * workflow); a user past their share waits (maxActivePerUser).
  */
 export class DueSlots {
   constructor(
@@ -25,13 +23,15 @@ export class DueSlots {
   ) {}
 
   /**
-   * Creates the jobs of these due workflows' slots (the fair hand-out chose
-   * them: leader.ts), QUEUED at once (the workflows are locked and free:
-   * nothing else may hand them out first), and hands them to the runners.
+   * Creates the jobs of due slots, QUEUED at once (the workflows are locked and
+   * free: nothing else may hand them out first), and hands them to the runners.
+   * Returns how many due workflows it looked at (a full batch means there may
+   * be more).
    */
-  async createDueJobs(now: number, due: readonly Workflow[]): Promise<void> {
+  async createDueJobs(now: number, limit: number): Promise<number> {
     const { store, config } = this.c;
-    if (due.length === 0) return;
+    const due = await store.workflows.due(now, limit, { maxActivePerUser: config.maxActivePerUser });
+    if (due.length === 0) return 0;
     const skips: Skip[] = [];
     const handOut = await store.transaction(async (tx) => {
       skips.length = 0; // a retried transaction counts again
@@ -56,6 +56,7 @@ export class DueSlots {
     this.reportSkipped(skips);
     // After the commit: a leader that dies before this leaves the jobs QUEUED and unconfirmed, and the sweep sends them.
     await this.handOut.send(handOut);
+    return due.length;
   }
 
   /** The job each due workflow gets now (if any), its next due time, and the slots it skips (pushed onto `skips`). */
@@ -98,8 +99,8 @@ export class DueSlots {
 }
 
 /**
- * Takes a place under its user's hard limit (maxActivePerUser, when set), for
- * a batch: true while the user had fewer jobs handed out than the limit.
+ * Takes a place in its user's share of the runners (maxActivePerUser), for
+ * a batch: true while the user had fewer jobs handed out than the cap.
  */
 export async function userShare(store: Store, cap: number | undefined, userIds: readonly string[]): Promise<(userId: string) => boolean> {
   if (cap === undefined) return () => true;

@@ -1,6 +1,6 @@
 import { Batcher, retry, retryPolicies, type Within } from '@orloj/common/core';
 import { finishAttempt, isOpenAttempt, leaseExpiry, reasons, staleAttemptStop, startAttempt, type AttemptResult, type JobTransition } from '@orloj/common/domain';
-import { MESSAGE_TYPES, type BuildFinishedMessage, type JobFinishedRead, type OrlojMessages, type RunnerSlots } from '@orloj/common/messages';
+import { MESSAGE_TYPES, type BuildFinishedMessage, type JobFinishedRead, type OrlojMessages } from '@orloj/common/messages';
 import type { TypedEnvelope } from '@orloj/common/envelope';
 import { applyJobOutcomes, recordBuildResult, type JobMove, type Store } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
@@ -84,22 +84,18 @@ export class JobEvents {
   private plan(event: JobEvent): Plan {
     const { type } = event;
     const { jobLeaseTtlMs } = this.c.config;
-    const seen = (m: RunnerSlots & { runner_id: string }) => this.c.runners.seen(m.runner_id, m.runner_slots, this.c.clock.now());
     switch (event.type) {
       case MESSAGE_TYPES.jobStarted: {
         const m = event.body;
-        seen(m);
         const start = { attempt: m.attempt, runnerId: m.runner_id, startedAt: m.started_at, containerId: m.container_id };
         return { batched: true, type, kind: 'start', jobId: m.job_id, attempt: m.attempt, move: (now) => startAttempt(start, now, jobLeaseTtlMs) };
       }
       case MESSAGE_TYPES.jobHeartbeat: {
         const m = event.body;
-        seen(m);
         return { batched: true, type, kind: 'renew', jobId: m.job_id, attempt: m.attempt, leaseUntil: (now) => leaseExpiry(now, jobLeaseTtlMs) };
       }
       case MESSAGE_TYPES.jobFinished: {
         const m = event.body;
-        seen(m);
         if (m.status === 'FAILED' && m.system_failure) return { batched: false, type, apply: (now) => this.systemFailure(m, now) };
         return { batched: true, type, kind: 'finish', jobId: m.job_id, attempt: m.attempt, move: () => finishAttempt(resultOf(m)) };
       }
@@ -114,7 +110,6 @@ export class JobEvents {
   private async applyMany(plans: readonly Batched[], within: Within): Promise<PromiseSettledResult<void>[]> {
     const now = this.c.clock.now();
     const fresh = await this.c.store.transaction((tx) => applyBatched(tx, plans, now));
-    if (plans.some((p) => p.kind === 'finish')) this.c.capacityFreed();
     // As when applied alone: a failure here redelivers the event, which then changes nothing and checks again.
     // In the event's own context: its job.stop carries the request id the event carried.
     return Promise.allSettled(plans.map((p, i) => (fresh[i] ? undefined : within(i, () => this.stopIfStale(p.jobId, p.attempt)))));

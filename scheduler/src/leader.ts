@@ -3,7 +3,6 @@ import { MESSAGE_TYPES, QUEUES, type BuildRunMessage } from '@orloj/common/messa
 import { recordBuildResult } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 import { DueSlots, userShare } from './due-slots.js';
-import { fairPick, type Candidate } from './fair-share.js';
 import type { HandOut } from './hand-out.js';
 
 /**
@@ -18,8 +17,6 @@ export class LeaderWork {
   /** Clock time this replica started (0 until it does): on the in-process bus, no message from before it exists any more. */
   startedAt = 0;
   private restartRecovered = false;
-  /** The last pass found the runners full: wait for a job to end (or the next tick), not for the next due slot. */
-  private full = false;
 
   constructor(
     private readonly c: SchedulerContext,
@@ -39,76 +36,37 @@ export class LeaderWork {
 
   /**
    * Hands out pending jobs and creates the jobs of due slots, batch after
-   * batch while there is room on the runners and work waiting, yielding to
-   * the event loop between them so runner events keep being applied, for at
-   * most one tick; the next wake continues.
+   * batch while batches come full (a burst of due slots), yielding to the event
+   * loop between them so runner events keep being applied, for at most one
+   * tick; the next wake continues.
    *
-   * Work-conserving and fair (docs/adr/0011-work-conserving-fair-hand-out.md):
-   * as much is handed out as the runners can take (room()), never more, so
-   * no job waits while a slot is idle and none queues up behind another
-   * user's backlog; which jobs get the room is fair queuing across users
-   * (fair-share.ts), a user's manual runs before their due slots. A due
-   * workflow left without room stays due and runs its most recent slot later.
+   * PENDING (manual) jobs go first: a user's "Run now" takes a place in their
+   * share (maxActivePerUser) before their automatic slots, which wait and run
+   * their most recent slot later. The other way round, a user whose due slots
+   * kept their share full never saw a manual job start.
    */
   async duePass(now: number): Promise<void> {
     const { clock, store, config } = this.c;
     // At most a tick's worth of (clock) time, so the leader renews its lease in time.
     const until = clock.now() + config.tickMs;
-    const cap = config.maxActivePerUser;
-    this.full = false;
     for (;;) {
-      const room = await this.room();
-      if (room <= 0) {
-        // Nothing fits until a job ends: the loop sleeps until then (Scheduler.capacityFreed) or the next tick.
-        this.full = true;
-        return;
-      }
+      const room = config.maxQueued - (await store.jobs.countQueued(config.maxQueued));
+      if (room <= 0) return;
       const limit = Math.min(config.batchSize, room);
-      const fair = cap === undefined ? {} : { maxActivePerUser: cap };
-      // A full batch of candidates whatever the room: the room goes to whom fair queuing says, so every user waiting must be among them (due() takes them user by user).
-      const window = config.batchSize;
-      const pending = await store.jobs.dispatchable(now, window, fair);
-      const due = (await store.workflows.due(now, window, fair)).filter((w) => w.buildCompletedAt !== null);
-      // A due workflow whose job still runs takes no room: it only moves on to its next slot (DueSlots.plan).
-      const busy = await store.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
-      const candidates: Candidate<Job | Workflow>[] = [
-        ...pending.map((j) => ({ userId: j.userId, manual: true, since: j.scheduledAt, item: j })),
-        ...due.filter((w) => !busy.has(w.id)).map((w) => ({ userId: w.userId, manual: false, since: w.nextDueAt ?? now, item: w })),
-      ];
-      const active = await store.jobs.activeCountsByUser(candidates.map((c) => c.userId));
-      const chosen = fairPick(candidates, active, limit, cap);
-      await this.dispatch(now, chosen.filter((c) => c.manual).map((c) => c.item as Job));
-      await this.dueSlots.createDueJobs(now, [...chosen.filter((c) => !c.manual).map((c) => c.item as Workflow), ...due.filter((w) => busy.has(w.id))]);
-      // Everything that waited was looked at (no full batch of either kind): nothing more now.
-      if ((pending.length < window && due.length < window) || (chosen.length === 0 && busy.size === 0) || clock.now() >= until || this.c.signal.aborted) return;
+      const dispatched = await this.dispatch(now, limit);
+      // Due slots, in the room the manual jobs left.
+      const left = limit - dispatched;
+      const created = left > 0 ? await this.dueSlots.createDueJobs(now, left) : 0;
+      if ((dispatched < limit && created < left) || clock.now() >= until || this.c.signal.aborted) return;
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
-  /**
-   * Jobs the runners can take now: their slots (as they report them,
-   * RunnerCapacity) plus as many again waiting in the queue, so a runner
-   * finishing a job finds the next one there instead of waiting for a pass,
-   * less the jobs handed out and not finished. Before any runner has spoken
-   * (a fresh start; runners of an older version), the queue bound alone
-   * (SCHEDULER_MAX_QUEUED) limits it, as it always does.
-   */
-  private async room(): Promise<number> {
-    const { store, config, runners, clock } = this.c;
-    const queueRoom = config.maxQueued - (await store.jobs.countQueued(config.maxQueued));
-    const slots = runners.slots(clock.now());
-    if (slots === undefined) return queueRoom;
-    const open = await store.jobs.countByStatus(['QUEUED', 'RUNNING']);
-    return Math.min(queueRoom, 2 * slots - (open.QUEUED ?? 0) - (open.RUNNING ?? 0));
-  }
-
-  /** When the next slot falls due, or since when a manual job waits to be handed out; never while the runners are full. */
+  /** When the next slot falls due, or since when a manual job waits to be handed out. */
   async nextDueAt(): Promise<number> {
-    if (this.full) return Number.POSITIVE_INFINITY;
     const { store } = this.c;
-    // A user at their hard limit has nothing due until a job of theirs ends (seen by the next tick).
-    const cap = this.c.config.maxActivePerUser;
-    const fair = cap === undefined ? {} : { maxActivePerUser: cap };
+    // A user at their share has nothing due until a job of theirs ends (seen by the next tick).
+    const fair = { maxActivePerUser: this.c.config.maxActivePerUser };
     const times = [await store.workflows.nextDueAt(fair), await store.jobs.nextPendingAt(fair)];
     return Math.min(...times.map((t) => t ?? Number.POSITIVE_INFINITY));
   }
@@ -130,10 +88,11 @@ export class LeaderWork {
     }
   }
 
-  /** Hands out these PENDING (manual) jobs (the fair hand-out chose them). */
-  private async dispatch(now: number, found: readonly Job[]): Promise<void> {
+  /** Hands out PENDING (manual) jobs. Returns how many it looked at (a full batch means there may be more). */
+  private async dispatch(now: number, limit: number): Promise<number> {
     const { store, config } = this.c;
-    if (found.length === 0) return;
+    const found = await store.jobs.dispatchable(now, limit, { maxActivePerUser: config.maxActivePerUser });
+    if (found.length === 0) return 0;
     const share = await userShare(store, config.maxActivePerUser, found.map((j) => j.userId));
     const jobs = found.filter((j) => share(j.userId));
     const workflows = new Map((await store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
@@ -142,6 +101,7 @@ export class LeaderWork {
       queued.push([moved, workflows.get(moved.workflowId)!]);
     }
     await this.handOut.send(queued);
+    return found.length;
   }
 
   /** Jobs whose runner stopped renewing their lease, or whose message was never started or confirmed. */

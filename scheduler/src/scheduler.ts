@@ -11,7 +11,6 @@ import { JOB_EVENT_TYPES, JobEvents, type JobEvent } from './job-events.js';
 import { LeaderWork } from './leader.js';
 import { leaseHolder, LeaderLease } from './leader-lease.js';
 import { RefusedJobs } from './refused-jobs.js';
-import { RunnerCapacity } from './runner-capacity.js';
 
 /**
  * The scheduler role, and the one place its parts are wired and timed:
@@ -64,11 +63,10 @@ export interface SchedulerConfig {
    */
   eventPrefetch: number;
   /**
-   * A hard limit on one user's jobs handed to the runners (QUEUED or
-   * RUNNING) at once (MAX_ACTIVE_JOBS_PER_USER), for operators who want one:
-   * beyond it the user's due workflows and manual jobs wait even while
-   * runners are idle. Undefined (the default): none; the fair hand-out
-   * already shares the runners equally among the users who want them.
+   * Most jobs of one user handed to the runners (QUEUED or RUNNING) at once
+   * (MAX_ACTIVE_JOBS_PER_USER): beyond it the user's due workflows and manual
+   * jobs wait, so one user cannot hold every runner slot while others wait.
+   * Undefined: no per-user cap.
    */
   maxActivePerUser?: number | undefined;
 }
@@ -140,8 +138,6 @@ export class Scheduler {
   /** Aborts the leader loop's current sleep (wake()). */
   private sleeping: AbortController | undefined;
   private woken = false;
-  /** A job ended since the last pass: the next pass comes now, without a full tick. */
-  private freed = false;
   private stopping: Promise<void> | undefined;
 
   constructor(private readonly deps: SchedulerDeps) {
@@ -164,9 +160,6 @@ export class Scheduler {
       config: this.config,
       signal: this.abort.signal,
       stats: this.stats,
-      // Twice a lease: a runner holding a job speaks at least every third of one (heartbeats).
-      runners: new RunnerCapacity(2 * this.config.jobLeaseTtlMs),
-      capacityFreed: () => this.capacityFreed(),
     };
     const handOut = new HandOut(context);
     this.leader = new LeaderWork(context, handOut);
@@ -234,10 +227,6 @@ export class Scheduler {
       // A floor in real time, whatever the clock: it bounds the leader's CPU, not the schedule.
       await systemClock.sleep(this.config.passGapMs, signal);
       if (this.woken || signal.aborted) continue;
-      if (this.freed) {
-        this.freed = false;
-        continue;
-      }
       this.sleeping = new AbortController();
       await clock.sleep(Math.max(0, wakeAt - clock.now()), AbortSignal.any([signal, this.sleeping.signal]));
       this.sleeping = undefined;
@@ -254,23 +243,6 @@ export class Scheduler {
     this.log.info('woken by the api: taking new work now');
     this.woken = true;
     this.sleeping?.abort();
-  }
-
-  /**
-   * A job ended (applied by this replica): its slot is free, so the leader
-   * loop's sleep is cut short and the next pass hands out more (at most one
-   * per passGapMs, however many jobs end). A job ended on another replica is
-   * seen at the next tick.
-   */
-  private capacityFreed(): void {
-    if (!this.isLeader) return;
-    this.freed = true;
-    this.sleeping?.abort();
-  }
-
-  /** One pass over pending jobs and due slots only, as the loop makes between ticks (tests call it). */
-  async leaderPass(): Promise<void> {
-    await this.leader.duePass(this.deps.clock.now());
   }
 
   /** One pass of the leader's work. Safe to run concurrently with another leader. */

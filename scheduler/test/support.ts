@@ -21,14 +21,7 @@ export class FakeRunners {
   readonly stops: JobStopMessage[] = [];
   private waiters: (() => void)[] = [];
 
-  /** The slots these runners report with every event (runner_slots); undefined: none, as older runners. */
-  slots: number | undefined;
-
   constructor(readonly bus: SignedBus) {}
-
-  private get reported(): { runner_slots?: number } {
-    return this.slots === undefined ? {} : { runner_slots: this.slots };
-  }
 
   async start(): Promise<void> {
     await this.bus.consume(QUEUES.jobs, (e: Envelope) => this.push(this.jobs, e.body as JobRunMessage), { prefetch: 100 });
@@ -54,11 +47,11 @@ export class FakeRunners {
   }
 
   started(job: JobRunMessage, at: number): Promise<unknown> {
-    return this.bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobStarted, { job_id: job.job_id, attempt: job.attempt, runner_id: 'r1', started_at: at, ...this.reported });
+    return this.bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobStarted, { job_id: job.job_id, attempt: job.attempt, runner_id: 'r1', started_at: at });
   }
 
   heartbeat(job: JobRunMessage): Promise<unknown> {
-    return this.bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobHeartbeat, { job_id: job.job_id, attempt: job.attempt, runner_id: 'r1', ...this.reported });
+    return this.bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobHeartbeat, { job_id: job.job_id, attempt: job.attempt, runner_id: 'r1' });
   }
 
   finished(job: JobRunMessage, status: JobFinishedMessage['status'], at: { started: number; finished: number }, extra: Partial<JobFinishedMessage> = {}): Promise<unknown> {
@@ -69,7 +62,6 @@ export class FakeRunners {
       status,
       started_at: at.started,
       finished_at: at.finished,
-      ...this.reported,
       ...(status === 'FAILED' ? { reason: { code: 'NON_ZERO_EXIT' as const, message: 'The container exited with code 1.' } } : {}),
       ...extra,
     };

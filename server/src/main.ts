@@ -133,8 +133,7 @@ async function startScheduler(boot: Boot, store: Store): Promise<void> {
       queueTimeoutMs: config.scheduler.queueTimeoutMs,
       buildTimeoutMs: config.scheduler.buildTimeoutMs,
       maxQueued: config.scheduler.maxQueued,
-      // 0: no hard limit (the default); the fair hand-out shares the runners (ADR 0011).
-      maxActivePerUser: config.tenants.maxActiveJobsPerUser || undefined,
+      maxActivePerUser: config.tenants.maxActiveJobsPerUser,
     },
   });
   await scheduler.start();

@@ -78,17 +78,7 @@ export function decodeJobStop(body: unknown): Decoded<JobStopMessage> {
   return decoded({ job_id: body.job_id, ...(attempt === undefined ? {} : { attempt }), reason });
 }
 
-/**
- * What every runner event about an attempt may add: the runner's slots
- * (RUNNER_CONCURRENCY), from which the scheduler knows how many jobs the
- * runners can take at once (docs/adr/0011-work-conserving-fair-hand-out.md).
- * Absent from older runners.
- */
-export interface RunnerSlots {
-  runner_slots?: number;
-}
-
-export interface JobStartedMessage extends RunnerSlots {
+export interface JobStartedMessage {
   job_id: string;
   attempt: number;
   runner_id: string;
@@ -106,20 +96,16 @@ function attemptOf(body: unknown): Decoded<{ job_id: string; attempt: number; ru
   return decoded({ job_id, attempt, runner_id, fields: body });
 }
 
-function slotsOf(fields: Record<string, unknown>): RunnerSlots {
-  return isPositiveInt(fields.runner_slots) ? { runner_slots: fields.runner_slots } : {};
-}
-
 export function decodeJobStarted(body: unknown): Decoded<JobStartedMessage> {
   const head = attemptOf(body);
   if (!head.ok) return head;
   const { job_id, attempt, runner_id, fields } = head.value;
   if (!isInt(fields.started_at)) return unusable('started_at must be an integer');
   const container = typeof fields.container_id === 'string' && fields.container_id !== '' ? { container_id: fields.container_id } : {};
-  return decoded({ job_id, attempt, runner_id, started_at: fields.started_at, ...container, ...slotsOf(fields) });
+  return decoded({ job_id, attempt, runner_id, started_at: fields.started_at, ...container });
 }
 
-export interface JobHeartbeatMessage extends RunnerSlots {
+export interface JobHeartbeatMessage {
   job_id: string;
   attempt: number;
   runner_id: string;
@@ -128,13 +114,13 @@ export interface JobHeartbeatMessage extends RunnerSlots {
 export function decodeJobHeartbeat(body: unknown): Decoded<JobHeartbeatMessage> {
   const head = attemptOf(body);
   if (!head.ok) return head;
-  const { job_id, attempt, runner_id, fields } = head.value;
-  return decoded({ job_id, attempt, runner_id, ...slotsOf(fields) });
+  const { job_id, attempt, runner_id } = head.value;
+  return decoded({ job_id, attempt, runner_id });
 }
 
 export type FinishedStatus = Extract<JobStatus, 'COMPLETED' | 'FAILED' | 'CANCELED'>;
 
-export interface JobFinishedMessage extends RunnerSlots {
+export interface JobFinishedMessage {
   job_id: string;
   attempt: number;
   runner_id: string;
@@ -185,7 +171,6 @@ export function decodeJobFinished(body: unknown): Decoded<JobFinishedRead> {
     ...(typeof m.container_id === 'string' && m.container_id !== '' ? { container_id: m.container_id } : {}),
     ...(m.log_truncated === true ? { log_truncated: true } : {}),
     ...(m.check === undefined ? {} : { check: checkFromMessage(m.check) ?? null }),
-    ...slotsOf(m),
   });
 }
 

@@ -385,18 +385,15 @@ export class WorkflowsRepo {
     return row && toWorkflow(row);
   }
 
-  /**
-   * Built, active workflows whose next slot is due, taken user by user: each
-   * user's earliest first, then each user's second, and so on, so a user with
-   * thousands of overdue workflows does not hide another user's one from the
-   * fair hand-out (scheduler/src/fair-share.ts). With `maxActivePerUser`,
-   * leaves out the workflows of users who have that many jobs handed out.
-   */
+  /** Active, built workflows whose next slot is due at `now`. */
+  /** Built, active workflows whose next slot is due, earliest first. */
+  /** With `maxActivePerUser`, leaves out the workflows of users who have that many jobs handed out. */
   async due(now: number, limit: number, options: { maxActivePerUser?: number } = {}): Promise<Workflow[]> {
-    const ranked = this.fair(this.scheduled().selectAll(), options.maxActivePerUser)
-      .select((eb) => eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('user_id').orderBy('next_due_at').orderBy('id')).as('user_rank'))
-      .where('next_due_at', '<=', now);
-    const rows = await this.db.selectFrom(ranked.as('d')).selectAll().orderBy('user_rank').orderBy('next_due_at').limit(limit).execute();
+    const rows = await this.fair(this.scheduled().selectAll(), options.maxActivePerUser)
+      .where('next_due_at', '<=', now)
+      .orderBy('next_due_at')
+      .limit(limit)
+      .execute();
     return rows.map(toWorkflow);
   }
 
