@@ -38,7 +38,7 @@ describe('CONFIG_DEFAULTS', () => {
   it('keeps the documented values (README, docs/operations.md)', () => {
     assert.equal(CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs, 30_000);
     assert.equal(CONFIG_DEFAULTS.scheduler.queueTimeoutMs, 10 * 60_000);
-    assert.equal(CONFIG_DEFAULTS.tenants.maxActiveJobsPerUser, 2);
+    assert.equal(CONFIG_DEFAULTS.tenants.maxActiveJobsPerUser, 0);
     assert.equal(CONFIG_DEFAULTS.scheduler.maxAttempts, 3);
     const { http } = CONFIG_DEFAULTS;
     assert.deepEqual(

@@ -14,4 +14,6 @@ export interface SchedulerContext {
   /** Aborted by Scheduler.stop(). */
   readonly signal: AbortSignal;
   readonly stats: SchedulerStats;
+  /** A job started or ended here: the leader loop (if this replica leads) makes its next pass now. */
+  readonly roomFreed: () => void;
 }

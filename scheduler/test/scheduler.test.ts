@@ -10,6 +10,8 @@ import { deferred, describeEachEngine, until as eventually, within } from '@orlo
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
+/** These tests' fake runners start a job only when a test says so: room for every job a test hands out at once (queue-room.ts). */
+const FAKE_RUNNERS_ROOM = 100;
 
 async function jobsOf(store: Store, workflowId: string): Promise<Job[]> {
   return (await store.jobs.list({ workflowId, limit: 1000 })).reverse();
@@ -23,7 +25,7 @@ describeEachEngine('scheduler', (db) => {
 
   beforeEach(async () => {
     r = await rig();
-    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { jobLeaseTtlMs: 30_000 } });
+    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { jobLeaseTtlMs: 30_000, queueFloor: FAKE_RUNNERS_ROOM } });
     await scheduler.start({ leaderLoop: false });
     userId = await insertUser(store());
   });
@@ -493,7 +495,7 @@ describeEachEngine('scheduler', (db) => {
   describe('with batches of 3', () => {
     let small: Scheduler;
     beforeEach(() => {
-      small = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { batchSize: 3 } });
+      small = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { batchSize: 3, queueFloor: FAKE_RUNNERS_ROOM } });
     });
     afterEach(() => small.stop());
 

@@ -224,8 +224,8 @@ export const CONFIG_DEFAULTS = deepFreeze({
   tenants: {
     /** MAX_WORKFLOWS_PER_USER. */
     maxWorkflowsPerUser: 500,
-    /** MAX_ACTIVE_JOBS_PER_USER. */
-    maxActiveJobsPerUser: 2,
+    /** MAX_ACTIVE_JOBS_PER_USER: an optional hard limit per user; 0 is none (the fair hand-out shares the runners). */
+    maxActiveJobsPerUser: 0,
   },
   retention: {
     /** RETENTION_JOBS. */
@@ -633,7 +633,7 @@ function readContainers(r: Reader): Config['containers'] {
 function readTenants(r: Reader): Config['tenants'] {
   return {
     maxWorkflowsPerUser: r.int('MAX_WORKFLOWS_PER_USER', CONFIG_DEFAULTS.tenants.maxWorkflowsPerUser, 1, 10_000_000),
-    maxActiveJobsPerUser: r.int('MAX_ACTIVE_JOBS_PER_USER', CONFIG_DEFAULTS.tenants.maxActiveJobsPerUser, 1, 1_000_000),
+    maxActiveJobsPerUser: r.int('MAX_ACTIVE_JOBS_PER_USER', CONFIG_DEFAULTS.tenants.maxActiveJobsPerUser, 0, 1_000_000),
   };
 }
 
