@@ -9,6 +9,8 @@ export interface SchedulerContext {
   readonly store: Store;
   readonly bus: SignedBus;
   readonly clock: Clock;
+  /** The time runners' work takes (SchedulerDeps.workClock). */
+  readonly workClock: Clock;
   readonly log: Logger;
   readonly config: SchedulerConfig;
   /** Aborted by Scheduler.stop(). */

@@ -28,7 +28,7 @@ export class LeaderWork {
     private readonly handOut: HandOut,
   ) {
     this.dueSlots = new DueSlots(c, handOut);
-    this.queueRoom = new QueueRoom((ids) => c.store.jobs.queuedAmong(ids), () => c.clock.now(), c.config.queueFloor);
+    this.queueRoom = new QueueRoom((ids) => c.store.jobs.queuedAmong(ids), () => c.workClock.now(), c.config.queueFloor);
   }
 
   /** A full pass: builds, due slots and pending jobs, recovery, stops. */

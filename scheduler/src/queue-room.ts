@@ -1,8 +1,8 @@
 /** The fewest jobs the hand-out keeps waiting for the runners, whatever they took lately. */
 export const QUEUE_FLOOR = 4;
-/** The hand-out keeps about this much (clock time) of the runners' recent work waiting for them. */
+/** The hand-out keeps about this much (real time: the runners' work takes real time whatever the scheduler's clock) of the runners' recent work waiting for them. */
 const DEPTH_WINDOW_MS = 1_000;
-/** A job handed out and not started for this long (clock time) no longer holds room: it is stuck, not waiting for a slot. */
+/** A job handed out and not started for this long (real time: the runners' work takes real time whatever the scheduler's clock) no longer holds room: it is stuck, not waiting for a slot. */
 const STUCK_AFTER_MS = 60_000;
 
 /**
@@ -21,7 +21,7 @@ const STUCK_AFTER_MS = 60_000;
  * counted: at worst the queue is a little deeper for a while.
  */
 export class QueueRoom {
-  /** Jobs this leader handed out, not yet seen started: id → when (clock time). */
+  /** Jobs this leader handed out, not yet seen started: id → when (real time: the runners' work takes real time whatever the scheduler's clock). */
   private readonly waiting = new Map<string, number>();
   private readonly started: { at: number; n: number }[] = [];
 

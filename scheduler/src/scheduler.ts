@@ -99,6 +99,13 @@ export interface SchedulerDeps {
   logger: Logger;
   /** This replica's name in the leader lease. */
   replicaId?: string;
+  /**
+   * The time runners' work takes: real time (the default), even when `clock`
+   * runs faster, for the hand-out keeps about a second of the runners' work
+   * waiting (queue-room.ts). Tests whose fake runners play jobs on a manual
+   * clock pass that clock.
+   */
+  workClock?: Clock;
   config?: Partial<SchedulerConfig>;
 }
 
@@ -163,6 +170,7 @@ export class Scheduler {
       store: deps.store,
       bus: deps.bus,
       clock: deps.clock,
+      workClock: deps.workClock ?? systemClock,
       log: deps.logger,
       config: this.config,
       signal: this.abort.signal,

@@ -42,7 +42,7 @@ describeEachEngine('the fair hand-out: work-conserving sharing of the runners', 
 
   beforeEach(async () => {
     r = await rig();
-    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger });
+    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger });
     await scheduler.start({ leaderLoop: false });
     running = [];
     taken = 0;

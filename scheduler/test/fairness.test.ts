@@ -20,7 +20,7 @@ describeEachEngine('scheduler fairness between users', (db) => {
 
   beforeEach(async () => {
     r = await rig();
-    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { maxActivePerUser: 2 } });
+    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger, config: { maxActivePerUser: 2 } });
     await scheduler.start({ leaderLoop: false });
   });
   afterEach(async () => {
