@@ -19,9 +19,11 @@ export type { TlsFiles } from './tls.js';
 export type { ContainerLimits } from '../domain/container-policy.js';
 
 /**
- * Configuration, read once from environment variables, validated, frozen.
- * Every variable is documented in the README with its default. Nothing else
- * in orloj reads process.env.
+ * Configuration, read once from environment variables, validated, frozen,
+ * arranged in the sections the roles take. Each value comes from its row in
+ * SETTINGS, whose type the compiler holds the field to; the rows document
+ * the variables (docs/operations.md, "Settings"). Nothing else in orloj reads
+ * process.env.
  */
 export interface Config {
   readonly port: number;

@@ -155,7 +155,7 @@ export function list(doc: string, each?: Normalize, fallback: readonly string[] 
   };
 }
 
-/** The value of an environment variable, or of the file its NAME_FILE twin names; see loadConfig. */
-export function file(doc: string, shown = '(none)'): Setting<string | undefined> {
-  return derived(shown, doc, undefined, 'file path');
+/** A file's path, none by default. */
+export function file(doc: string): Setting<string | undefined> {
+  return derived('(none)', doc, undefined, 'file path');
 }
