@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { OrlojError, type Clock } from '@orloj/common/core';
-import { CONFIG_DEFAULTS, type ResolvedConfig } from '@orloj/common/config';
+import type { ResolvedConfig } from '@orloj/common/config';
 import type { Logger, RequestContext } from '@orloj/common/logging';
 import type { SignedBus } from '@orloj/common/envelope';
 import type { Health, OrlojMetrics } from '@orloj/common/observability';
@@ -48,9 +48,12 @@ export interface AppOptions {
   heavy?: HeavyRequests | undefined;
 }
 
+/** How long a heavy request waits for its turn before it is answered 503. */
+const HEAVY_WAIT_MS = 30_000;
+
 /** The places for heavy requests an app built with `config` has. */
 export function createHeavyRequests(config: ResolvedConfig): HeavyRequests {
-  return new HeavyRequests({ max: config.http.maxHeavyRequests, perUser: config.http.maxHeavyRequestsPerUser, waitMs: CONFIG_DEFAULTS.http.heavyWaitMs });
+  return new HeavyRequests({ max: config.http.maxHeavyRequests, perUser: config.http.maxHeavyRequestsPerUser, waitMs: HEAVY_WAIT_MS });
 }
 
 /** The live tails of an app built from these options. */

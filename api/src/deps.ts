@@ -1,5 +1,5 @@
 import type { Clock } from '@orloj/common/core';
-import { CONFIG_DEFAULTS, type ResolvedConfig } from '@orloj/common/config';
+import type { ResolvedConfig } from '@orloj/common/config';
 import type { Logger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, TOPICS } from '@orloj/common/messages';
 import type { SignedBus } from '@orloj/common/envelope';
@@ -28,6 +28,9 @@ export interface ApiDeps {
   heavy: HeavyRequests;
 }
 
+/** A nudge to the scheduler leader expires after this long (the tick finds the work anyway). */
+const SCHEDULER_WAKE_TTL_MS = 60_000;
+
 /**
  * Tells the scheduler leader there is new work (a build, a manual job) so it
  * takes it now instead of at its next tick. Best effort: the tick finds the
@@ -35,6 +38,6 @@ export interface ApiDeps {
  */
 export function nudgeScheduler(deps: Pick<ApiDeps, 'bus' | 'logger'>): void {
   deps.bus
-    ?.broadcast(TOPICS.schedulerWake, MESSAGE_TYPES.schedulerWake, {}, { ttlMs: CONFIG_DEFAULTS.http.schedulerWakeTtlMs })
+    ?.broadcast(TOPICS.schedulerWake, MESSAGE_TYPES.schedulerWake, {}, { ttlMs: SCHEDULER_WAKE_TTL_MS })
     .catch((err: unknown) => deps.logger.warn({ err }, 'could not nudge the scheduler; the work waits for its next tick'));
 }

@@ -3,14 +3,19 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import { KEEP_ALIVE_TIMEOUT_MS } from '@orloj/common/observability';
 import { createApp, createHeavyRequests, createLiveTailHub, type AppOptions } from './app.js';
 import type { HeavyRequests } from './http/heavy-requests.js';
 import type { LiveTailHub } from './http/live-tail.js';
 import { ClientAddressResolver } from './http/client-address.js';
 import { ConnectionLimits } from './http/connection-limits.js';
 
-const MAINTENANCE_EVERY_MS = CONFIG_DEFAULTS.http.maintenanceEveryMs;
+/** How often the api deletes expired idempotency records and dead sessions. */
+const MAINTENANCE_EVERY_MS = 10 * 60_000;
+/** Sessions expired longer ago than this are deleted. */
+const SESSION_PURGE_AFTER_MS = 24 * 60 * 60_000;
+/** The longest a request (a log download included) may take. */
+const REQUEST_TIMEOUT_MS = 5 * 60_000;
 
 /** How a request Node refuses is answered, by Node's error code. */
 const CLIENT_ERRORS: Record<string, { status: number; title: string; detail: string; code: string }> = {
@@ -65,7 +70,7 @@ export class ApiServer {
     const server = http.createServer(
       {
         headersTimeout: limits.headersTimeoutMs,
-        requestTimeout: CONFIG_DEFAULTS.http.requestTimeoutMs,
+        requestTimeout: REQUEST_TIMEOUT_MS,
         // Node checks those timeouts this often (30 s by default, which would let a slow header run on that long).
         connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs / 2),
       },
@@ -89,7 +94,7 @@ export class ApiServer {
         if (this.busy.has(socket)) this.busy.set(socket, Math.max(0, (this.busy.get(socket) ?? 1) - 1));
       });
     });
-    server.keepAliveTimeout = CONFIG_DEFAULTS.http.keepAliveTimeoutMs;
+    server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
     server.on('clientError', (err: NodeJS.ErrnoException, socket) => answerClientError(err, socket));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
@@ -127,7 +132,7 @@ export class ApiServer {
     const now = this.deps.clock.now();
     try {
       await this.deps.store.idempotency.purgeExpired(now);
-      await this.deps.store.sessions.purge(now - CONFIG_DEFAULTS.http.sessionPurgeAfterMs);
+      await this.deps.store.sessions.purge(now - SESSION_PURGE_AFTER_MS);
     } catch (err) {
       this.deps.logger.warn({ err }, 'maintenance failed; will retry');
     }

@@ -20,7 +20,7 @@ import {
   type Job,
   type JobTransition,
 } from '@orloj/common/domain';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import { SETTINGS } from '@orloj/common/config';
 import { workflowFixture } from './support/fixtures.js';
 
 const NOW = 1_000_000;
@@ -112,7 +112,7 @@ describe('job lifecycle units', () => {
     });
 
     it('has runners renew at a third of the lease, at least every millisecond', () => {
-      assert.equal(heartbeatInterval(CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs), 10_000);
+      assert.equal(heartbeatInterval(SETTINGS.JOB_LEASE_TTL.default), 10_000);
       assert.equal(heartbeatInterval(2), 1);
     });
   });
@@ -195,10 +195,6 @@ describe('job lifecycle units', () => {
         assert.deepEqual(t, { to: 'CANCELED', fields: { completedAt: NOW, leaseExpiresAt: null, reason: reasons.workflowTerminated() }, guard: { attempts: 1 } });
         assertAllowed(t, 'RUNNING');
       }
-    });
-
-    it('uses the default attempt limit from configuration', () => {
-      assert.equal(CONFIG_DEFAULTS.scheduler.maxAttempts, 3);
     });
   });
 

@@ -33,7 +33,7 @@ describe('lint rules of the repository', function () {
 
   describe("common's concern order", () => {
     it('refuses an import that runs back down the order, type-only or not', async () => {
-      const back = await messages("import { CONFIG_DEFAULTS } from '../config/config.js';\nexport const jobs = CONFIG_DEFAULTS.jobs;\n", 'common/src/domain/fixture.ts', 'orloj/concern-order');
+      const back = await messages("import { SETTINGS } from '../config/settings.js';\nexport const port = SETTINGS.PORT;\n", 'common/src/domain/fixture.ts', 'orloj/concern-order');
       assert.deepEqual(
         back.map((m) => m.message),
         ['common/src/domain may not import config (concern order, ARCHITECTURE.md)'],
@@ -58,7 +58,7 @@ describe('lint rules of the repository', function () {
     });
 
     it('allows imports down the order, within a concern, and from tests', async () => {
-      const down = "import { OrlojError } from '../core/errors.js';\nimport { newJob } from '../domain/job.js';\nimport { CONFIG_DEFAULTS } from '../config/config.js';\nexport { OrlojError, newJob, CONFIG_DEFAULTS };\n";
+      const down = "import { OrlojError } from '../core/errors.js';\nimport { newJob } from '../domain/job.js';\nimport { SETTINGS } from '../config/settings.js';\nexport { OrlojError, newJob, SETTINGS };\n";
       assert.deepEqual(await messages(down, 'common/src/store/fixture.ts', 'orloj/concern-order'), []);
       assert.deepEqual(await messages("export * from './lifecycle.js';\n", 'common/src/store/fixture.ts', 'orloj/concern-order'), []);
       assert.deepEqual(await messages("export * from '../src/store/index.js';\n", 'common/test/fixture.test.ts', 'orloj/concern-order'), []);

@@ -22,13 +22,20 @@
  *   round trip per batch; each is still broadcast as it came, in order,
  *   while the next write runs.
  */
-import { retry, retryPolicies, type Clock, type RetryPolicy } from '@orloj/common/core';
+import { nonNegativeInt, positiveInt, retry, retryPolicies, type Clock, type RetryPolicy } from '@orloj/common/core';
 import type { Logger } from '@orloj/common/logging';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import { MESSAGE_TYPES, packLines, QUEUES, TOPICS, type LiveLogsMessage, type LogBatchMessage } from '@orloj/common/messages';
 import type { SignedBus } from '@orloj/common/envelope';
 import type { Subscription } from '@orloj/common/bus';
 import type { Store } from '@orloj/common/store';
+
+/** Batches handled at once (the consumer's prefetch). */
+const PREFETCH = 16;
+/** Most lines written in one transaction when batches of one attempt queue up and are merged. */
+const MAX_MERGE_LINES = 50_000;
+/** On stop, consume until no batch arrived for this long (QUIET_MS), and at most DRAIN_MS. */
+const QUIET_MS = 250;
+const DRAIN_MS = 5_000;
 
 export interface LogIngesterOptions {
   store: Store;
@@ -36,23 +43,23 @@ export interface LogIngesterOptions {
   bus: SignedBus;
   logger: Logger;
   clock: Clock;
-  /** Batches handled at once (the consumer's prefetch). Default 16. */
+  /** Batches handled at once (the consumer's prefetch); PREFETCH unless set. */
   prefetch?: number;
   /**
    * How long (clock ms) a batch that fails with a non-connection error is
    * retried before it is handed back to the bus (redelivered, dead-lettered
    * after the delivery limit). Connection errors are retried until stop().
-   * Default 60 s.
+   * retryPolicies.storeWrite's giveUpAfterMs unless set.
    */
   maxRetryMs?: number;
   /**
    * Most lines written in one transaction when batches of one attempt queue
-   * up behind the one being written (they are then merged). Default 50 000.
+   * up behind the one being written (they are then merged); MAX_MERGE_LINES unless set.
    */
   maxMergeLines?: number;
-  /** On stop: keep consuming until no batch arrived for quietMs … Default 250. */
+  /** On stop: keep consuming until no batch arrived for quietMs (QUIET_MS unless set) … */
   quietMs?: number;
-  /** … but for no longer than this (clock ms). Default 5 000. */
+  /** … but for no longer than this (clock ms; DRAIN_MS unless set). */
   drainMs?: number;
   /**
    * JOB_LOG_MAX_LINES: lines past it (sequence_num above it; the runner's
@@ -119,12 +126,12 @@ export class LogIngester {
     this.bus = options.bus;
     this.clock = options.clock;
     this.log = options.logger.child({ role: 'log-ingest' });
-    this.prefetch = positiveInt('prefetch', options.prefetch ?? CONFIG_DEFAULTS.logs.ingestPrefetch);
+    this.prefetch = positiveInt('prefetch', options.prefetch ?? PREFETCH);
     this.retryPolicy = { ...retryPolicies.storeWrite, giveUpAfterMs: nonNegativeInt('maxRetryMs', options.maxRetryMs ?? retryPolicies.storeWrite.giveUpAfterMs!) };
-    this.quietMs = nonNegativeInt('quietMs', options.quietMs ?? CONFIG_DEFAULTS.logs.ingestQuietMs);
-    this.drainMs = nonNegativeInt('drainMs', options.drainMs ?? CONFIG_DEFAULTS.logs.ingestDrainMs);
+    this.quietMs = nonNegativeInt('quietMs', options.quietMs ?? QUIET_MS);
+    this.drainMs = nonNegativeInt('drainMs', options.drainMs ?? DRAIN_MS);
     this.maxLinesPerJob = options.maxLinesPerJob === undefined ? undefined : positiveInt('maxLinesPerJob', options.maxLinesPerJob);
-    this.maxMergeLines = positiveInt('maxMergeLines', options.maxMergeLines ?? CONFIG_DEFAULTS.logs.ingestMaxMergeLines);
+    this.maxMergeLines = positiveInt('maxMergeLines', options.maxMergeLines ?? MAX_MERGE_LINES);
   }
 
   /** Starts consuming QUEUES.logs. Memoised. */
@@ -357,13 +364,3 @@ export class LogIngester {
   }
 }
 
-
-function positiveInt(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${value}`);
-  return value;
-}
-
-function nonNegativeInt(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer, got ${value}`);
-  return value;
-}

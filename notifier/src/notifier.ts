@@ -14,7 +14,6 @@
  */
 import { Batcher, newId, retry, retryPolicies, type Clock, type Within } from '@orloj/common/core';
 import { isJobEvent, jobDurationSeconds, type DomainEvent, type JobEventData } from '@orloj/common/domain';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import type { Logger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
 import type { SignedBus } from '@orloj/common/envelope';
@@ -28,19 +27,22 @@ import { OutboxRelay } from './outbox-relay.js';
 /** A value fit for a metric label. */
 const LABEL = /^[A-Z][A-Z0-9_]{0,63}$/;
 
+/** Domain events a notifier holds unacknowledged, and so the most it applies in one transaction. */
+const PREFETCH = 16;
+
 export interface NotifierOptions {
   store: Store;
   /** Verifies as any role; the relay signs as role 'notifier'. */
   bus: SignedBus;
   clock: Clock;
   logger: Logger;
-  /** Outbox poll interval (NOTIFIER_POLL_INTERVAL). Default 500 ms. */
+  /** Outbox poll interval (NOTIFIER_POLL_INTERVAL). */
   pollMs?: number;
-  /** Events held unacknowledged, the most applied in one transaction. Default CONFIG_DEFAULTS.notifier.prefetch. */
+  /** Events held unacknowledged, the most applied in one transaction (PREFETCH unless set). */
   prefetch?: number;
   /** Run the outbox relay in this process. Default true. */
   relay?: boolean;
-  /** How long (clock ms) an event failing with a non-connection error is retried before it goes back to the bus. Default 60 s. */
+  /** How long (clock ms) an event failing with a non-connection error is retried before it goes back to the bus (retryPolicies.storeWrite's giveUpAfterMs unless set). */
   maxRetryMs?: number;
   /** Jobs finished and schedule lag are counted there, once per applied event. */
   metrics?: OrlojMetrics | undefined;
@@ -86,7 +88,7 @@ export class Notifier {
     this.starting ??= (async () => {
       // The bus refuses (and logs) another message type or a body decodeDomainEvent cannot read; this counts them.
       this.sub = await this.options.bus.consume(QUEUES.domainEvents, (envelope) => this.batcher.receive(envelope.body), {
-        prefetch: this.options.prefetch ?? CONFIG_DEFAULTS.notifier.prefetch,
+        prefetch: this.options.prefetch ?? PREFETCH,
         accept: [MESSAGE_TYPES.domainEvent],
         onMalformed: () => void (this.counts.malformed += 1),
       });

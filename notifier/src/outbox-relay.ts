@@ -1,10 +1,18 @@
 import type { Clock } from '@orloj/common/core';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import { SETTINGS } from '@orloj/common/config';
 import type { Logger } from '@orloj/common/logging';
 import { DOMAIN_EVENT_TTL_MS, MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
 import type { SignedBus } from '@orloj/common/envelope';
 import { eventRequestId } from '@orloj/common/domain';
 import type { Store } from '@orloj/common/store';
+
+/** Outbox events the relay claims per round. */
+const BATCH_SIZE = 200;
+/** How long a relay's claim keeps other relays off an event (a relay that dies mid-publish). */
+const CLAIM_MS = 30_000;
+/** How long an applied event's identity is remembered for deduplication, and how often old ones are forgotten. */
+const DEDUPE_RETENTION_MS = 7 * 24 * 60 * 60_000;
+const DEDUPE_PURGE_EVERY_MS = 60 * 60_000;
 
 export interface OutboxRelayOptions {
   store: Store;
@@ -12,13 +20,13 @@ export interface OutboxRelayOptions {
   bus: SignedBus;
   clock: Clock;
   logger: Logger;
-  /** Pause between polls when the outbox had nothing more to publish. Default 500 ms. */
+  /** Pause between polls when the outbox had nothing more to publish (NOTIFIER_POLL_INTERVAL). */
   pollMs?: number;
-  /** Events claimed per round. Default 200. */
+  /** Events claimed per round (BATCH_SIZE unless set). */
   batchSize?: number;
-  /** How long a claim keeps other relays off an event (a relay that dies mid-publish). Default 30 s. */
+  /** How long a claim keeps other relays off an event (a relay that dies mid-publish; CLAIM_MS unless set). */
   claimMs?: number;
-  /** How long an applied event's identity is remembered for deduplication. Default 7 days. */
+  /** How long an applied event's identity is remembered for deduplication (DEDUPE_RETENTION_MS unless set). */
   dedupeRetentionMs?: number;
 }
 
@@ -48,11 +56,10 @@ export class OutboxRelay {
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.log = options.logger;
-    const defaults = CONFIG_DEFAULTS.notifier;
-    this.pollMs = options.pollMs ?? defaults.pollMs;
-    this.batchSize = options.batchSize ?? defaults.relayBatchSize;
-    this.claimMs = options.claimMs ?? defaults.relayClaimMs;
-    this.dedupeRetentionMs = options.dedupeRetentionMs ?? defaults.dedupeRetentionMs;
+    this.pollMs = options.pollMs ?? SETTINGS.NOTIFIER_POLL_INTERVAL.default;
+    this.batchSize = options.batchSize ?? BATCH_SIZE;
+    this.claimMs = options.claimMs ?? CLAIM_MS;
+    this.dedupeRetentionMs = options.dedupeRetentionMs ?? DEDUPE_RETENTION_MS;
   }
 
   start(): void {
@@ -109,7 +116,7 @@ export class OutboxRelay {
   private async purge(): Promise<void> {
     const now = this.options.clock.now();
     if (now < this.nextPurgeAt) return;
-    this.nextPurgeAt = now + CONFIG_DEFAULTS.notifier.dedupePurgeEveryMs;
+    this.nextPurgeAt = now + DEDUPE_PURGE_EVERY_MS;
     const purged = await this.options.store.analytics.purgeApplied(now - Math.max(this.dedupeRetentionMs, 2 * DOMAIN_EVENT_TTL_MS));
     if (purged > 0) this.log.info({ purged }, 'forgot old applied event identities');
   }

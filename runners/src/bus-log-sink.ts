@@ -25,29 +25,37 @@
  *   (count-only batches, at most one per countIntervalMs, and a last one at
  *   close): log-ingest counts lines of every job for analytics.
  */
-import { retry, retryPolicies, type Clock, type RetryPolicy } from '@orloj/common/core';
+import { positiveInt, retry, retryPolicies, type Clock, type RetryPolicy } from '@orloj/common/core';
 import type { Logger } from '@orloj/common/logging';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import { LOG_BATCH_TTL_MS, MESSAGE_TYPES, QUEUES, type LogBatchMessage, type LogColumns } from '@orloj/common/messages';
 import type { SignedBus } from '@orloj/common/envelope';
 import type { CapturedLine, JobLogWriter, LogSink, LogSinkJob } from './log-sink.js';
+
+/** Most lines in one log.batch, and the size (text plus ~80 bytes a line) at which a batch is cut. */
+const BATCH_LINES = 5_000;
+const BATCH_BYTES = 1024 * 1024;
+/** Lines and bytes held over all attempts before writes wait (back-pressure on the containers' output). */
+const BUFFER_LINES = 10_000;
+const BUFFER_BYTES = 16 * 1024 * 1024;
+/** How often the sink reports the counts of jobs without retention. */
+const COUNT_INTERVAL_MS = 1_000;
 
 export interface BusLogSinkOptions {
   /** Signs as role 'runners'. */
   bus: SignedBus;
   logger: Logger;
   clock: Clock;
-  /** Most lines in one batch. Default 5 000. */
+  /** Most lines in one batch (BATCH_LINES unless set). */
   maxBatchLines?: number;
-  /** A batch is cut once its lines reach about this many bytes (UTF-8 text plus ~80 bytes of JSON per line). Default 1 MiB. */
+  /** A batch is cut once its lines reach about this many bytes (UTF-8 text plus ~80 bytes of JSON per line; BATCH_BYTES unless set). */
   maxBatchBytes?: number;
-  /** Lines held (waiting or being published) over all attempts before write() waits. Default 10 000. */
+  /** Lines held (waiting or being published) over all attempts before write() waits (BUFFER_LINES unless set). */
   bufferLines?: number;
-  /** Bytes held, counted like maxBatchBytes, before write() waits. Default 16 MiB. */
+  /** Bytes held, counted like maxBatchBytes, before write() waits (BUFFER_BYTES unless set). */
   bufferBytes?: number;
-  /** Jobs without retention: at most one count-only batch per this many clock ms while they run. Default 1 000. */
+  /** Jobs without retention: at most one count-only batch per this many clock ms while they run (COUNT_INTERVAL_MS unless set). */
   countIntervalMs?: number;
-  /** Backoff between attempts to publish a batch: doubling from initialMs up to maxMs, with jitter. Default 100 ms / 5 s. */
+  /** Backoff between attempts to publish a batch: doubling from initialMs up to maxMs, with jitter (retryPolicies.logPublish unless set). */
   retry?: { initialMs?: number; maxMs?: number };
 }
 
@@ -103,11 +111,11 @@ export class BusLogSink implements LogSink {
     this.bus = options.bus;
     this.log = options.logger.child({ component: 'log-sink' });
     this.clock = options.clock;
-    this.maxBatchLines = positiveInt('maxBatchLines', options.maxBatchLines ?? CONFIG_DEFAULTS.logs.sinkBatchLines);
-    this.maxBatchBytes = positiveInt('maxBatchBytes', options.maxBatchBytes ?? CONFIG_DEFAULTS.logs.sinkBatchBytes);
-    this.bufferLines = positiveInt('bufferLines', options.bufferLines ?? CONFIG_DEFAULTS.logs.sinkBufferLines);
-    this.bufferBytes = positiveInt('bufferBytes', options.bufferBytes ?? CONFIG_DEFAULTS.logs.sinkBufferBytes);
-    this.countIntervalMs = positiveInt('countIntervalMs', options.countIntervalMs ?? CONFIG_DEFAULTS.logs.sinkCountIntervalMs);
+    this.maxBatchLines = positiveInt('maxBatchLines', options.maxBatchLines ?? BATCH_LINES);
+    this.maxBatchBytes = positiveInt('maxBatchBytes', options.maxBatchBytes ?? BATCH_BYTES);
+    this.bufferLines = positiveInt('bufferLines', options.bufferLines ?? BUFFER_LINES);
+    this.bufferBytes = positiveInt('bufferBytes', options.bufferBytes ?? BUFFER_BYTES);
+    this.countIntervalMs = positiveInt('countIntervalMs', options.countIntervalMs ?? COUNT_INTERVAL_MS);
     const initialMs = positiveInt('retry.initialMs', options.retry?.initialMs ?? retryPolicies.logPublish.initialMs);
     const maxMs = Math.max(initialMs, positiveInt('retry.maxMs', options.retry?.maxMs ?? retryPolicies.logPublish.maxMs));
     this.retryPolicy = { ...retryPolicies.logPublish, initialMs, maxMs };
@@ -415,9 +423,4 @@ class CountingWriter implements JobLogWriter {
 
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
-}
-
-function positiveInt(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${value}`);
-  return value;
 }

@@ -1,6 +1,6 @@
 /** What a Runner is built from (RunnerOptions, with their defaults) and what it reports (RunnerMetrics). */
 import type { Clock } from '@orloj/common/core';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import { SETTINGS } from '@orloj/common/config';
 import type { Logger } from '@orloj/common/logging';
 import type { SignedBus } from '@orloj/common/envelope';
 import type { ContainerExecutor } from './executors/container.executor.js';
@@ -8,10 +8,16 @@ import type { HttpCheckExecutor } from './executors/http-check.executor.js';
 import type { ImagePolicy } from './executors/image-policy.js';
 import type { LogSink } from './log-sink.js';
 
-// Configuration's defaults (CONFIG_DEFAULTS in common's config.ts), under the names this package exports.
-export const DEFAULT_CONCURRENCY = CONFIG_DEFAULTS.runner.concurrency;
-export const DEFAULT_LEASE_TTL_MS = CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs;
-export const DEFAULT_SHUTDOWN_GRACE_MS = CONFIG_DEFAULTS.runner.shutdownGraceMs;
+// The settings' defaults (common's config/settings.ts), under the names this package exports.
+export const DEFAULT_CONCURRENCY = SETTINGS.RUNNER_CONCURRENCY.default;
+export const DEFAULT_LEASE_TTL_MS = SETTINGS.JOB_LEASE_TTL.default;
+export const DEFAULT_SHUTDOWN_GRACE_MS = SETTINGS.RUNNER_SHUTDOWN_GRACE.default;
+/** Image builds at once. */
+export const DEFAULT_BUILD_CONCURRENCY = 2;
+/** How long aborted jobs get to report their result. */
+export const DEFAULT_ABORT_GRACE_MS = 10_000;
+/** How long, and for how many jobs at most, a runner remembers a job.stop so that a late job.run of it is refused. */
+export const DEFAULT_STOPPED_JOBS = { ttlMs: 60 * 60_000, max: 10_000 } as const;
 
 export interface RunnerOptions {
   /** Signs as role 'runners'; verifies with PRODUCER_POLICY (job.run/build.run from the scheduler, job.stop from scheduler or api). */
@@ -40,21 +46,21 @@ export interface RunnerOptions {
    * passes one; without it images and settings are used as the payload says.
    */
   imagePolicy?: ImagePolicy;
-  /** Job attempts run at once; also the jobs queue prefetch. Default 4. */
+  /** Job attempts run at once; also the jobs queue prefetch (RUNNER_CONCURRENCY). */
   concurrency?: number;
-  /** The scheduler's lease on a running attempt; job.heartbeat is sent every leaseTtlMs / 3. Default 30 s. */
+  /** The scheduler's lease on a running attempt; job.heartbeat is sent every leaseTtlMs / 3 (JOB_LEASE_TTL). */
   leaseTtlMs?: number;
-  /** How long stop() lets running attempts finish before handing them back. Default 30 s. */
+  /** How long stop() lets running attempts finish before handing them back (RUNNER_SHUTDOWN_GRACE). */
   shutdownGraceMs?: number;
-  /** After the grace: how long aborted attempts get to stop and report before stop() gives up on them. Default 10 s. */
+  /** After the grace: how long aborted attempts get to stop and report before stop() gives up on them (DEFAULT_ABORT_GRACE_MS unless set). */
   abortGraceMs?: number;
-  /** build.run messages handled at once (image pulls). Default 2. */
+  /** build.run messages handled at once (image pulls; DEFAULT_BUILD_CONCURRENCY unless set). */
   buildConcurrency?: number;
   /** Where captured container lines go: a BusLogSink in production. Default: counted, then dropped. */
   logSink?: LogSink;
   /** Backoff between attempts to publish job.finished: doubling from initialMs up to maxMs, with jitter. */
   resultRetry?: { initialMs?: number; maxMs?: number };
-  /** Job ids stopped while not running here are remembered this long / this many (newest kept). Default 1 h / 10 000. */
+  /** Job ids stopped while not running here are remembered this long / this many (newest kept; DEFAULT_STOPPED_JOBS unless set). */
   stoppedJobs?: { ttlMs?: number; max?: number };
 }
 
@@ -76,12 +82,3 @@ export interface RunnerMetrics {
   stoppedRemembered: number;
 }
 
-export function positiveInt(name: string, value: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (!Number.isSafeInteger(value) || value < 1 || value > max) throw new RangeError(`${name} must be an integer from 1 to ${max}, got ${value}`);
-  return value;
-}
-
-export function nonNegativeInt(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${name} must be a non-negative integer, got ${value}`);
-  return value;
-}

@@ -17,10 +17,9 @@
  * heartbeats and result attempt-reporting.ts; its options runner-options.ts.
  */
 import { setMaxListeners } from 'node:events';
-import { Cancellation, type Clock, retryPolicies } from '@orloj/common/core';
+import { Cancellation, type Clock, nonNegativeInt, positiveInt, retryPolicies } from '@orloj/common/core';
 import { reasons, heartbeatInterval } from '@orloj/common/domain';
 import { lazyChild, type LazyLogger, type Logger } from '@orloj/common/logging';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import {
   MESSAGE_TYPES,
   QUEUES,
@@ -42,11 +41,12 @@ import { ExpiringSet } from './expiring-set.js';
 import { discardingLogSink, type LogSink } from './log-sink.js';
 import { Semaphore, type Release } from './semaphore.js';
 import {
+  DEFAULT_ABORT_GRACE_MS,
+  DEFAULT_BUILD_CONCURRENCY,
   DEFAULT_CONCURRENCY,
   DEFAULT_LEASE_TTL_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
-  nonNegativeInt,
-  positiveInt,
+  DEFAULT_STOPPED_JOBS,
   type RunnerMetrics,
   type RunnerOptions,
 } from './runner-options.js';
@@ -129,18 +129,18 @@ export class Runner {
     this.containers = options.containers;
     this.logSink = options.logSink ?? discardingLogSink;
     this.concurrency = positiveInt('concurrency', options.concurrency ?? DEFAULT_CONCURRENCY, 65_535);
-    this.buildConcurrency = positiveInt('buildConcurrency', options.buildConcurrency ?? CONFIG_DEFAULTS.runner.buildConcurrency, 65_535);
+    this.buildConcurrency = positiveInt('buildConcurrency', options.buildConcurrency ?? DEFAULT_BUILD_CONCURRENCY, 65_535);
     const leaseTtlMs = positiveInt('leaseTtlMs', options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS);
     this.heartbeatMs = heartbeatInterval(leaseTtlMs);
     this.shutdownGraceMs = nonNegativeInt('shutdownGraceMs', options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
-    this.abortGraceMs = nonNegativeInt('abortGraceMs', options.abortGraceMs ?? CONFIG_DEFAULTS.runner.abortGraceMs);
+    this.abortGraceMs = nonNegativeInt('abortGraceMs', options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS);
     const retryInitialMs = positiveInt('resultRetry.initialMs', options.resultRetry?.initialMs ?? retryPolicies.resultPublish.initialMs);
     const retryMaxMs = Math.max(retryInitialMs, positiveInt('resultRetry.maxMs', options.resultRetry?.maxMs ?? retryPolicies.resultPublish.maxMs));
     this.slots = new Semaphore(this.concurrency);
     this.stoppedJobs = new ExpiringSet({
       clock: this.clock,
-      ttlMs: positiveInt('stoppedJobs.ttlMs', options.stoppedJobs?.ttlMs ?? CONFIG_DEFAULTS.runner.stoppedJobsTtlMs),
-      max: positiveInt('stoppedJobs.max', options.stoppedJobs?.max ?? CONFIG_DEFAULTS.runner.stoppedJobsTracked),
+      ttlMs: positiveInt('stoppedJobs.ttlMs', options.stoppedJobs?.ttlMs ?? DEFAULT_STOPPED_JOBS.ttlMs),
+      max: positiveInt('stoppedJobs.max', options.stoppedJobs?.max ?? DEFAULT_STOPPED_JOBS.max),
     });
     this.execution = new AttemptExecution({
       runnerId: this.runnerId,

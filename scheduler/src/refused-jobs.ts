@@ -1,11 +1,15 @@
 import { systemClock } from '@orloj/common/core';
 import { awaitsRunner } from '@orloj/common/domain';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 
 /** Refusals of one job handed out again from `jobs.dead` (about 3 minutes of pauses) before it is left to the queue timeout. */
-const MAX_REFUSALS = CONFIG_DEFAULTS.scheduler.maxRefusals;
+const MAX_REFUSALS = 20;
+/** The real-time pause before a refused job is handed out again: doubles per refusal of the same job, up to the cap. */
+const REFUSAL_PAUSE_MS = 250;
+const REFUSAL_PAUSE_MAX_MS = 10_000;
+/** Jobs whose refusals the leader counts at once (the count starts over beyond it). */
+const REFUSALS_TRACKED = 10_000;
 
 /**
  * job.run messages that come back on `jobs.dead` (every replica consumes it):
@@ -40,7 +44,7 @@ export class RefusedJobs {
     const job = await store.jobs.findById(named.jobId);
     if (!awaitsRunner(job, named.attempt)) return; // moved on meanwhile
     const n = (this.refusals.get(job.id) ?? 0) + 1;
-    if (this.refusals.size > CONFIG_DEFAULTS.scheduler.refusalsTracked) this.refusals.clear();
+    if (this.refusals.size > REFUSALS_TRACKED) this.refusals.clear();
     this.refusals.set(job.id, n);
     if (n > MAX_REFUSALS) {
       // No runner takes it (or it kills every runner that does): the queue timeout
@@ -49,7 +53,7 @@ export class RefusedJobs {
       return;
     }
     // Real time, whatever the clock: the pause bounds the CPU a refusing runner costs, not the schedule.
-    await systemClock.sleep(Math.min(CONFIG_DEFAULTS.scheduler.refusalPauseMs * 2 ** (n - 1), CONFIG_DEFAULTS.scheduler.refusalPauseMaxMs), signal);
+    await systemClock.sleep(Math.min(REFUSAL_PAUSE_MS * 2 ** (n - 1), REFUSAL_PAUSE_MAX_MS), signal);
     const workflow = await store.workflows.findById(job.workflowId);
     if (!workflow || signal.aborted) return;
     // The same attempt: the refused message is here, in no runner's hands, so the

@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '@orloj/common/core';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import { SETTINGS } from '@orloj/common/config';
 import type { Logger } from '@orloj/common/logging';
 import type { EndedJobPosition, Store } from '@orloj/common/store';
 
@@ -19,9 +19,18 @@ export interface RetentionConfig {
   pauseMs: number;
 }
 
-/** Configuration's defaults (CONFIG_DEFAULTS in common's config.ts). */
-const { checkEveryMs: CHECK_EVERY_MS, ...retentionDefaults } = CONFIG_DEFAULTS.retention;
-export const DEFAULT_RETENTION_CONFIG: RetentionConfig = { ...retentionDefaults };
+/** How often a replica looks whether a sweep is due (and whether it leads). */
+const CHECK_EVERY_MS = 60_000;
+/** The settings' defaults (RETENTION_*), and a 20 ms pause between two delete statements. */
+export const DEFAULT_RETENTION_CONFIG: RetentionConfig = {
+  jobsMs: SETTINGS.RETENTION_JOBS.default,
+  jobLogsMs: SETTINGS.RETENTION_JOB_LOGS.default,
+  notificationsMs: SETTINGS.RETENTION_NOTIFICATIONS.default,
+  keepJobs: SETTINGS.RETENTION_KEEP_JOBS.default,
+  intervalMs: SETTINGS.RETENTION_INTERVAL.default,
+  batchSize: SETTINGS.RETENTION_BATCH_SIZE.default,
+  pauseMs: 20,
+};
 
 export interface SweepResult {
   jobs: number;

@@ -1,5 +1,5 @@
 import { newId, systemClock, type Clock } from '@orloj/common/core';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import { SETTINGS } from '@orloj/common/config';
 import type { Logger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES, TOPICS } from '@orloj/common/messages';
 import type { SignedBus } from '@orloj/common/envelope';
@@ -75,20 +75,20 @@ export interface SchedulerConfig {
   queueFloor: number;
 }
 
-/** The defaults are configuration's (CONFIG_DEFAULTS in common's config.ts); no per-user cap. */
+/** The settings' defaults where a variable sets the value (common's config/settings.ts), the scheduler's own otherwise; no per-user cap. */
 export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
-  tickMs: CONFIG_DEFAULTS.scheduler.tickMs,
-  leaderLeaseTtlMs: CONFIG_DEFAULTS.scheduler.leaderLeaseTtlMs,
-  jobLeaseTtlMs: CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs,
-  queueTimeoutMs: CONFIG_DEFAULTS.scheduler.queueTimeoutMs,
-  unsentTimeoutMs: CONFIG_DEFAULTS.scheduler.unsentTimeoutMs,
-  buildTimeoutMs: CONFIG_DEFAULTS.scheduler.buildTimeoutMs,
-  maxAttempts: CONFIG_DEFAULTS.scheduler.maxAttempts,
-  batchSize: CONFIG_DEFAULTS.scheduler.batchSize,
-  passGapMs: CONFIG_DEFAULTS.scheduler.passGapMs,
-  maxQueued: CONFIG_DEFAULTS.scheduler.maxQueued,
-  stopResendMs: CONFIG_DEFAULTS.scheduler.stopResendMs,
-  eventPrefetch: CONFIG_DEFAULTS.scheduler.eventPrefetch,
+  tickMs: SETTINGS.SCHEDULER_TICK.default,
+  leaderLeaseTtlMs: SETTINGS.LEADER_LEASE_TTL.default,
+  jobLeaseTtlMs: SETTINGS.JOB_LEASE_TTL.default,
+  queueTimeoutMs: SETTINGS.JOB_QUEUE_TIMEOUT.default,
+  unsentTimeoutMs: 15_000,
+  buildTimeoutMs: SETTINGS.BUILD_TIMEOUT.default,
+  maxAttempts: 3,
+  batchSize: 500,
+  passGapMs: 50,
+  maxQueued: SETTINGS.SCHEDULER_MAX_QUEUED.default,
+  stopResendMs: 30_000,
+  eventPrefetch: 128,
   queueFloor: QUEUE_FLOOR,
 };
 

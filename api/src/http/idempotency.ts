@@ -1,10 +1,10 @@
 import crypto from 'node:crypto';
 import type { Context } from 'koa';
 import { canonicalJson, OrlojError, type Clock } from '@orloj/common/core';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import type { Store } from '@orloj/common/store';
 
-export const IDEMPOTENCY_TTL_MS = CONFIG_DEFAULTS.http.idempotencyTtlMs;
+/** How long an Idempotency-Key is remembered. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 export const MAX_KEY_BYTES = 255;
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 

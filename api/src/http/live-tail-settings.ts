@@ -1,5 +1,5 @@
 /** The settings of the api's live log tails (docs/logs.md). */
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import { SETTINGS } from '@orloj/common/config';
 
 export interface LiveTailSettings {
   /** How often a tail reads the store for new lines while no bus feeds it. */
@@ -35,14 +35,14 @@ export interface LiveTailSettings {
 }
 
 export const DEFAULT_LIVE_TAIL: LiveTailSettings = {
-  pollMs: CONFIG_DEFAULTS.liveTail.pollMs,
-  busPollMs: CONFIG_DEFAULTS.liveTail.busPollMs,
-  statusMs: CONFIG_DEFAULTS.liveTail.statusMs,
-  keepAliveMs: CONFIG_DEFAULTS.liveTail.keepAliveMs,
+  pollMs: 250,
+  busPollMs: 2_000,
+  statusMs: 1_000,
+  keepAliveMs: 15_000,
   maxStreamsPerClient: 5,
-  maxStreamsPerUser: CONFIG_DEFAULTS.http.maxStreamsPerUser,
+  maxStreamsPerUser: SETTINGS.LIVE_TAIL_MAX_STREAMS_PER_USER.default,
   batchSize: 1_000,
-  holeGraceMs: CONFIG_DEFAULTS.liveTail.holeGraceMs,
+  holeGraceMs: 2_000,
   maxPending: 10_000,
-  holdAfterEndMs: CONFIG_DEFAULTS.liveTail.holdAfterEndMs,
+  holdAfterEndMs: SETTINGS.LIVE_TAIL_HOLD_AFTER_END.default,
 };

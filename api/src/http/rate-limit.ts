@@ -4,7 +4,9 @@
  * is accepted while the bucket's excess stays within `burst`, and refused
  * without changing the bucket otherwise.
  */
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
+
+/** Clients (keys) a rate limiter tracks before it evicts idle ones. */
+const MAX_KEYS = 100_000;
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -27,7 +29,7 @@ export class RateLimiter {
     ratePerSecond: number,
     burst: number,
     private readonly now: () => number,
-    private readonly maxKeys = CONFIG_DEFAULTS.http.rateLimitKeys,
+    private readonly maxKeys = MAX_KEYS,
   ) {
     this.ratePerMs = ratePerSecond; // thousandths of a request per millisecond
     this.burst = burst * 1000;

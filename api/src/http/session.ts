@@ -3,7 +3,7 @@ import { sealData, unsealData } from 'iron-session';
 import { serialize } from 'cookie';
 import type { Context, Middleware } from 'koa';
 import { newId, OrlojError, type Clock } from '@orloj/common/core';
-import { CONFIG_DEFAULTS, type ResolvedConfig } from '@orloj/common/config';
+import type { ResolvedConfig } from '@orloj/common/config';
 import type { ActiveSession, Store } from '@orloj/common/store';
 
 export const SESSION_COOKIE = 'session';
@@ -29,7 +29,9 @@ interface SealedSession {
 export class SessionManager {
   /** Unsealing costs ~0.5 ms of crypto; a seal always opens to the same id, so opened seals are remembered. */
   private readonly opened = new Map<string, string>();
-  private static readonly MAX_OPENED = CONFIG_DEFAULTS.http.maxOpenedSessions;
+  private static readonly MAX_OPENED = 10_000;
+  /** How far in the future a CSRF token's issue time may lie (clock skew between replicas). */
+  private static readonly CSRF_FUTURE_SKEW_MS = 60_000;
 
   constructor(
     private readonly store: Store,
@@ -103,7 +105,7 @@ export class SessionManager {
     if (!match) return false;
     const issuedAt = Number(match[1]);
     const now = this.clock.now();
-    if (issuedAt < session.createdAt || issuedAt > now + CONFIG_DEFAULTS.http.csrfFutureSkewMs || now >= issuedAt + this.config.csrfTtlMs) return false;
+    if (issuedAt < session.createdAt || issuedAt > now + SessionManager.CSRF_FUTURE_SKEW_MS || now >= issuedAt + this.config.csrfTtlMs) return false;
     const expected = Buffer.from(this.csrfMac(session.id, issuedAt));
     const given = Buffer.from(match[2]!);
     return expected.length === given.length && crypto.timingSafeEqual(expected, given);

@@ -2,7 +2,6 @@ import { EventEmitter } from 'node:events';
 import amqp from 'amqplib';
 import type { Channel, ChannelModel, Options } from 'amqplib';
 import { tlsMaterial, type TlsFiles } from '../config/tls.js';
-import { CONFIG_DEFAULTS } from '../config/config.js';
 import { OrlojError } from '../core/errors.js';
 import { backoffDelay, retryPolicies, type BackoffPolicy } from '../core/retry.js';
 import {
@@ -27,12 +26,18 @@ import { AmqpPublisher } from './amqp-publisher.js';
 import { AmqpSubscription, type Kind, type SubscriptionHost } from './amqp-subscription.js';
 import { AmqpTopology } from './amqp-topology.js';
 
+/** RabbitMQ: how long connecting, and each operation on the open connection, may take. */
+const CONNECT_TIMEOUT_MS = 30_000;
+const OPERATION_TIMEOUT_MS = 30_000;
+/** RabbitMQ: the socket's timeout while the connection is being established. */
+const SOCKET_TIMEOUT_MS = 10_000;
+
 export interface AmqpBusOptions extends BusOptions {
-  /** How long publish/broadcast/consume/subscribe wait for the broker before rejecting. Default 30 s. */
+  /** How long publish/broadcast/consume/subscribe wait for the broker before rejecting (OPERATION_TIMEOUT_MS unless set). */
   operationTimeoutMs?: number;
-  /** How long the first connection may take before AmqpBus.connect() rejects. Default 30 s. */
+  /** How long the first connection may take before AmqpBus.connect() rejects (CONNECT_TIMEOUT_MS unless set). */
   connectTimeoutMs?: number;
-  /** Reconnect backoff bounds (retryPolicies.busReconnect: exponential, jittered). Default 100 ms to 5 s. */
+  /** Reconnect backoff bounds (exponential, jittered; retryPolicies.busReconnect unless set). */
   reconnectDelayMs?: { min: number; max: number };
   /**
    * amqps://: verify the broker against `caFile` and present `certFile`/`keyFile`.
@@ -99,7 +104,7 @@ export class AmqpBus extends EventEmitter implements Bus {
     const bus = new AmqpBus(url, options);
     bus.connecting = bus.connectOnce();
     try {
-      const ms = options.connectTimeoutMs ?? CONFIG_DEFAULTS.bus.amqpConnectTimeoutMs;
+      const ms = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
       await bus.untilConnected(Date.now() + ms, () => bus.unavailable('connect', ms));
     } catch (err) {
       await bus.close();
@@ -114,7 +119,7 @@ export class AmqpBus extends EventEmitter implements Bus {
   ) {
     super();
     this.options = resolveBusOptions(options);
-    this.timeoutMs = options.operationTimeoutMs ?? CONFIG_DEFAULTS.bus.amqpOperationTimeoutMs;
+    this.timeoutMs = options.operationTimeoutMs ?? OPERATION_TIMEOUT_MS;
     const bounds = options.reconnectDelayMs;
     this.backoff = bounds ? { ...retryPolicies.busReconnect, initialMs: bounds.min, maxMs: bounds.max } : retryPolicies.busReconnect;
     this.topology = new AmqpTopology(this.options.maxDeliveries);
@@ -122,7 +127,7 @@ export class AmqpBus extends EventEmitter implements Bus {
     const tls = options.tls ? tlsMaterial(options.tls) : {};
     this.socketOptions = {
       // connection establishment only; amqplib lifts it once the connection is open
-      timeout: CONFIG_DEFAULTS.bus.amqpSocketTimeoutMs,
+      timeout: SOCKET_TIMEOUT_MS,
       ...tls,
       ...(tls.cert && !hasPassword(url) ? { credentials: amqp.credentials.external() } : {}),
       ...options.socketOptions,

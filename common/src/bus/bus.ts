@@ -1,4 +1,4 @@
-import { CONFIG_DEFAULTS } from '../config/config.js';
+import { SETTINGS } from '../config/settings.js';
 import type { Logger } from '../logging/logger.js';
 import { OrlojError } from '../core/errors.js';
 
@@ -46,7 +46,7 @@ export interface PublishOptions {
 }
 
 export interface ConsumeOptions {
-  /** Most unacked messages this consumer holds at once. Default 1. */
+  /** Most unacked messages this consumer holds at once (DEFAULT_PREFETCH unless set). */
   prefetch?: number;
 }
 
@@ -57,19 +57,19 @@ export interface Subscription {
 
 export interface BusOptions {
   logger: Logger;
-  /** Prepended to every queue and exchange name. Default `orloj.`. */
+  /** Prepended to every queue and exchange name (BUS_PREFIX's default unless set). */
   prefix?: string;
   /**
-   * Deliveries before a message is dead-lettered. Default 5. Part of the
+   * Deliveries before a message is dead-lettered (DEFAULT_MAX_DELIVERIES unless set). Part of the
    * queue's declaration, so every process must agree on it.
    */
   maxDeliveries?: number;
 }
 
-// Configuration's defaults (CONFIG_DEFAULTS in config.ts), under the names the bus exports.
-export const DEFAULT_BUS_PREFIX = CONFIG_DEFAULTS.bus.prefix;
-export const DEFAULT_MAX_DELIVERIES = CONFIG_DEFAULTS.bus.maxDeliveries;
-export const DEFAULT_PREFETCH = CONFIG_DEFAULTS.bus.prefetch;
+export const DEFAULT_BUS_PREFIX = SETTINGS.BUS_PREFIX.default;
+/** Part of every queue's declaration, so every process must agree on it. */
+export const DEFAULT_MAX_DELIVERIES = 5;
+export const DEFAULT_PREFETCH = 1;
 export const DEAD_LETTER_SUFFIX = '.dead';
 
 export interface ResolvedBusOptions {

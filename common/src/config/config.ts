@@ -1,263 +1,29 @@
 /**
- * The process's configuration, read once from the environment. The
- * defaults (CONFIG_DEFAULTS, the only place a default lives), the Config type,
- * one section reader per concern and the checks across them; every problem is
- * reported at once in a ConfigError (README.md, "Configuration").
+ * The process's configuration, read once from the environment: the Config
+ * type, each section built from the declared settings (settings.ts, where every
+ * variable's parser, bounds, default and documentation live) and the checks
+ * across them; every problem is reported at once in a ConfigError naming the
+ * variable (docs/operations.md, "Settings").
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import os from 'node:os';
-import { formatDuration, parseDuration } from '../core/duration.js';
 import type { ContainerLimits } from '../domain/container-policy.js';
-import { LATE_AFTER_MS, UPTIME_WINDOW_MS } from '../domain/health.js';
-import { JOB_TIMEOUTS } from '../domain/payload.js';
 import { makePrivateDir, tightenFile } from './data-dir.js';
+import { SETTINGS, type SettingName } from './settings.js';
+import type { SettingValue } from './setting-kinds.js';
 import { readTlsFiles, type TlsFiles } from './tls.js';
 
 export type { TlsFiles } from './tls.js';
 export type { ContainerLimits } from '../domain/container-policy.js';
 
-const SECOND = 1_000;
-const MINUTE = 60 * SECOND;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
-const MIB = 1024 * 1024;
-
 /**
- * The default of every timing and cap of orloj's jobs and roles, defined here
- * only. loadConfig falls back to these when a variable is unset (the README
- * lists them); a role built without a Config (tests, embedding) falls back to
- * the same values by reading them from here, never from a copy. Durations in
- * milliseconds.
- */
-export const CONFIG_DEFAULTS = deepFreeze({
-  jobs: {
-    /** A payload's `timeout` when it names none, and the most it may name (the domain's rule, domain/payload.ts). */
-    ...JOB_TIMEOUTS,
-    /** CONTAINER_MAX_TIMEOUT: the most this installation allows. */
-    containerInstallationMaxTimeoutMs: 30 * MINUTE,
-  },
-  scheduler: {
-    /** SCHEDULER_TICK: how often the leader scans. */
-    tickMs: 1 * SECOND,
-    /** LEADER_LEASE_TTL. */
-    leaderLeaseTtlMs: 15 * SECOND,
-    /** JOB_LEASE_TTL: a RUNNING job whose runner has not renewed for this long is presumed lost (runners renew at a third of it). */
-    jobLeaseTtlMs: 30 * SECOND,
-    /** JOB_QUEUE_TIMEOUT: a QUEUED job not started for this long is handed out again as a new attempt. */
-    queueTimeoutMs: 10 * MINUTE,
-    /** A QUEUED job whose message the bus never confirmed for this long is handed out again. */
-    unsentTimeoutMs: 15 * SECOND,
-    /** BUILD_TIMEOUT. */
-    buildTimeoutMs: 5 * MINUTE,
-    /** Runner attempts per job before a SYSTEM failure becomes final. */
-    maxAttempts: 3,
-    /** Rows each leader step handles per batch. */
-    batchSize: 500,
-    /** Shortest real-time pause between two leader passes. */
-    passGapMs: 50,
-    /** SCHEDULER_MAX_QUEUED. */
-    maxQueued: 2_000,
-    /** How often a stop request for a running job of a terminated workflow is repeated. */
-    stopResendMs: 30 * SECOND,
-    /** Runner events held (and applied in one transaction) at once. */
-    eventPrefetch: 128,
-    /** Refusals of one job handed out again from `jobs.dead` before it is left to the queue timeout. */
-    maxRefusals: 20,
-    /** The real-time pause before a refused job is handed out again: doubles per refusal of the same job, up to the cap. */
-    refusalPauseMs: 250,
-    refusalPauseMaxMs: 10 * SECOND,
-    /** Jobs whose refusals the leader counts at once (the count starts over beyond it). */
-    refusalsTracked: 10_000,
-  },
-  runner: {
-    /** RUNNER_CONCURRENCY. */
-    concurrency: 4,
-    /** Image builds at once. */
-    buildConcurrency: 2,
-    /** RUNNER_SHUTDOWN_GRACE: how long stop() waits for running jobs before it aborts them. */
-    shutdownGraceMs: 30 * SECOND,
-    /** How long aborted jobs get to report their result. */
-    abortGraceMs: 10 * SECOND,
-    /** How long, and for how many jobs at most, a runner remembers a job.stop so that a late job.run of it is refused. */
-    stoppedJobsTtlMs: 1 * HOUR,
-    stoppedJobsTracked: 10_000,
-  },
-  notifier: {
-    /** NOTIFIER_POLL_INTERVAL: the outbox relay's pause when the outbox had nothing more to publish. */
-    pollMs: 500,
-    /** Outbox events the relay claims per round. */
-    relayBatchSize: 200,
-    /** How long a relay's claim keeps other relays off an event (a relay that dies mid-publish). */
-    relayClaimMs: 30 * SECOND,
-    /** How long an applied event's identity is remembered for deduplication, and how often old ones are forgotten. */
-    dedupeRetentionMs: 7 * DAY,
-    dedupePurgeEveryMs: 1 * HOUR,
-    /** Domain events a notifier holds unacknowledged, and so the most it applies in one transaction. */
-    prefetch: 16,
-  },
-  bus: {
-    /** BUS_PREFIX: prepended to every queue and exchange name. */
-    prefix: 'orloj.',
-    /** Deliveries before a message is dead-lettered; part of the queue's declaration, so every process must agree. */
-    maxDeliveries: 5,
-    /** Unacknowledged messages a consumer holds, unless it asks for more. */
-    prefetch: 1,
-    /** How far an envelope's issue time may lie in the future (clock skew between hosts). */
-    envelopeClockSkewMs: 30 * SECOND,
-    /** The longest life an envelope may claim. */
-    envelopeMaxTtlMs: 1 * HOUR,
-    /** The life an envelope claims when its publisher names none. */
-    envelopeTtlMs: 5 * MINUTE,
-    /** Envelope ids a verifier remembers against replays; beyond it the oldest are forgotten. */
-    envelopeSeenIds: 100_000,
-    /** RabbitMQ: how long connecting, and each operation on the open connection, may take. */
-    amqpConnectTimeoutMs: 30 * SECOND,
-    amqpOperationTimeoutMs: 30 * SECOND,
-    /** RabbitMQ: the socket's timeout while the connection is being established. */
-    amqpSocketTimeoutMs: 10 * SECOND,
-  },
-  liveTail: {
-    /** How often a tail reads the store for lines while the bus is quiet, and while it is not connected. */
-    pollMs: 250,
-    busPollMs: 2 * SECOND,
-    /** How often a tail checks whether its job has ended. */
-    statusMs: 1 * SECOND,
-    /** SSE comment lines that keep idle connections open through proxies. */
-    keepAliveMs: 15 * SECOND,
-    /** How long a tail waits for a missing sequence number before it moves past it. */
-    holeGraceMs: 2 * SECOND,
-    /** LIVE_TAIL_HOLD_AFTER_END: how long a stream stays open after `end` for the client to close it, and the most it may be set to. */
-    holdAfterEndMs: 60 * SECOND,
-    holdAfterEndMaxMs: 60 * SECOND,
-  },
-  logs: {
-    /** How often a runner's log sink reports its counts. */
-    sinkCountIntervalMs: 1 * SECOND,
-    /** A runner's log sink: most lines in one log.batch, and the size (text plus ~80 bytes a line) at which a batch is cut. */
-    sinkBatchLines: 5_000,
-    sinkBatchBytes: 1 * MIB,
-    /** A runner's log sink: lines and bytes held over all attempts before writes wait (back-pressure on the containers' output). */
-    sinkBufferLines: 10_000,
-    sinkBufferBytes: 16 * MIB,
-    /** log-ingest: batches handled at once (its consumer's prefetch). */
-    ingestPrefetch: 16,
-    /** log-ingest: most lines written in one transaction when batches of one attempt queue up and are merged. */
-    ingestMaxMergeLines: 50_000,
-    /** On stop, log-ingest keeps consuming until no batch arrived for this long (and at most ingestDrainMs). */
-    ingestQuietMs: 250,
-    /** How long log-ingest's stop() waits for batches in hand to be stored. */
-    ingestDrainMs: 5 * SECOND,
-  },
-  containers: {
-    /** Each call to the container runtime's API. */
-    apiTimeoutMs: 30 * SECOND,
-    /** How long a run waits for the rest of a container's output after it exits. */
-    logDrainIdleMs: 10 * SECOND,
-    /** How often a long run pings the runtime. */
-    healthCheckMs: 5 * SECOND,
-    /** How long pulling an image may take. */
-    pullTimeoutMs: 5 * MINUTE,
-    /** A container's memory limit when its payload names none (capped by CONTAINER_MAX_MEMORY_MB), and its process limit. */
-    memoryMb: 512,
-    pidsLimit: 256,
-    /** CONTAINER_SCRATCH_MB: the size of each writable tmpfs (/tmp, /var/tmp, /run) over the read-only root. */
-    scratchMb: 256,
-  },
-  /** The domain's health rule (domain/health.ts). */
-  health: { lateAfterMs: LATE_AFTER_MS, uptimeWindowMs: UPTIME_WINDOW_MS },
-  http: {
-    /** Longer than a load balancer's idle timeout (often 60 s), so the proxy closes idle connections first. */
-    keepAliveTimeoutMs: 65 * SECOND,
-    /** The longest a request (a log download included) may take. */
-    requestTimeoutMs: 5 * MINUTE,
-    /** How long /readyz waits for each check. */
-    readinessCheckTimeoutMs: 2 * SECOND,
-    /** How often the api deletes expired idempotency records and dead sessions. */
-    maintenanceEveryMs: 10 * MINUTE,
-    /** Sessions expired longer ago than this are deleted. */
-    sessionPurgeAfterMs: 1 * DAY,
-    /** How long an Idempotency-Key is remembered. */
-    idempotencyTtlMs: 1 * DAY,
-    /** How far in the future a CSRF token's issue time may lie (clock skew between replicas). */
-    csrfFutureSkewMs: 1 * MINUTE,
-    /** Sessions opened (decrypted) kept in memory per process. */
-    maxOpenedSessions: 10_000,
-    /** Clients (keys) a rate limiter tracks before it evicts idle ones. */
-    rateLimitKeys: 100_000,
-    /** A nudge to the scheduler leader expires after this long (the tick finds the work anyway). */
-    schedulerWakeTtlMs: 1 * MINUTE,
-    /** HTTP_MAX_CONNECTIONS: open connections an api process accepts; more are closed at once. */
-    maxConnections: 4_096,
-    /** HTTP_MAX_CONNECTIONS_PER_CLIENT: open connections from one client address (peers in TRUSTED_PROXIES are not counted). */
-    maxConnectionsPerClient: 256,
-    /** HTTP_HEADERS_TIMEOUT: how long a connection may take to send a request's headers (the first request's included). */
-    headersTimeoutMs: 10 * SECOND,
-    /** HTTP_MAX_HEAVY_REQUESTS: requests that read and send large answers (pages, searches, downloads) served at once; the rest wait. */
-    maxHeavyRequests: 8,
-    /** HTTP_MAX_HEAVY_REQUESTS_PER_USER: the same, per user. */
-    maxHeavyRequestsPerUser: 2,
-    /** How long a heavy request waits for its turn before it is answered 503. */
-    heavyWaitMs: 30 * SECOND,
-    /** LIVE_TAIL_MAX_STREAMS_PER_USER: live-tail streams one user may hold open in an api process, from any address. */
-    maxStreamsPerUser: 10,
-  },
-  database: {
-    /** DB_POOL_SIZE: PostgreSQL connections per process. */
-    poolSize: 10,
-    /** How long SQLite waits for another writer's lock before it fails a statement. */
-    sqliteBusyTimeoutMs: 5 * SECOND,
-    /** The same wait for `orloj backup`, which copies the whole database under the lock. */
-    sqliteBackupBusyTimeoutMs: 10 * SECOND,
-    /** How often SQLite refreshes its planner statistics. */
-    sqliteOptimizeEveryMs: 1 * MINUTE,
-    /** Prepared SQLite statements kept per connection. */
-    sqliteStatementCacheSize: 500,
-    /**
-     * SQLITE_READ_WORKERS: threads reading for heavy requests (log pages and
-     * searches, workflow pages), each with a connection of its own; the default
-     * (0) is one less than the CPUs the process may use, at least 1 and at most 4.
-     */
-    sqliteReadWorkers: 0,
-  },
-  tenants: {
-    /** MAX_WORKFLOWS_PER_USER. */
-    maxWorkflowsPerUser: 500,
-    /** MAX_ACTIVE_JOBS_PER_USER: an optional hard limit per user; 0 is none (the fair hand-out shares the runners). */
-    maxActiveJobsPerUser: 0,
-  },
-  retention: {
-    /** RETENTION_JOBS. */
-    jobsMs: 90 * DAY,
-    /** RETENTION_JOB_LOGS. */
-    jobLogsMs: 30 * DAY,
-    /** RETENTION_NOTIFICATIONS. */
-    notificationsMs: 90 * DAY,
-    /** RETENTION_KEEP_JOBS. */
-    keepJobs: 20,
-    /** RETENTION_INTERVAL. */
-    intervalMs: 1 * HOUR,
-    /** RETENTION_BATCH_SIZE. */
-    batchSize: 500,
-    /** Real-time pause between two delete statements. */
-    pauseMs: 20,
-    /** How often a replica looks whether a sweep is due (and whether it leads). */
-    checkEveryMs: 1 * MINUTE,
-  },
-});
-
-type DeepReadonly<T> = { readonly [K in keyof T]: T[K] extends object ? DeepReadonly<T[K]> : T[K] };
-
-function deepFreeze<T extends object>(o: T): DeepReadonly<T> {
-  for (const v of Object.values(o)) if (typeof v === 'object' && v !== null) deepFreeze(v as object);
-  return Object.freeze(o) as DeepReadonly<T>;
-}
-
-/**
- * Configuration, read once from environment variables, validated, frozen.
- * Every variable is documented in the README with its default. Nothing else
- * in orloj reads process.env.
+ * Configuration, read once from environment variables, validated, frozen,
+ * arranged in the sections the roles take. Each value comes from its row in
+ * SETTINGS, whose type the compiler holds the field to; the rows document
+ * the variables (docs/operations.md, "Settings"). Nothing else in orloj reads
+ * process.env.
  */
 export interface Config {
   readonly port: number;
@@ -392,68 +158,31 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
+/** Reads declared settings only: a name missing from SETTINGS is a compile error. */
 class Reader {
   readonly problems: string[] = [];
   constructor(private readonly env: Env) {}
 
-  raw(name: string): string | undefined {
+  raw(name: SettingName): string | undefined {
     const v = this.env[name];
     return v === undefined || v.trim() === '' ? undefined : v.trim();
   }
 
-  string(name: string, fallback: string): string {
-    return this.raw(name) ?? fallback;
-  }
-
-  int(name: string, fallback: number, min: number, max: number): number {
-    const v = this.raw(name);
-    if (v === undefined) return fallback;
-    const n = Number(v);
-    if (!/^\d+$/.test(v) || n < min || n > max) {
-      this.problems.push(`${name} must be an integer from ${min} to ${max} (got "${v}")`);
-      return fallback;
-    }
-    return n;
-  }
-
-  bool(name: string, fallback: boolean): boolean {
-    const v = this.raw(name)?.toLowerCase();
-    if (v === undefined) return fallback;
-    if (['true', '1', 'yes', 'on'].includes(v)) return true;
-    if (['false', '0', 'no', 'off'].includes(v)) return false;
-    this.problems.push(`${name} must be true or false (got "${v}")`);
-    return fallback;
-  }
-
-  /** A duration such as "30s" or "10m", in milliseconds. */
-  duration(name: string, fallbackMs: number): number {
-    const v = this.raw(name);
-    if (v === undefined) return fallbackMs;
-    const ms = parseDuration(v);
-    if (ms === undefined) {
-      this.problems.push(`${name} must be a duration such as "7d", "12h" or "30m" (got "${v}")`);
-      return fallbackMs;
-    }
-    return ms;
-  }
-
-  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
-    const v = this.raw(name);
-    if (v === undefined) return fallback;
-    const match = allowed.find((a) => a.toLowerCase() === v.toLowerCase());
-    if (!match) this.problems.push(`${name} must be one of ${allowed.join(', ')} (got "${v}")`);
-    return match ?? fallback;
-  }
-
-  list(name: string): string[] {
-    return (this.raw(name) ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean);
+  /** The variable's value by its row's parser, or the row's default when it is unset or refused. */
+  get<K extends SettingName>(name: K): SettingValue<(typeof SETTINGS)[K]> {
+    const setting = SETTINGS[name] as unknown as { default: SettingValue<(typeof SETTINGS)[K]>; parse: (t: string, report: (reason: string, got?: string | null) => void) => SettingValue<(typeof SETTINGS)[K]> | undefined };
+    const text = this.raw(name);
+    if (text === undefined) return setting.default;
+    let refused = false;
+    const value = setting.parse(text, (reason, got) => {
+      refused = true;
+      this.problems.push(`${name} ${reason}${got === null ? '' : ` (got "${got ?? text}")`}`);
+    });
+    return refused ? setting.default : (value as SettingValue<(typeof SETTINGS)[K]>);
   }
 
   /** A secret from NAME or from the file named by NAME_FILE. */
-  secret(name: string): string | undefined {
+  secret(name: 'SESSION_SECRET' | 'CSRF_HMAC_SECRET'): string | undefined {
     const direct = this.raw(name);
     const file = this.raw(`${name}_FILE`);
     if (direct && file) this.problems.push(`set either ${name} or ${name}_FILE, not both`);
@@ -470,79 +199,60 @@ class Reader {
   }
 }
 
-function normalizeOrigin(value: string, name: string, problems: string[]): string {
-  try {
-    const u = new URL(value);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
-    return u.origin;
-  } catch {
-    problems.push(`${name} must hold http(s) origins such as https://orloj.example.com (got "${value}")`);
-    return value;
-  }
-}
-
-/** A host-name pattern: `*`, `name.example`, or `.example.com` (the domain and its subdomains); lower-cased. */
-function normalizeHostName(value: string, name: string, problems: string[]): string {
-  const v = value.toLowerCase().replace(/\.$/, '');
-  if (v === '*' || /^\.?[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/.test(v)) return v;
-  problems.push(`${name} must hold host names such as orloj.example.com or .example.com, without scheme or port, or * (got "${value}")`);
-  return v;
-}
-
 export function loadConfig(env: Env = process.env): Config {
   const r = new Reader(env);
   // Default process identities: hostname and pid collide between containers, this does not.
   const instanceSuffix = crypto.randomBytes(4).toString('hex');
-  const port = r.int('PORT', 8080, 0, 65535);
-  const dataDir = path.resolve(r.string('DATA_DIR', './data'));
-  const serverHostUrl = normalizeOrigin(r.string('SERVER_HOST_URL', `http://localhost:${port}`), 'SERVER_HOST_URL', r.problems);
-  const sameSite = r.oneOf('SERVER_SAME_SITE_MODE', ['Lax', 'Strict', 'None'] as const, 'Lax');
+  const port = r.get('PORT');
+  const dataDir = path.resolve(r.get('DATA_DIR'));
+  const serverHostUrl = r.get('SERVER_HOST_URL') ?? `http://localhost:${port}`;
+  const sameSite = r.get('SERVER_SAME_SITE_MODE');
   const secureCookies = serverHostUrl.startsWith('https:');
   if (sameSite === 'None' && !secureCookies) {
     r.problems.push('SERVER_SAME_SITE_MODE=None needs an https SERVER_HOST_URL (browsers drop such cookies otherwise)');
   }
-  const sessionTtlMs = r.duration('SESSION_EXPIRY', 7 * DAY);
-  const csrfTtlMs = r.duration('CSRF_EXPIRY', 7 * DAY);
+  const sessionTtlMs = r.get('SESSION_EXPIRY');
+  const csrfTtlMs = r.get('CSRF_EXPIRY');
   if (csrfTtlMs > sessionTtlMs) r.problems.push('CSRF_EXPIRY must not be longer than SESSION_EXPIRY');
+  const dashboardDir = r.get('DASHBOARD_DIR');
 
   const config: Config = {
     port,
-    host: r.string('HOST', '127.0.0.1'),
+    host: r.get('HOST'),
     dataDir,
-    dashboardDir: r.raw('DASHBOARD_DIR') === undefined ? undefined : path.resolve(r.raw('DASHBOARD_DIR')!),
-    databaseUrl: r.string('DATABASE_URL', `sqlite:${path.join(dataDir, 'orloj.db')}`),
-    dbPoolSize: r.int('DB_POOL_SIZE', CONFIG_DEFAULTS.database.poolSize, 1, 1000),
-    sqliteReadWorkers: r.int('SQLITE_READ_WORKERS', CONFIG_DEFAULTS.database.sqliteReadWorkers, 0, 64) || defaultReadWorkers(),
-    listCacheBytes: r.int('LIST_CACHE_MB', 32, 0, 65_536) * 1024 * 1024,
+    dashboardDir: dashboardDir === undefined ? undefined : path.resolve(dashboardDir),
+    databaseUrl: r.get('DATABASE_URL') ?? `sqlite:${path.join(dataDir, 'orloj.db')}`,
+    dbPoolSize: r.get('DB_POOL_SIZE'),
+    sqliteReadWorkers: r.get('SQLITE_READ_WORKERS') || defaultReadWorkers(),
+    listCacheBytes: r.get('LIST_CACHE_MB') * 1024 * 1024,
     serverHostUrl,
-    allowedOrigins: r.list('SERVER_ALLOWED_ORIGINS').map((o) => normalizeOrigin(o, 'SERVER_ALLOWED_ORIGINS', r.problems)),
-    allowedHosts: r.list('SERVER_ALLOWED_HOSTS').map((h) => normalizeHostName(h, 'SERVER_ALLOWED_HOSTS', r.problems)),
+    allowedOrigins: r.get('SERVER_ALLOWED_ORIGINS'),
+    allowedHosts: r.get('SERVER_ALLOWED_HOSTS'),
     sameSite,
     secureCookies,
     sessionTtlMs,
     csrfTtlMs,
     sessionSecret: r.secret('SESSION_SECRET'),
     csrfSecret: r.secret('CSRF_HMAC_SECRET'),
-    logLevel: r.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    logLevel: r.get('LOG_LEVEL'),
     rateLimit: readRateLimit(r),
-    trustedProxies: r.list('TRUSTED_PROXIES'),
+    trustedProxies: r.get('TRUSTED_PROXIES'),
     http: readHttp(r),
-    registration: r.oneOf('REGISTRATION', ['open', 'closed', 'invitation'] as const, 'open'),
-    busUrl: r.string('BUS_URL', 'memory:'),
-    busPrefix: r.string('BUS_PREFIX', CONFIG_DEFAULTS.bus.prefix),
-    busTls: readTlsFiles('BUS_TLS', (name) => r.raw(name), r.problems),
-    databaseTls: readTlsFiles('DATABASE_TLS', (name) => r.raw(name), r.problems),
+    registration: r.get('REGISTRATION'),
+    busUrl: r.get('BUS_URL'),
+    busPrefix: r.get('BUS_PREFIX'),
+    busTls: readTlsFiles('BUS_TLS', (name) => r.raw(name as SettingName), r.problems),
+    databaseTls: readTlsFiles('DATABASE_TLS', (name) => r.raw(name as SettingName), r.problems),
     scheduler: readScheduler(r, instanceSuffix),
     runner: readRunner(r, instanceSuffix),
-    notifier: readNotifier(r),
-    liveTailHoldAfterEndMs: r.duration('LIVE_TAIL_HOLD_AFTER_END', CONFIG_DEFAULTS.liveTail.holdAfterEndMs),
+    notifier: { pollMs: r.get('NOTIFIER_POLL_INTERVAL') },
+    liveTailHoldAfterEndMs: r.get('LIVE_TAIL_HOLD_AFTER_END'),
     containers: readContainers(r),
-    tenants: readTenants(r),
-    opsPort: r.int('OPS_PORT', 9464, 0, 65535),
+    tenants: { maxWorkflowsPerUser: r.get('MAX_WORKFLOWS_PER_USER'), maxActiveJobsPerUser: r.get('MAX_ACTIVE_JOBS_PER_USER') },
+    opsPort: r.get('OPS_PORT'),
     retention: readRetention(r),
-    clock: parseClock(r),
+    clock: parseClock(r.get('ORLOJ_CLOCK')),
   };
-  checkValues(config, r.problems);
   checkTlsUse(config, r.problems);
   if (r.problems.length) throw new ConfigError(r.problems);
   return Object.freeze(config);
@@ -550,34 +260,23 @@ export function loadConfig(env: Env = process.env): Config {
 
 function readRateLimit(r: Reader): Config['rateLimit'] {
   return {
-    enabled: r.bool('RATE_LIMIT_ENABLED', true),
-    authPerMinute: r.int('RATE_LIMIT_AUTH_PER_MINUTE', 10, 1, 1_000_000),
-    authBurst: r.int('RATE_LIMIT_AUTH_BURST', 5, 0, 1_000_000),
-    apiPerSecond: r.int('RATE_LIMIT_API_PER_SECOND', 20, 1, 1_000_000),
-    apiBurst: r.int('RATE_LIMIT_API_BURST', 40, 0, 1_000_000),
+    enabled: r.get('RATE_LIMIT_ENABLED'),
+    authPerMinute: r.get('RATE_LIMIT_AUTH_PER_MINUTE'),
+    authBurst: r.get('RATE_LIMIT_AUTH_BURST'),
+    apiPerSecond: r.get('RATE_LIMIT_API_PER_SECOND'),
+    apiBurst: r.get('RATE_LIMIT_API_BURST'),
   };
 }
 
 function readHttp(r: Reader): Config['http'] {
-  const d = CONFIG_DEFAULTS.http;
   return {
-    maxConnections: r.int('HTTP_MAX_CONNECTIONS', d.maxConnections, 1, 1_000_000),
-    maxConnectionsPerClient: r.int('HTTP_MAX_CONNECTIONS_PER_CLIENT', d.maxConnectionsPerClient, 1, 1_000_000),
-    headersTimeoutMs: boundedDuration(r, 'HTTP_HEADERS_TIMEOUT', d.headersTimeoutMs, SECOND, MINUTE),
-    maxHeavyRequests: r.int('HTTP_MAX_HEAVY_REQUESTS', d.maxHeavyRequests, 1, 10_000),
-    maxHeavyRequestsPerUser: r.int('HTTP_MAX_HEAVY_REQUESTS_PER_USER', d.maxHeavyRequestsPerUser, 1, 10_000),
-    maxStreamsPerUser: r.int('LIVE_TAIL_MAX_STREAMS_PER_USER', d.maxStreamsPerUser, 1, 100_000),
+    maxConnections: r.get('HTTP_MAX_CONNECTIONS'),
+    maxConnectionsPerClient: r.get('HTTP_MAX_CONNECTIONS_PER_CLIENT'),
+    headersTimeoutMs: r.get('HTTP_HEADERS_TIMEOUT'),
+    maxHeavyRequests: r.get('HTTP_MAX_HEAVY_REQUESTS'),
+    maxHeavyRequestsPerUser: r.get('HTTP_MAX_HEAVY_REQUESTS_PER_USER'),
+    maxStreamsPerUser: r.get('LIVE_TAIL_MAX_STREAMS_PER_USER'),
   };
-}
-
-/** A duration from `min` to `max`. */
-function boundedDuration(r: Reader, name: string, fallbackMs: number, minMs: number, maxMs: number): number {
-  const ms = r.duration(name, fallbackMs);
-  if (ms < minMs || ms > maxMs) {
-    r.problems.push(`${name} must be from ${formatDuration(minMs)} to ${formatDuration(maxMs)} (got "${r.raw(name)}")`);
-    return fallbackMs;
-  }
-  return ms;
 }
 
 /** SQLITE_READ_WORKERS' default: a core left to the event loop, at least one reader, at most four. */
@@ -588,80 +287,51 @@ function defaultReadWorkers(): number {
 function readScheduler(r: Reader, instanceSuffix: string): Config['scheduler'] {
   return {
     // Unique per process even in containers (pid 1, shared hostnames); the lease holder adds an instance suffix anyway.
-    id: r.string('SCHEDULER_ID', `scheduler-${os.hostname()}-${process.pid}-${instanceSuffix}`),
-    tickMs: r.duration('SCHEDULER_TICK', CONFIG_DEFAULTS.scheduler.tickMs),
-    leaderLeaseTtlMs: r.duration('LEADER_LEASE_TTL', CONFIG_DEFAULTS.scheduler.leaderLeaseTtlMs),
-    jobLeaseTtlMs: r.duration('JOB_LEASE_TTL', CONFIG_DEFAULTS.scheduler.jobLeaseTtlMs),
-    queueTimeoutMs: r.duration('JOB_QUEUE_TIMEOUT', CONFIG_DEFAULTS.scheduler.queueTimeoutMs),
-    buildTimeoutMs: r.duration('BUILD_TIMEOUT', CONFIG_DEFAULTS.scheduler.buildTimeoutMs),
-    maxQueued: r.int('SCHEDULER_MAX_QUEUED', CONFIG_DEFAULTS.scheduler.maxQueued, 1, 1_000_000),
+    id: r.get('SCHEDULER_ID') ?? `scheduler-${os.hostname()}-${process.pid}-${instanceSuffix}`,
+    tickMs: r.get('SCHEDULER_TICK'),
+    leaderLeaseTtlMs: r.get('LEADER_LEASE_TTL'),
+    jobLeaseTtlMs: r.get('JOB_LEASE_TTL'),
+    queueTimeoutMs: r.get('JOB_QUEUE_TIMEOUT'),
+    buildTimeoutMs: r.get('BUILD_TIMEOUT'),
+    maxQueued: r.get('SCHEDULER_MAX_QUEUED'),
   };
 }
 
 function readRunner(r: Reader, instanceSuffix: string): Config['runner'] {
   return {
     // Unique per process by default: a runner only ever removes containers carrying its own id (docs/runners.md).
-    id: r.string('RUNNER_ID', `runner-${os.hostname()}-${instanceSuffix}`),
-    concurrency: r.int('RUNNER_CONCURRENCY', CONFIG_DEFAULTS.runner.concurrency, 1, 1024),
-    allowTargets: r.list('RUNNER_ALLOW_TARGETS'),
-    denyTargets: r.list('RUNNER_DENY_TARGETS'),
-    dockerHost: r.raw('DOCKER_HOST') ?? (fs.existsSync('/var/run/docker.sock') ? 'unix:///var/run/docker.sock' : undefined),
-    shutdownGraceMs: r.duration('RUNNER_SHUTDOWN_GRACE', CONFIG_DEFAULTS.runner.shutdownGraceMs),
-    containerScratchMb: r.int('CONTAINER_SCRATCH_MB', CONFIG_DEFAULTS.containers.scratchMb, 1, 65_536),
-    containerUserns: r.oneOf('CONTAINER_USERNS', ['auto', 'host'] as const, 'auto'),
-  };
-}
-
-function readNotifier(r: Reader): Config['notifier'] {
-  return {
-    pollMs: r.duration('NOTIFIER_POLL_INTERVAL', CONFIG_DEFAULTS.notifier.pollMs),
+    id: r.get('RUNNER_ID') ?? `runner-${os.hostname()}-${instanceSuffix}`,
+    concurrency: r.get('RUNNER_CONCURRENCY'),
+    allowTargets: r.get('RUNNER_ALLOW_TARGETS'),
+    denyTargets: r.get('RUNNER_DENY_TARGETS'),
+    dockerHost: r.get('DOCKER_HOST') ?? (fs.existsSync('/var/run/docker.sock') ? 'unix:///var/run/docker.sock' : undefined),
+    shutdownGraceMs: r.get('RUNNER_SHUTDOWN_GRACE'),
+    containerScratchMb: r.get('CONTAINER_SCRATCH_MB'),
+    containerUserns: r.get('CONTAINER_USERNS'),
   };
 }
 
 function readContainers(r: Reader): Config['containers'] {
   return {
-    registries: registryList(r),
-    networkEnabled: r.bool('CONTAINER_NETWORK_ENABLED', false),
-    maxMemoryMb: r.int('CONTAINER_MAX_MEMORY_MB', 1024, 6, 65_536),
-    maxCpus: decimal(r, 'CONTAINER_MAX_CPUS', 1, 64),
-    maxTimeoutMs: r.duration('CONTAINER_MAX_TIMEOUT', CONFIG_DEFAULTS.jobs.containerInstallationMaxTimeoutMs),
-    maxLogLines: r.int('JOB_LOG_MAX_LINES', 100_000, 1, 100_000_000),
-    maxLogBytes: r.int('JOB_LOG_MAX_MB', 32, 1, 1_048_576) * 1024 * 1024,
-  };
-}
-
-function readTenants(r: Reader): Config['tenants'] {
-  return {
-    maxWorkflowsPerUser: r.int('MAX_WORKFLOWS_PER_USER', CONFIG_DEFAULTS.tenants.maxWorkflowsPerUser, 1, 10_000_000),
-    maxActiveJobsPerUser: r.int('MAX_ACTIVE_JOBS_PER_USER', CONFIG_DEFAULTS.tenants.maxActiveJobsPerUser, 0, 1_000_000),
+    registries: r.get('CONTAINER_REGISTRIES'),
+    networkEnabled: r.get('CONTAINER_NETWORK_ENABLED'),
+    maxMemoryMb: r.get('CONTAINER_MAX_MEMORY_MB'),
+    maxCpus: r.get('CONTAINER_MAX_CPUS'),
+    maxTimeoutMs: r.get('CONTAINER_MAX_TIMEOUT'),
+    maxLogLines: r.get('JOB_LOG_MAX_LINES'),
+    maxLogBytes: r.get('JOB_LOG_MAX_MB') * 1024 * 1024,
   };
 }
 
 function readRetention(r: Reader): Config['retention'] {
   return {
-    jobsMs: retentionAge(r, 'RETENTION_JOBS', CONFIG_DEFAULTS.retention.jobsMs),
-    jobLogsMs: retentionAge(r, 'RETENTION_JOB_LOGS', CONFIG_DEFAULTS.retention.jobLogsMs),
-    notificationsMs: retentionAge(r, 'RETENTION_NOTIFICATIONS', CONFIG_DEFAULTS.retention.notificationsMs),
-    keepJobs: r.int('RETENTION_KEEP_JOBS', CONFIG_DEFAULTS.retention.keepJobs, 0, 10_000),
-    intervalMs: r.duration('RETENTION_INTERVAL', CONFIG_DEFAULTS.retention.intervalMs),
-    batchSize: r.int('RETENTION_BATCH_SIZE', CONFIG_DEFAULTS.retention.batchSize, 1, 100_000),
+    jobsMs: r.get('RETENTION_JOBS'),
+    jobLogsMs: r.get('RETENTION_JOB_LOGS'),
+    notificationsMs: r.get('RETENTION_NOTIFICATIONS'),
+    keepJobs: r.get('RETENTION_KEEP_JOBS'),
+    intervalMs: r.get('RETENTION_INTERVAL'),
+    batchSize: r.get('RETENTION_BATCH_SIZE'),
   };
-}
-
-/** Checks across the values read, after the reading. */
-function checkValues(config: Config, problems: string[]): void {
-  if (config.containers.maxTimeoutMs > CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs) problems.push(`CONTAINER_MAX_TIMEOUT must be at most ${formatDuration(CONFIG_DEFAULTS.jobs.containerTimeoutMaxMs)}`);
-  if (config.liveTailHoldAfterEndMs > CONFIG_DEFAULTS.liveTail.holdAfterEndMaxMs) {
-    problems.push(`LIVE_TAIL_HOLD_AFTER_END must be at most ${formatDuration(CONFIG_DEFAULTS.liveTail.holdAfterEndMaxMs)}`);
-  }
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/.test(config.runner.id)) {
-    problems.push(`RUNNER_ID must be 1-128 letters, digits or _ . : - (got "${config.runner.id}")`);
-  }
-  if (!/^(memory:|amqps?:\/\/)/.test(config.busUrl)) problems.push('BUS_URL must be memory: or amqp://…');
-  const url = config.databaseUrl;
-  if (!url.startsWith('sqlite:') && !url.startsWith('postgres://') && !url.startsWith('postgresql://')) {
-    problems.push('DATABASE_URL must start with sqlite: or postgres://');
-  }
 }
 
 /** TLS files only make sense with a server to present them to. */
@@ -679,51 +349,10 @@ function checkTlsUse(config: Config, problems: string[]): void {
   }
 }
 
-/** A positive decimal number such as 0.5 or 2. */
-function decimal(r: Reader, name: string, fallback: number, max: number): number {
-  const v = r.raw(name);
-  if (v === undefined) return fallback;
-  const n = Number(v);
-  if (!/^\d+(?:\.\d+)?$/.test(v) || n <= 0 || n > max) {
-    r.problems.push(`${name} must be a number above 0 and at most ${max} (got "${v}")`);
-    return fallback;
-  }
-  return n;
-}
-
-// A registry host name, or host:port, as the first component of an image reference names it.
-const REGISTRY_ENTRY = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*(?::\d{1,5})?$|^\[[0-9a-f:.]+\](?::\d{1,5})?$/;
-
-function registryList(r: Reader): string[] {
-  const list = r.raw('CONTAINER_REGISTRIES') === undefined ? ['docker.io'] : r.list('CONTAINER_REGISTRIES').map((s) => s.toLowerCase());
-  for (const entry of list) {
-    if (!REGISTRY_ENTRY.test(entry)) {
-      r.problems.push(`CONTAINER_REGISTRIES must hold registry hosts such as docker.io or registry.example.com:5000 (got "${entry}")`);
-    }
-  }
-  return list;
-}
-
-/** How long rows are kept: a duration of at least an hour, or `off` (kept forever). */
-function retentionAge(r: Reader, name: string, fallbackMs: number): number | undefined {
-  if (r.raw(name)?.toLowerCase() === 'off') return undefined;
-  const ms = r.duration(name, fallbackMs);
-  if (ms < HOUR) {
-    r.problems.push(`${name} must be at least 1h, or off (got "${r.raw(name)}")`);
-    return undefined;
-  }
-  return ms;
-}
-
-function parseClock(r: Reader): Config['clock'] {
-  const v = r.raw('ORLOJ_CLOCK');
-  if (v === undefined || v === 'system') return { kind: 'system' };
-  const m = /^accelerated:(\d+):(\d+(?:\.\d+)?)$/.exec(v);
-  if (!m || Number(m[2]) <= 0) {
-    r.problems.push(`ORLOJ_CLOCK must be system or accelerated:<origin-ms>:<speed> (got "${v}")`);
-    return { kind: 'system' };
-  }
-  return { kind: 'accelerated', origin: Number(m[1]), speed: Number(m[2]) };
+/** ORLOJ_CLOCK, checked by its row. */
+function parseClock(value: string): Config['clock'] {
+  const m = /^accelerated:(\d+):(\d+(?:\.\d+)?)$/.exec(value);
+  return m ? { kind: 'accelerated', origin: Number(m[1]), speed: Number(m[2]) } : { kind: 'system' };
 }
 
 /**

@@ -11,3 +11,4 @@ export * from './batcher.js';
 export * from './duration.js';
 export * from './canonical-json.js';
 export * from './connection-errors.js';
+export * from './option-checks.js';

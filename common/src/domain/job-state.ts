@@ -20,8 +20,8 @@ import type { Workflow } from './workflow.js';
  * QUEUED → COMPLETED | FAILED (a result that overtook its start event, or a
  * sweep that gives up), PENDING/QUEUED → CANCELED.
  *
- * The timings the units take (the job lease, the attempt limit) are
- * configuration: their defaults are in config/config.ts (CONFIG_DEFAULTS).
+ * The timings the units take are the roles': the job lease is the
+ * JOB_LEASE_TTL setting (config/settings.ts), the attempt limit the scheduler's.
  */
 export const ALLOWED_FROM: Readonly<Record<JobStatus, readonly JobStatus[]>> = {
   PENDING: [],

@@ -6,7 +6,6 @@
  */
 import { sign, verify, type KeyObject } from 'node:crypto';
 import type { Clock } from '../core/clock.js';
-import { CONFIG_DEFAULTS } from '../config/config.js';
 import { canonicalJson, isPlainObject } from '../core/canonical-json.js';
 import { newId, isRequestId, isUuid, REQUEST_ID_PATTERN } from '../core/ids.js';
 import type { Logger, RequestContext } from '../logging/logger.js';
@@ -81,6 +80,9 @@ export interface SealOptions {
   reqId?: string | undefined;
 }
 
+/** The life an envelope claims when its publisher names none. */
+const ENVELOPE_TTL_MS = 5 * 60_000;
+
 export class EnvelopeSigner {
   readonly role: ProducerRole;
   private readonly privateKey: KeyObject;
@@ -92,7 +94,7 @@ export class EnvelopeSigner {
     this.role = options.role;
     this.privateKey = options.privateKey;
     this.clock = options.clock;
-    this.ttlMs = options.ttlMs ?? CONFIG_DEFAULTS.bus.envelopeTtlMs;
+    this.ttlMs = options.ttlMs ?? ENVELOPE_TTL_MS;
     this.signatures = options.signatures ?? 'required';
   }
 
@@ -118,15 +120,22 @@ export class EnvelopeSigner {
   }
 }
 
+/** How far an envelope's issue time may lie in the future (clock skew between hosts). */
+const MAX_CLOCK_SKEW_MS = 30_000;
+/** The longest life an envelope may claim. */
+const MAX_TTL_MS = 60 * 60_000;
+/** Envelope ids a verifier remembers against replays; beyond it the oldest are forgotten. */
+const MAX_SEEN_IDS = 100_000;
+
 export interface VerifierOptions {
   publicKeys: Partial<Record<ProducerRole, KeyObject>>;
   policy: ProducerPolicy;
   clock: Clock;
-  /** How far a producer's clock may run ahead. Default 30 s. */
+  /** How far a producer's clock may run ahead (MAX_CLOCK_SKEW_MS unless set). */
   maxClockSkewMs?: number;
-  /** Longest validity window accepted; it bounds how long ids must be remembered. Default 1 h. */
+  /** Longest validity window accepted; it bounds how long ids must be remembered (MAX_TTL_MS unless set). */
   maxTtlMs?: number;
-  /** Most ids remembered for replay detection. Default 100 000. */
+  /** Most ids remembered for replay detection (MAX_SEEN_IDS unless set). */
   maxSeen?: number;
   /** Default `required`; `in-process` accepts envelopes without a signature. */
   signatures?: SignatureMode;
@@ -172,9 +181,9 @@ export class EnvelopeVerifier {
     this.publicKeys = options.publicKeys;
     this.policy = options.policy;
     this.clock = options.clock;
-    this.maxClockSkewMs = options.maxClockSkewMs ?? CONFIG_DEFAULTS.bus.envelopeClockSkewMs;
-    this.maxTtlMs = options.maxTtlMs ?? CONFIG_DEFAULTS.bus.envelopeMaxTtlMs;
-    this.maxSeen = options.maxSeen ?? CONFIG_DEFAULTS.bus.envelopeSeenIds;
+    this.maxClockSkewMs = options.maxClockSkewMs ?? MAX_CLOCK_SKEW_MS;
+    this.maxTtlMs = options.maxTtlMs ?? MAX_TTL_MS;
+    this.maxSeen = options.maxSeen ?? MAX_SEEN_IDS;
     this.signatures = options.signatures ?? 'required';
   }
 

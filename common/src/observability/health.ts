@@ -1,5 +1,3 @@
-import { CONFIG_DEFAULTS } from '../config/config.js';
-
 /**
  * Readiness of one process: named checks, each cheap, each bounded by a
  * timeout. `/readyz` answers 200 when all pass and 503 naming the ones that
@@ -18,11 +16,14 @@ export interface ReadinessReport {
   checks: Record<string, { ok: boolean; detail?: string }>;
 }
 
+/** How long /readyz waits for each check. */
+const CHECK_TIMEOUT_MS = 2_000;
+
 export class Health {
   private readonly checks: HealthCheck[] = [];
   private running: Promise<ReadinessReport> | undefined;
 
-  constructor(private readonly timeoutMs: number = CONFIG_DEFAULTS.http.readinessCheckTimeoutMs) {}
+  constructor(private readonly timeoutMs: number = CHECK_TIMEOUT_MS) {}
 
   add(check: HealthCheck): this {
     this.checks.push(check);

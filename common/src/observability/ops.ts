@@ -1,12 +1,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CONFIG_DEFAULTS } from '../config/config.js';
+import { SETTINGS } from '../config/settings.js';
 import type { Logger } from '../logging/logger.js';
 import type { Health } from './health.js';
 import type { OrlojMetrics } from './metrics.js';
 
 /** The paths every role answers: probes and metrics. Unauthenticated, never rate-limited. */
 export const OPS_PATHS: ReadonlySet<string> = new Set(['/livez', '/readyz', '/metrics']);
+
+/** Longer than a load balancer's idle timeout (often 60 s), so the proxy closes idle connections first (the api's server too). */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 export interface OpsAnswer {
   status: number;
@@ -44,8 +47,8 @@ export class OpsServer {
 
   async start(): Promise<AddressInfo> {
     const server = http.createServer((req, res) => void this.handle(req, res));
-    server.keepAliveTimeout = CONFIG_DEFAULTS.http.keepAliveTimeoutMs;
-    server.headersTimeout = CONFIG_DEFAULTS.http.headersTimeoutMs;
+    server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+    server.headersTimeout = SETTINGS.HTTP_HEADERS_TIMEOUT.default;
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) =>

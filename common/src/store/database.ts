@@ -20,9 +20,9 @@ import { makePrivateDir, preparePrivateFile, sqliteFiles, tightenFile } from '..
 import { postgresHelpers, sqliteHelpers, type DialectHelpers } from './dialect.js';
 import { MIGRATION_NAMES, migrationProvider } from './migrations/index.js';
 import type { HeldConnection, ReadOptions, RowReader } from './compiled-read.js';
-import { openReadConnection, preparedOnce, registerFunctions, SqliteReadPool } from './sqlite-reads.js';
+import { openReadConnection, preparedOnce, registerFunctions, SQLITE_BUSY_TIMEOUT_MS, SqliteReadPool } from './sqlite-reads.js';
 import { tlsMaterial, type TlsFiles } from '../config/tls.js';
-import { CONFIG_DEFAULTS } from '../config/config.js';
+import { SETTINGS } from '../config/settings.js';
 
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
@@ -157,7 +157,7 @@ function openSqlite(file: string, readWorkers: number): DatabaseHandle {
   if (file !== ':memory:') for (const f of sqliteFiles(file)) tightenFile(f);
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma(`busy_timeout = ${CONFIG_DEFAULTS.database.sqliteBusyTimeoutMs}`);
+  sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   registerFunctions(sqlite);
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(new SqliteDialect({ database: withStatementCache(sqlite) })) });
   const stopOptimizing = keepPlannerStatistics(sqlite);
@@ -248,7 +248,7 @@ class SqliteReader implements RowReader {
 }
 
 /** How often SQLite re-checks its planner statistics (cheap when nothing changed). */
-const OPTIMIZE_EVERY_MS = CONFIG_DEFAULTS.database.sqliteOptimizeEveryMs;
+const OPTIMIZE_EVERY_MS = 60_000;
 /** `PRAGMA optimize` mask: analyze every table that needs it, not only those this connection queried. */
 const OPTIMIZE_ALL_TABLES = 0x10002;
 
@@ -284,12 +284,15 @@ function optimize(sqlite: SQLite.Database, mask?: number): void {
   }
 }
 
+/** Prepared SQLite statements kept per connection. */
+const STATEMENT_CACHE_SIZE = 500;
+
 /**
  * Kysely prepares every query anew; preparing is a tenth of a simple
  * request's time. Statements are reused per SQL text instead (safe: the
  * connection is used by one query at a time, synchronously).
  */
-function withStatementCache(sqlite: SQLite.Database, max = CONFIG_DEFAULTS.database.sqliteStatementCacheSize): SQLite.Database {
+function withStatementCache(sqlite: SQLite.Database, max = STATEMENT_CACHE_SIZE): SQLite.Database {
   const cache = new Map<string, SQLite.Statement>();
   return new Proxy(sqlite, {
     get(target, prop, receiver) {
@@ -313,7 +316,7 @@ function withStatementCache(sqlite: SQLite.Database, max = CONFIG_DEFAULTS.datab
 function openPostgres(url: string, options: DatabaseOptions): DatabaseHandle {
   const pool = new pg.Pool({
     connectionString: url,
-    max: options.poolSize ?? CONFIG_DEFAULTS.database.poolSize,
+    max: options.poolSize ?? SETTINGS.DB_POOL_SIZE.default,
     // int8 columns hold epoch milliseconds and counters: all within 2^53.
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CONFIG_DEFAULTS } from '../config/config.js';
+
+/** The busy wait for `orloj backup`, longer than the roles' (it copies the whole database under the lock). */
+const BACKUP_BUSY_TIMEOUT_MS = 10_000;
 
 export interface SqliteBackupResult {
   /** The backup written, as an absolute path. */
@@ -33,7 +35,7 @@ export function backupSqlite(source: string, target: string): SqliteBackupResult
   try {
     const db = new SQLite(source, { fileMustExist: true });
     try {
-      db.pragma(`busy_timeout = ${CONFIG_DEFAULTS.database.sqliteBackupBusyTimeoutMs}`);
+      db.pragma(`busy_timeout = ${BACKUP_BUSY_TIMEOUT_MS}`);
       db.prepare('vacuum into ?').run(temporary);
     } finally {
       db.close();

@@ -5,7 +5,6 @@ import { Worker } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
 import { foldCase, SQLITE_BLOOM_LACKS_FUNCTION, SQLITE_CONTAINS_FOLDED_FUNCTION, SQLITE_FOLD_FUNCTION } from './dialect.js';
 import { sqliteBloomLacks } from './log-blocks.js';
-import { CONFIG_DEFAULTS } from '../config/config.js';
 
 /** Functions of orloj's SQL, on every connection. */
 export function registerFunctions(sqlite: SQLite.Database): void {
@@ -28,13 +27,16 @@ export function preparedOnce(cache: Map<string, SQLite.Statement>, source: strin
   return statement;
 }
 
+/** How long SQLite waits for another writer's lock before it fails a statement (every connection). */
+export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+
 /**
  * A connection for compiled reads: it never writes (`query_only`), and
  * with WAL it reads the last commit without waiting for the writer.
  */
 export function openReadConnection(file: string): SQLite.Database {
   const sqlite = new SQLite(file, { fileMustExist: true });
-  sqlite.pragma(`busy_timeout = ${CONFIG_DEFAULTS.database.sqliteBusyTimeoutMs}`);
+  sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   sqlite.pragma('query_only = ON');
   registerFunctions(sqlite);
   return sqlite;

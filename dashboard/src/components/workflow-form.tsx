@@ -145,7 +145,7 @@ function HeartbeatFields({ v, field }: { v: WorkflowFormValues; field: FieldOf }
       <TextField {...field('endpoint')} label="Endpoint URL" type="url" inputMode="url" placeholder="https://example.com/health" required />
       <div className="grid-2">
         <SelectField {...field('method')} label="Method" options={['GET', 'HEAD', 'POST']} />
-        <TextField {...field('expectedStatus')} label="Expected status code" type="number" inputMode="numeric" min={100} max={599} hint="Default 200." />
+        <TextField {...field('expectedStatus')} label="Expected status code" type="number" inputMode="numeric" min={100} max={599} hint="200 when left empty." />
       </div>
       <TextAreaField {...field('headers')} label="Headers" rows={3} placeholder="Authorization: Bearer …" hint="One per line, as Name: value." spellCheck={false} />
       {v.method === 'POST' ? <TextAreaField {...field('body')} label="Request body" rows={3} spellCheck={false} /> : null}

@@ -22,7 +22,7 @@ import type Docker from 'dockerode';
 import { systemClock, type Clock } from '@orloj/common/core';
 import { reasons } from '@orloj/common/domain';
 import type { Logger } from '@orloj/common/logging';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
+import { SETTINGS } from '@orloj/common/config';
 import { ContainerRun } from './container/container-run.js';
 import { createOptions, MANAGED_LABEL } from './container/create-options.js';
 import { ImageStore, type EnsureImageOptions, type EnsureImageResult } from './container/image.js';
@@ -35,25 +35,34 @@ export { imageCarriesName, type EnsureImageResult } from './container/image.js';
 export { dockerOptionsFromHost, type CallObserver } from './container/runtime-client.js';
 export type { ContainerLogLine, ContainerRunHooks, ContainerRunResult, ContainerRunSpec } from './container/types.js';
 
+/** Each call to the container runtime's API (create, start, kill, inspect, remove). */
+const API_TIMEOUT_MS = 30_000;
+/** A whole image pull. */
+const PULL_TIMEOUT_MS = 5 * 60_000;
+/** How long a run waits for the rest of a container's output after it exits. */
+const LOG_DRAIN_IDLE_MS = 10_000;
+/** How often a long run pings the runtime. */
+const HEALTH_CHECK_MS = 5_000;
+
 export interface ContainerExecutorOptions {
   /** A DOCKER_HOST url: `unix:///path/to/docker.sock`, a bare socket path, or `tcp://host:port`. */
   dockerHost: string;
   logger: Logger;
   clock?: Clock;
-  /** Limit for one short API call (create, start, kill, inspect, remove); default 30 s. */
+  /** Limit for one short API call (API_TIMEOUT_MS unless set). */
   apiTimeoutMs?: number;
-  /** Limit for a whole image pull; default 5 min. */
+  /** Limit for a whole image pull (PULL_TIMEOUT_MS unless set). */
   pullTimeoutMs?: number;
   /**
    * After the container has exited, how long the log stream may stay silent
    * before it is closed (guards against a runtime that never ends the stream);
-   * default 10 s. Time spent inside onLine does not count.
+   * LOG_DRAIN_IDLE_MS unless set. Time spent inside onLine does not count.
    */
   logDrainIdleMs?: number;
   /**
    * While a container runs, the runtime is pinged this often (and at once if
    * the log stream breaks off early); a failed ping ends the run with
-   * SYSTEM_ERROR instead of waiting forever on a dead connection. Default 5 s.
+   * SYSTEM_ERROR instead of waiting forever on a dead connection (HEALTH_CHECK_MS unless set).
    */
   healthCheckMs?: number;
   /** Told how long each runtime call and step took, for profiles. */
@@ -75,13 +84,13 @@ export class ContainerExecutor {
 
   constructor(options: ContainerExecutorOptions) {
     this.logger = options.logger;
-    this.client = new RuntimeClient(options.dockerHost, options.apiTimeoutMs ?? CONFIG_DEFAULTS.containers.apiTimeoutMs, this.logger, options.onCall);
-    this.images = new ImageStore(this.client, options.pullTimeoutMs ?? CONFIG_DEFAULTS.containers.pullTimeoutMs, this.logger);
+    this.client = new RuntimeClient(options.dockerHost, options.apiTimeoutMs ?? API_TIMEOUT_MS, this.logger, options.onCall);
+    this.images = new ImageStore(this.client, options.pullTimeoutMs ?? PULL_TIMEOUT_MS, this.logger);
     this.clock = options.clock ?? systemClock;
-    this.logDrainIdleMs = options.logDrainIdleMs ?? CONFIG_DEFAULTS.containers.logDrainIdleMs;
-    this.healthCheckMs = options.healthCheckMs ?? CONFIG_DEFAULTS.containers.healthCheckMs;
+    this.logDrainIdleMs = options.logDrainIdleMs ?? LOG_DRAIN_IDLE_MS;
+    this.healthCheckMs = options.healthCheckMs ?? HEALTH_CHECK_MS;
     this.isolation = new RuntimeIsolation(this.client, {
-      scratchMb: options.scratchMb ?? CONFIG_DEFAULTS.containers.scratchMb,
+      scratchMb: options.scratchMb ?? SETTINGS.CONTAINER_SCRATCH_MB.default,
       userns: options.userns ?? 'auto',
       logger: this.logger,
     });

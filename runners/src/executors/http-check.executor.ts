@@ -2,9 +2,8 @@ import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { Cancellation, onAbort, systemClock } from '@orloj/common/core';
-import { reasons } from '@orloj/common/domain';
+import { JOB_TIMEOUTS, reasons } from '@orloj/common/domain';
 import { lazyChild } from '@orloj/common/logging';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import type { AbortLike, Clock } from '@orloj/common/core';
 import type { CheckFailure, HeartbeatPayload, JobReason } from '@orloj/common/domain';
 import type { LazyLogger, Logger } from '@orloj/common/logging';
@@ -81,7 +80,7 @@ export class HttpCheckExecutor {
     this.clock = options.clock ?? systemClock;
     const guard = new AddressGuard({ allowTargets: options.allowTargets, denyTargets: options.denyTargets });
     const base = buildConnector({
-      timeout: options.connectTimeoutMs ?? CONFIG_DEFAULTS.jobs.heartbeatTimeoutMaxMs,
+      timeout: options.connectTimeoutMs ?? JOB_TIMEOUTS.heartbeatTimeoutMaxMs,
       lookup: guardedLookup(guard, options.lookup ?? systemResolver),
     });
     const connect: buildConnector.connector = (opts, callback) => {

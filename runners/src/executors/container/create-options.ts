@@ -13,16 +13,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import type Docker from 'dockerode';
-import { CONFIG_DEFAULTS } from '@orloj/common/config';
 import { qualifiedImageRef } from '@orloj/common/domain';
 import type { ContainerRunSpec } from './types.js';
 
 export const MANAGED_LABEL = 'orloj.managed';
 export const JOB_ID_LABEL = 'orloj.job_id';
 
-/** Configuration's defaults (CONFIG_DEFAULTS in common's config.ts), under the names the executor exports. */
-export const DEFAULT_MEMORY_MB = CONFIG_DEFAULTS.containers.memoryMb;
-export const DEFAULT_PIDS_LIMIT = CONFIG_DEFAULTS.containers.pidsLimit;
+/** A container's memory limit when its payload names none (capped by CONTAINER_MAX_MEMORY_MB), and its process limit. */
+export const DEFAULT_MEMORY_MB = 512;
+export const DEFAULT_PIDS_LIMIT = 256;
 
 /** How a container is kept off the host's disk and out of host root: the runner's settings, and what the runtime offers. */
 export interface Isolation {
