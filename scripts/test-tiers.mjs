@@ -34,10 +34,11 @@ export const TIERS = {
   'system-ui': ['dashboard/test/**/*.test.ts', 'deploy/test/**/*.test.ts'],
   // Alone, after every other tier: restart.test.ts restarts the shared PostgreSQL and
   // RabbitMQ; availability.test.ts bounds /livez latency under a flood, which other lanes
-  // on the same two cores would break.
-  'system-alone': ['server/test/restart.test.ts', 'server/test/availability.test.ts'],
+  // on the same two cores would break; fair-share.test.ts asserts no slot of a real-clock
+  // process is skipped, which a starved process could not promise.
+  'system-alone': ['server/test/restart.test.ts', 'server/test/availability.test.ts', 'server/test/fair-share.test.ts'],
 };
-const IGNORE = { 'system-server': ['server/test/restart.test.ts', 'server/test/availability.test.ts'] };
+const IGNORE = { 'system-server': ['server/test/restart.test.ts', 'server/test/availability.test.ts', 'server/test/fair-share.test.ts'] };
 /** Names a caller may use for a group of tiers. */
 const GROUPS = { system: ['system-server', 'system-ui', 'system-alone'] };
 /** Stages run one after another; in a stage, lanes run at once; in a lane, tiers in turn. */

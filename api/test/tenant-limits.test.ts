@@ -34,7 +34,7 @@ describe('tenant limit settings', () => {
     assert.equal(containers.maxLogLines, 100_000);
     assert.equal(containers.maxLogBytes, 32 * 1024 * 1024);
     assert.equal(tenants.maxWorkflowsPerUser, 500);
-    assert.equal(tenants.maxActiveJobsPerUser, 2);
+    assert.equal(tenants.maxActiveJobsPerUser, 0, 'no hard per-user limit by default: the hand-out is fair (ADR 0014)');
   });
 
   it('refuse to start on bad values, naming the variable', () => {

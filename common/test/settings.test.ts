@@ -69,7 +69,7 @@ describe('settings (each declared once)', () => {
     assert.deepEqual([c.runner.concurrency, c.runner.shutdownGraceMs, c.runner.containerScratchMb, c.runner.containerUserns], [4, 30_000, 256, 'auto']);
     assert.equal(c.notifier.pollMs, 500);
     assert.deepEqual(c.containers, { registries: ['docker.io'], networkEnabled: false, maxMemoryMb: 1024, maxCpus: 1, maxTimeoutMs: 30 * 60_000, maxLogLines: 100_000, maxLogBytes: 32 * 1024 * 1024 });
-    assert.deepEqual(c.tenants, { maxWorkflowsPerUser: 500, maxActiveJobsPerUser: 2 });
+    assert.deepEqual(c.tenants, { maxWorkflowsPerUser: 500, maxActiveJobsPerUser: 0 });
     assert.deepEqual(c.retention, { jobsMs: 90 * 86_400_000, jobLogsMs: 30 * 86_400_000, notificationsMs: 90 * 86_400_000, keepJobs: 20, intervalMs: 3_600_000, batchSize: 500 });
     for (const [name, bad] of Object.entries({ HTTP_HEADERS_TIMEOUT: '61s', CONTAINER_MAX_TIMEOUT: '2h', DB_POOL_SIZE: '1001', CONTAINER_MAX_CPUS: '65', RETENTION_KEEP_JOBS: '10001' })) {
       assert.throws(() => loadConfig({ [name]: bad }), new RegExp(`${name} must`), name);

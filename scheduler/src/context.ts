@@ -9,9 +9,13 @@ export interface SchedulerContext {
   readonly store: Store;
   readonly bus: SignedBus;
   readonly clock: Clock;
+  /** The time runners' work takes (SchedulerDeps.workClock). */
+  readonly workClock: Clock;
   readonly log: Logger;
   readonly config: SchedulerConfig;
   /** Aborted by Scheduler.stop(). */
   readonly signal: AbortSignal;
   readonly stats: SchedulerStats;
+  /** A job started or ended here: the leader loop (if this replica leads) makes its next pass now. */
+  readonly roomFreed: () => void;
 }

@@ -1,5 +1,4 @@
 import { createDueJob, firstSlotAfter, mostRecentSlot, type Job, type Workflow } from '@orloj/common/domain';
-import type { Store } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 
@@ -11,10 +10,11 @@ interface Skip {
 }
 
 /**
- * The leader's due slots: one job per due slot of each workflow, created
- * QUEUED and handed out in the same pass. Exactly once comes from the unique
- * (workflow, slot) key; runs never overlap (one QUEUED/RUNNING job per
- * workflow); a user past their share waits (maxActivePerUser).
+ * The leader's due slots: one job per due slot of each workflow. Exactly once
+ * comes from the unique (workflow, slot) key; runs never overlap (one open job
+ * per workflow). Whether a slot's job goes to the runners now or waits
+ * PENDING for room is the fair hand-out's choice (leader.ts, fair-share.ts);
+ * either way the slot has its job.
  */
 export class DueSlots {
   constructor(
@@ -23,15 +23,15 @@ export class DueSlots {
   ) {}
 
   /**
-   * Creates the jobs of due slots, QUEUED at once (the workflows are locked and
-   * free: nothing else may hand them out first), and hands them to the runners.
-   * Returns how many due workflows it looked at (a full batch means there may
-   * be more).
+   * Creates the jobs of these due workflows' slots: QUEUED at once for the
+   * workflows in `handOutNow` (the workflows are locked and free: nothing else
+   * may hand them out first), handed to the runners after the commit; PENDING
+   * for the others, which the hand-out takes when there is room. Returns how
+   * the ids of the jobs it moved to QUEUED.
    */
-  async createDueJobs(now: number, limit: number): Promise<number> {
-    const { store, config } = this.c;
-    const due = await store.workflows.due(now, limit, { maxActivePerUser: config.maxActivePerUser });
-    if (due.length === 0) return 0;
+  async createDueJobs(now: number, due: readonly Workflow[], handOutNow: ReadonlySet<string>): Promise<string[]> {
+    if (due.length === 0) return [];
+    const { store } = this.c;
     const skips: Skip[] = [];
     const handOut = await store.transaction(async (tx) => {
       skips.length = 0; // a retried transaction counts again
@@ -39,8 +39,7 @@ export class DueSlots {
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
-      const share = await userShare(tx, config.maxActivePerUser, due.map((w) => w.userId));
-      const { jobs, next } = this.plan(due, busy, share, now, skips);
+      const { jobs, next } = this.plan(due, busy, handOutNow, now, skips);
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
       const inserted = new Set(await tx.jobs.insertMany(jobs.map(([job]) => job)));
       await tx.workflows.setNextDueMany(next);
@@ -51,22 +50,20 @@ export class DueSlots {
       skips.length = 0;
       skips.push(...recorded);
       await tx.workflows.recordSkippedSlots(recorded.map((k) => ({ id: k.id, skipped: k.skipped, at: now })));
-      return created;
+      return created.filter(([job]) => job.status === 'QUEUED');
     });
     this.reportSkipped(skips);
     // After the commit: a leader that dies before this leaves the jobs QUEUED and unconfirmed, and the sweep sends them.
     await this.handOut.send(handOut);
-    return due.length;
+    return handOut.map(([job]) => job.id);
   }
 
   /** The job each due workflow gets now (if any), its next due time, and the slots it skips (pushed onto `skips`). */
-  private plan(due: readonly Workflow[], busy: ReadonlySet<string>, share: (userId: string) => boolean, now: number, skips: Skip[]) {
+  private plan(due: readonly Workflow[], busy: ReadonlySet<string>, handOutNow: ReadonlySet<string>, now: number, skips: Skip[]) {
     const jobs: [Job, Workflow][] = [];
     const next: { id: string; nextDueAt: number }[] = [];
     for (const w of due) {
       if (w.buildCompletedAt === null) continue;
-      // The user's share is taken: the workflow stays due and runs its most recent slot later.
-      if (!busy.has(w.id) && !share(w.userId)) continue;
       const intervalMs = w.intervalMinutes * 60_000;
       if (busy.has(w.id)) {
         // Runs never overlap: this slot is skipped for now. The workflow waits
@@ -80,7 +77,7 @@ export class DueSlots {
       // (next_due_at is off the slot grid after a job that ended late made the workflow due at once: it stands for the slot before it.)
       const skipped = w.nextDueAt === null ? 0 : Math.max(0, Math.ceil((slot - w.nextDueAt) / intervalMs - 1e-9));
       if (skipped > 0) skips.push({ id: w.id, skipped, slot });
-      jobs.push([createDueJob(w, slot, now), w]);
+      jobs.push([createDueJob(w, slot, now, handOutNow.has(w.id)), w]);
       next.push({ id: w.id, nextDueAt: slot + intervalMs });
     }
     return { jobs, next };
@@ -96,19 +93,4 @@ export class DueSlots {
       'skipped due slots: only the most recent missed slot of each workflow runs (runners behind, or orloj was down)',
     );
   }
-}
-
-/**
- * Takes a place in its user's share of the runners (maxActivePerUser), for
- * a batch: true while the user had fewer jobs handed out than the cap.
- */
-export async function userShare(store: Store, cap: number | undefined, userIds: readonly string[]): Promise<(userId: string) => boolean> {
-  if (cap === undefined) return () => true;
-  const active = await store.jobs.activeCountsByUser(userIds);
-  return (userId) => {
-    const n = active.get(userId) ?? 0;
-    if (n >= cap) return false;
-    active.set(userId, n + 1);
-    return true;
-  };
 }

@@ -110,6 +110,8 @@ export class JobEvents {
   private async applyMany(plans: readonly Batched[], within: Within): Promise<PromiseSettledResult<void>[]> {
     const now = this.c.clock.now();
     const fresh = await this.c.store.transaction((tx) => applyBatched(tx, plans, now));
+    // A job left the queue or a runner's slot: the leader (if it is this replica) hands out more now.
+    if (plans.some((p) => p.kind !== 'renew')) this.c.roomFreed();
     // As when applied alone: a failure here redelivers the event, which then changes nothing and checks again.
     // In the event's own context: its job.stop carries the request id the event carried.
     return Promise.allSettled(plans.map((p, i) => (fresh[i] ? undefined : within(i, () => this.stopIfStale(p.jobId, p.attempt)))));

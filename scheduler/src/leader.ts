@@ -2,8 +2,10 @@ import { cancelReason, parsePayload, reasons, type Job, type Workflow } from '@o
 import { MESSAGE_TYPES, QUEUES, type BuildRunMessage } from '@orloj/common/messages';
 import { recordBuildResult } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
-import { DueSlots, userShare } from './due-slots.js';
+import { DueSlots } from './due-slots.js';
+import { fairPick, type Candidate } from './fair-share.js';
 import type { HandOut } from './hand-out.js';
+import { QueueRoom } from './queue-room.js';
 
 /**
  * The leader's work, one pass at a time (the Scheduler's loop decides when):
@@ -17,12 +19,16 @@ export class LeaderWork {
   /** Clock time this replica started (0 until it does): on the in-process bus, no message from before it exists any more. */
   startedAt = 0;
   private restartRecovered = false;
+  private readonly queueRoom: QueueRoom;
+  /** The last pass left jobs waiting for room on the runners. */
+  private waiting = false;
 
   constructor(
     private readonly c: SchedulerContext,
     private readonly handOut: HandOut,
   ) {
     this.dueSlots = new DueSlots(c, handOut);
+    this.queueRoom = new QueueRoom((ids) => c.store.jobs.queuedAmong(ids), () => c.workClock.now(), c.config.queueFloor);
   }
 
   /** A full pass: builds, due slots and pending jobs, recovery, stops. */
@@ -35,39 +41,52 @@ export class LeaderWork {
   }
 
   /**
-   * Hands out pending jobs and creates the jobs of due slots, batch after
-   * batch while batches come full (a burst of due slots), yielding to the event
-   * loop between them so runner events keep being applied, for at most one
-   * tick; the next wake continues.
+   * Creates the jobs of due slots and hands out what the runners can take,
+   * batch after batch while batches come full (a burst of due slots), yielding
+   * to the event loop between them so runner events keep being applied, for
+   * at most one tick; the next wake continues.
    *
-   * PENDING (manual) jobs go first: a user's "Run now" takes a place in their
-   * share (maxActivePerUser) before their automatic slots, which wait and run
-   * their most recent slot later. The other way round, a user whose due slots
-   * kept their share full never saw a manual job start.
+   * Work-conserving and fair (docs/adr/0014-work-conserving-fair-hand-out.md):
+   * every due slot gets its job now; as many jobs go to the runners as they can
+   * take (QueueRoom), never far more, so no job waits while a slot is idle and
+   * none queues behind another user's backlog. Which jobs get the room is fair
+   * queuing across users (fair-share.ts), a user's manual runs before their
+   * due slots; the rest wait PENDING for the next pass.
    */
   async duePass(now: number): Promise<void> {
     const { clock, store, config } = this.c;
     // At most a tick's worth of (clock) time, so the leader renews its lease in time.
     const until = clock.now() + config.tickMs;
+    const window = config.batchSize;
     for (;;) {
-      const room = config.maxQueued - (await store.jobs.countQueued(config.maxQueued));
-      if (room <= 0) return;
-      const limit = Math.min(config.batchSize, room);
-      const dispatched = await this.dispatch(now, limit);
-      // Due slots, in the room the manual jobs left.
-      const left = limit - dispatched;
-      const created = left > 0 ? await this.dueSlots.createDueJobs(now, left) : 0;
-      if ((dispatched < limit && created < left) || clock.now() >= until || this.c.signal.aborted) return;
+      // The room the runners have, within the queue's hard bound (SCHEDULER_MAX_QUEUED).
+      const room = Math.max(0, Math.min(await this.queueRoom.room(), config.maxQueued - (await store.jobs.countQueued(config.maxQueued))));
+      const pending = room > 0 ? await store.jobs.dispatchable(now, window) : [];
+      const due = await store.workflows.due(now, window);
+      // A due workflow whose job is still open takes no room: it only moves on to its next slot (DueSlots.plan).
+      const busy = await store.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
+      const candidates: Candidate<Job | Workflow>[] = [
+        ...pending.map((j) => ({ userId: j.userId, manual: j.trigger === 'MANUAL', since: j.scheduledAt, item: j })),
+        ...due.filter((w) => !busy.has(w.id)).map((w) => ({ userId: w.userId, manual: false, since: w.nextDueAt ?? now, item: w })),
+      ];
+      const active = room > 0 ? await store.jobs.activeCountsByUser(candidates.map((c) => c.userId)) : new Map<string, number>();
+      const chosen = new Set(fairPick(candidates, active, room, config.maxActivePerUser).map((c) => c.item));
+      this.queueRoom.handedOut([
+        ...(await this.dispatch(now, pending.filter((j) => chosen.has(j)))),
+        ...(await this.dueSlots.createDueJobs(now, due, new Set(due.filter((w) => chosen.has(w)).map((w) => w.id)))),
+      ]);
+      // Left waiting for room: the next pass comes when a runner takes a job (JobEvents), not at the next due time.
+      this.waiting = candidates.length > chosen.size;
+      const more = due.length === window || (pending.length === window && chosen.size > 0);
+      if (!more || clock.now() >= until || this.c.signal.aborted) return;
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
-  /** When the next slot falls due, or since when a manual job waits to be handed out. */
+  /** When the next slot falls due, or since when a pending job waits to be handed out (not while it waits for room). */
   async nextDueAt(): Promise<number> {
     const { store } = this.c;
-    // A user at their share has nothing due until a job of theirs ends (seen by the next tick).
-    const fair = { maxActivePerUser: this.c.config.maxActivePerUser };
-    const times = [await store.workflows.nextDueAt(fair), await store.jobs.nextPendingAt(fair)];
+    const times = [await store.workflows.nextDueAt(), this.waiting ? undefined : await store.jobs.nextPendingAt()];
     return Math.min(...times.map((t) => t ?? Number.POSITIVE_INFINITY));
   }
 
@@ -88,20 +107,16 @@ export class LeaderWork {
     }
   }
 
-  /** Hands out PENDING (manual) jobs. Returns how many it looked at (a full batch means there may be more). */
-  private async dispatch(now: number, limit: number): Promise<number> {
-    const { store, config } = this.c;
-    const found = await store.jobs.dispatchable(now, limit, { maxActivePerUser: config.maxActivePerUser });
-    if (found.length === 0) return 0;
-    const share = await userShare(store, config.maxActivePerUser, found.map((j) => j.userId));
-    const jobs = found.filter((j) => share(j.userId));
-    const workflows = new Map((await store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
+  /** Hands out these PENDING jobs (the fair hand-out chose them). Returns the ids it moved to QUEUED. */
+  private async dispatch(now: number, jobs: readonly Job[]): Promise<string[]> {
+    if (jobs.length === 0) return [];
+    const workflows = new Map((await this.c.store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
     const queued: [Job, Workflow][] = [];
     for (const moved of await this.handOut.queueAll(jobs.filter((j) => workflows.has(j.workflowId)), now)) {
       queued.push([moved, workflows.get(moved.workflowId)!]);
     }
     await this.handOut.send(queued);
-    return found.length;
+    return queued.map(([job]) => job.id);
   }
 
   /** Jobs whose runner stopped renewing their lease, or whose message was never started or confirmed. */

@@ -10,6 +10,7 @@ import { HandOut } from './hand-out.js';
 import { JOB_EVENT_TYPES, JobEvents, type JobEvent } from './job-events.js';
 import { LeaderWork } from './leader.js';
 import { leaseHolder, LeaderLease } from './leader-lease.js';
+import { QUEUE_FLOOR } from './queue-room.js';
 import { RefusedJobs } from './refused-jobs.js';
 
 /**
@@ -63,12 +64,15 @@ export interface SchedulerConfig {
    */
   eventPrefetch: number;
   /**
-   * Most jobs of one user handed to the runners (QUEUED or RUNNING) at once
-   * (MAX_ACTIVE_JOBS_PER_USER): beyond it the user's due workflows and manual
-   * jobs wait, so one user cannot hold every runner slot while others wait.
-   * Undefined: no per-user cap.
+   * A hard limit on one user's jobs handed to the runners (QUEUED or
+   * RUNNING) at once (MAX_ACTIVE_JOBS_PER_USER), for operators who want one:
+   * beyond it the user's jobs wait PENDING even while runners are idle.
+   * Undefined (the default): none; the fair hand-out already shares the
+   * runners equally among the users who want them.
    */
   maxActivePerUser?: number | undefined;
+  /** The fewest jobs the hand-out keeps waiting for the runners (queue-room.ts); tests whose fake runners never start jobs raise it. */
+  queueFloor: number;
 }
 
 /** The settings' defaults where a variable sets the value (common's config/settings.ts), the scheduler's own otherwise; no per-user cap. */
@@ -85,6 +89,7 @@ export const DEFAULT_SCHEDULER_CONFIG: SchedulerConfig = {
   maxQueued: SETTINGS.SCHEDULER_MAX_QUEUED.default,
   stopResendMs: 30_000,
   eventPrefetch: 128,
+  queueFloor: QUEUE_FLOOR,
 };
 
 export interface SchedulerDeps {
@@ -94,6 +99,13 @@ export interface SchedulerDeps {
   logger: Logger;
   /** This replica's name in the leader lease. */
   replicaId?: string;
+  /**
+   * The time runners' work takes: real time (the default), even when `clock`
+   * runs faster, for the hand-out keeps about a second of the runners' work
+   * waiting (queue-room.ts). Tests whose fake runners play jobs on a manual
+   * clock pass that clock.
+   */
+  workClock?: Clock;
   config?: Partial<SchedulerConfig>;
 }
 
@@ -138,6 +150,8 @@ export class Scheduler {
   /** Aborts the leader loop's current sleep (wake()). */
   private sleeping: AbortController | undefined;
   private woken = false;
+  /** A job started or ended since the last pass: the next pass comes now, without waiting for a due time. */
+  private freed = false;
   private stopping: Promise<void> | undefined;
 
   constructor(private readonly deps: SchedulerDeps) {
@@ -156,10 +170,12 @@ export class Scheduler {
       store: deps.store,
       bus: deps.bus,
       clock: deps.clock,
+      workClock: deps.workClock ?? systemClock,
       log: deps.logger,
       config: this.config,
       signal: this.abort.signal,
       stats: this.stats,
+      roomFreed: () => this.roomFreed(),
     };
     const handOut = new HandOut(context);
     this.leader = new LeaderWork(context, handOut);
@@ -227,6 +243,10 @@ export class Scheduler {
       // A floor in real time, whatever the clock: it bounds the leader's CPU, not the schedule.
       await systemClock.sleep(this.config.passGapMs, signal);
       if (this.woken || signal.aborted) continue;
+      if (this.freed) {
+        this.freed = false;
+        continue;
+      }
       this.sleeping = new AbortController();
       await clock.sleep(Math.max(0, wakeAt - clock.now()), AbortSignal.any([signal, this.sleeping.signal]));
       this.sleeping = undefined;
@@ -243,6 +263,23 @@ export class Scheduler {
     this.log.info('woken by the api: taking new work now');
     this.woken = true;
     this.sleeping?.abort();
+  }
+
+  /**
+   * A job started or ended (applied by this replica): the leader loop's sleep
+   * is cut short and the next pass hands out more, at most one pass per
+   * passGapMs however many jobs move. A job moved on another replica is seen
+   * at the next tick.
+   */
+  private roomFreed(): void {
+    if (!this.isLeader) return;
+    this.freed = true;
+    this.sleeping?.abort();
+  }
+
+  /** One pass over due slots and pending jobs only, as the loop makes between ticks (tests call it). */
+  async leaderPass(): Promise<void> {
+    await this.leader.duePass(this.deps.clock.now());
   }
 
   /** One pass of the leader's work. Safe to run concurrently with another leader. */

@@ -10,6 +10,8 @@ import { deferred, describeEachEngine, until as eventually, within } from '@orlo
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
+/** These tests' fake runners start a job only when a test says so: room for every job a test hands out at once (queue-room.ts). */
+const FAKE_RUNNERS_ROOM = 100;
 
 async function jobsOf(store: Store, workflowId: string): Promise<Job[]> {
   return (await store.jobs.list({ workflowId, limit: 1000 })).reverse();
@@ -23,7 +25,7 @@ describeEachEngine('scheduler', (db) => {
 
   beforeEach(async () => {
     r = await rig();
-    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { jobLeaseTtlMs: 30_000 } });
+    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger, config: { jobLeaseTtlMs: 30_000, queueFloor: FAKE_RUNNERS_ROOM } });
     await scheduler.start({ leaderLoop: false });
     userId = await insertUser(store());
   });
@@ -97,7 +99,7 @@ describeEachEngine('scheduler', (db) => {
 
   it('creates exactly one job per slot when two leaders tick at once', async () => {
     const w = await built();
-    const other = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger });
+    const other = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger });
     r.clock.advance(MINUTE);
     await Promise.all([scheduler.tick(), other.tick(), scheduler.tick(), other.tick()]);
     const jobs = await jobsOf(store(), w.id);
@@ -117,7 +119,7 @@ describeEachEngine('scheduler', (db) => {
   });
 
   it('records skipped slots: on the workflow and in the stats', async () => {
-    const counting = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger });
+    const counting = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger });
     const w = await built();
     r.clock.advance(10 * MINUTE + 20_000);
     await counting.tick();
@@ -163,7 +165,7 @@ describeEachEngine('scheduler', (db) => {
     await scheduler.stop();
     // The process is gone, and with it the bus's messages and its runners.
     r.clock.advance(1_000);
-    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger });
+    scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger });
     await scheduler.start({ leaderLoop: false });
     await scheduler.tick();
     // (jobs other tests left open in this database are handed out again too)
@@ -493,7 +495,7 @@ describeEachEngine('scheduler', (db) => {
   describe('with batches of 3', () => {
     let small: Scheduler;
     beforeEach(() => {
-      small = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { batchSize: 3 } });
+      small = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger, config: { batchSize: 3, queueFloor: FAKE_RUNNERS_ROOM } });
     });
     afterEach(() => small.stop());
 
@@ -525,7 +527,7 @@ describeEachEngine('scheduler', (db) => {
   it('hands out no more than maxQueued jobs until the runners start them', async () => {
     // Earlier tests in this store left QUEUED jobs behind; room for two more.
     const before = await store().jobs.countQueued(10_000);
-    const held = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { maxQueued: before + 2 } });
+    const held = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger, config: { maxQueued: before + 2 } });
     try {
       await Promise.all(Array.from({ length: 5 }, () => insertWorkflow(store(), userId, r.clock.now())));
       await scheduler.tick(); // builds

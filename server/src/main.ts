@@ -133,7 +133,8 @@ async function startScheduler(boot: Boot, store: Store): Promise<void> {
       queueTimeoutMs: config.scheduler.queueTimeoutMs,
       buildTimeoutMs: config.scheduler.buildTimeoutMs,
       maxQueued: config.scheduler.maxQueued,
-      maxActivePerUser: config.tenants.maxActiveJobsPerUser,
+      // 0: no hard limit (the default); the fair hand-out shares the runners (ADR 0014).
+      maxActivePerUser: config.tenants.maxActiveJobsPerUser || undefined,
     },
   });
   await scheduler.start();

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { ensureKeyDir, keyEnvName } from '@orloj/common/envelope';
 import { deleteBusObjects, workflowFixture, RoleProcess, needService, createTestDatabase, type TestDatabase } from '@orloj/common/test-support';
 import { insertUser } from '@orloj/notifier/test-support';
+import { QUEUE_FLOOR } from '@orloj/scheduler';
 import { insertDueWorkflows, slowTarget } from './support/slow-target.js';
 
 const SPEED = 10;
@@ -106,7 +107,8 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
     await startScheduler();
     const runner = role('runners', { RUNNER_CONCURRENCY: '2' });
     await runner.start();
-    const waiting = await pileUp(6);
+    // The hand-out keeps QUEUE_FLOOR jobs waiting while the runner's 2 slots are busy (docs/adr/0014).
+    const waiting = await pileUp(QUEUE_FLOOR);
     await runner.stop('SIGKILL');
     const next = role('runners', { RUNNER_CONCURRENCY: '64' });
     await next.start();
@@ -125,7 +127,7 @@ describe('recovery: separate roles on PostgreSQL and RabbitMQ', function () {
       [keyEnvName('scheduler', 'public')]: crypto.generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString(),
     });
     await wrong.start();
-    const waiting = await pileUp(4);
+    const waiting = await pileUp(QUEUE_FLOOR);
     for (const deadline = Date.now() + 30_000; !/failed its signature check/.test(wrong.output); ) {
       assert.ok(Date.now() < deadline, `the wrong runner refused nothing:\n${wrong.output}`);
       await new Promise((r) => setTimeout(r, 200)); // poll interval: the rows and output change in other processes

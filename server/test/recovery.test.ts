@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { newId } from '@orloj/common/core';
 import { openDatabase, Store, type DatabaseHandle } from '@orloj/common/store';
+import { QUEUE_FLOOR } from '@orloj/scheduler';
 import { OrlojProcess } from './support/orloj-process.js';
 import { insertDueWorkflows, slowTarget } from './support/slow-target.js';
 
@@ -72,7 +73,7 @@ describe('recovery: the embedded server restarted with jobs QUEUED', function ()
 
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-recovery-'));
-    // Answers after 3 s: with 4 runner slots most due jobs wait QUEUED.
+    // Answers after 3 s: with 4 runner slots the hand-out keeps QUEUE_FLOOR jobs QUEUED (the rest wait PENDING, docs/adr/0014).
     target = await slowTarget(3_000);
     database = openDatabase(`sqlite:${path.join(dataDir, 'orloj.db')}`);
     await database.migrate();
@@ -89,8 +90,6 @@ describe('recovery: the embedded server restarted with jobs QUEUED', function ()
       RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
       RUNNER_CONCURRENCY: '4',
       JOB_QUEUE_TIMEOUT: '1h',
-      // One user owns every workflow: the per-user share (docs/security.md) would keep all but two jobs PENDING.
-      MAX_ACTIVE_JOBS_PER_USER: '1000',
       DOCKER_HOST: 'unix:///nonexistent.sock',
     });
   });
@@ -109,13 +108,14 @@ describe('recovery: the embedded server restarted with jobs QUEUED', function ()
       orloj.spawn();
       await orloj.waitFor(/orloj is running/);
       // Wait until jobs pile up QUEUED behind the slow target.
-      for (let deadline = Date.now() + 60_000; (await queued()).length < 10; ) {
+      for (let deadline = Date.now() + 60_000; (await queued()).length < QUEUE_FLOOR; ) {
         assert.ok(Date.now() < deadline, `no jobs piled up QUEUED:\n${orloj.output}`);
         await new Promise((r) => setTimeout(r, 200)); // poll interval: the jobs change in another process
       }
       await orloj.stop(signal);
       const waiting = await queued();
-      assert.ok(waiting.length >= 10, `${waiting.length} jobs QUEUED at the ${signal}`);
+      // A runner may have taken one between the poll and the signal; some are left to recover.
+      assert.ok(waiting.length >= 1, `${waiting.length} jobs QUEUED at the ${signal}`);
 
       // Room for all of them now: what is measured is the hand-out, not the runners.
       orloj.spawn({ RUNNER_CONCURRENCY: '64' });

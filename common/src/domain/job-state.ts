@@ -105,14 +105,16 @@ export function createManualJob(workflow: Workflow, now: number, requestId?: str
 }
 
 /**
- * create-due: the job of a due slot, created QUEUED on its first attempt, as
- * the PENDING → QUEUED transition would leave it. The leader creates it this
- * way only while the workflow is locked and free, so the job needs no second
- * pass and nothing else can hand it out first.
+ * create-due: the job of a due slot. Handed out at once (`handOut`: the fair
+ * hand-out found room for it), it is created QUEUED on its first attempt, as
+ * the PENDING → QUEUED transition would leave it; the leader does this only
+ * while the workflow is locked and free, so nothing else can hand it out
+ * first. Otherwise it waits PENDING for room, as a manual job does: the slot
+ * has its job either way, so no slot is lost to a busy fleet.
  */
-export function createDueJob(workflow: Workflow, slotAt: number, now: number): Job {
+export function createDueJob(workflow: Workflow, slotAt: number, now: number, handOut = true): Job {
   const job = newJob(workflow, 'AUTOMATIC', slotAt, now);
-  return { ...job, status: 'QUEUED', attempts: 1, queuedAt: now, updatedAt: now };
+  return handOut ? { ...job, status: 'QUEUED', attempts: 1, queuedAt: now, updatedAt: now } : job;
 }
 
 // ---- hand out ---------------------------------------------------------------

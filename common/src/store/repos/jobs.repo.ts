@@ -5,7 +5,7 @@
  * row-to-domain mapping; no lifecycle decisions are made here.
  */
 import { type Expression, type ExpressionBuilder, type Insertable, type Kysely, type Selectable, type SqlBool, type Updateable } from 'kysely';
-import { openJobOf, saturatedUsers } from './open-jobs.js';
+import { openJobOf } from './open-jobs.js';
 import { unnestUpdate } from './unnest-update.js';
 import type { DialectHelpers } from '../dialect.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
@@ -447,29 +447,40 @@ export class JobsRepo {
   }
 
   /**
-   * The oldest PENDING job of each workflow that is built, active, and has no
-   * QUEUED or RUNNING job: the jobs that may be handed to runners now.
+   * The PENDING jobs that may be handed to runners now (of a workflow that is
+   * built, active, and has no QUEUED or RUNNING job), one per workflow, taken
+   * user by user: each user's first (manual runs before due slots, then the
+   * oldest), then each user's second, and so on, so a user with thousands
+   * waiting does not hide another user's one from the fair hand-out
+   * (scheduler/src/fair-share.ts).
    */
-  async dispatchable(now: number, limit: number, options: { maxActivePerUser?: number } = {}): Promise<Job[]> {
-    const cap = options.maxActivePerUser;
-    let q = this.db
+  async dispatchable(now: number, limit: number): Promise<Job[]> {
+    const ranked = this.db
       .selectFrom('jobs as j')
       .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
       .selectAll('j')
+      .select((eb) =>
+        eb.fn
+          .agg<number>('row_number')
+          .over((ob) => ob.partitionBy('j.user_id').orderBy('j.trigger', 'desc').orderBy('j.scheduled_at').orderBy('j.id'))
+          .as('user_rank'),
+      )
       .where('j.status', '=', 'PENDING')
       .where('j.scheduled_at', '<=', now)
       .where('w.build_status', '=', 'COMPLETED')
       .where('w.terminated_at', 'is', null)
       .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))));
-    if (cap !== undefined) q = q.where('j.user_id', 'not in', ({ selectFrom }) => saturatedUsers(selectFrom, cap));
-    const rows = await q
-      .orderBy('j.scheduled_at')
-      .orderBy('j.id')
+    const rows = await this.db
+      .selectFrom(ranked.as('d'))
+      .selectAll()
+      .orderBy('user_rank')
+      .orderBy('scheduled_at')
+      .orderBy('id')
       .limit(limit * 4)
       .execute();
     const seen = new Set<string>();
     const out: Job[] = [];
-    for (const r of rows) {
+    for (const { user_rank: _rank, ...r } of rows) {
       if (seen.has(r.workflow_id)) continue;
       seen.add(r.workflow_id);
       out.push(toJob(r));
@@ -492,6 +503,13 @@ export class JobsRepo {
     return counts;
   }
 
+  /** Of these jobs, those still QUEUED (handed out, not started). */
+  async queuedAmong(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.db.selectFrom('jobs').select('id').where('id', 'in', [...ids]).where('status', '=', 'QUEUED').execute();
+    return new Set(rows.map((r) => r.id));
+  }
+
   /** QUEUED jobs (handed out, not started), counted up to `upTo`. */
   async countQueued(upTo: number): Promise<number> {
     const row = await this.db
@@ -501,16 +519,13 @@ export class JobsRepo {
     return Number(row.n);
   }
 
-  /** When the earliest pending (manual) job that may be handed out now was scheduled. */
-  async nextPendingAt(options: { maxActivePerUser?: number } = {}): Promise<number | undefined> {
-    const cap = options.maxActivePerUser;
-    let q = this.db
+  /** When the earliest pending job (a manual run, or a due slot that waits for room) that may be handed out now was scheduled. */
+  async nextPendingAt(): Promise<number | undefined> {
+    const row = await this.db
       .selectFrom('jobs as j')
       .select('j.scheduled_at')
       .where('j.status', '=', 'PENDING')
-      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))));
-    if (cap !== undefined) q = q.where('j.user_id', 'not in', ({ selectFrom }) => saturatedUsers(selectFrom, cap));
-    const row = await q
+      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))))
       .orderBy('j.scheduled_at')
       .limit(1)
       .executeTakeFirst();

@@ -14,15 +14,3 @@ export function openJobOf(
     .where('busy.status', 'in', statuses);
 }
 
-/**
- * A subquery: the users with at least `cap` jobs handed to the runners
- * (QUEUED or RUNNING), the per-user share (MAX_ACTIVE_JOBS_PER_USER). Their
- * due workflows and pending jobs wait until one of those jobs ends.
- */
-export function saturatedUsers(selectFrom: ExpressionBuilder<Database, never>['selectFrom'], cap: number) {
-  return selectFrom('jobs as active')
-    .select('active.user_id')
-    .where('active.status', 'in', ['QUEUED', 'RUNNING'])
-    .groupBy('active.user_id')
-    .having((eb) => eb.fn.countAll(), '>=', cap);
-}

@@ -10,7 +10,6 @@ import type { Database, Selectable, WorkflowsTable } from '../schema.js';
 import type { BuildStatus, Workflow, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
 import type { KeysetPosition } from '../../core/cursor.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
-import { saturatedUsers } from './open-jobs.js';
 
 export interface WorkflowListFilter {
   userId: string;
@@ -385,30 +384,21 @@ export class WorkflowsRepo {
     return row && toWorkflow(row);
   }
 
-  /** Active, built workflows whose next slot is due at `now`. */
   /** Built, active workflows whose next slot is due, earliest first. */
-  /** With `maxActivePerUser`, leaves out the workflows of users who have that many jobs handed out. */
-  async due(now: number, limit: number, options: { maxActivePerUser?: number } = {}): Promise<Workflow[]> {
-    const rows = await this.fair(this.scheduled().selectAll(), options.maxActivePerUser)
-      .where('next_due_at', '<=', now)
-      .orderBy('next_due_at')
-      .limit(limit)
-      .execute();
+  async due(now: number, limit: number): Promise<Workflow[]> {
+    const rows = await this.scheduled().selectAll().where('next_due_at', '<=', now).orderBy('next_due_at').limit(limit).execute();
     return rows.map(toWorkflow);
   }
 
   /** The earliest next slot of a built, active workflow. */
-  async nextDueAt(options: { maxActivePerUser?: number } = {}): Promise<number | undefined> {
-    const row = await this.fair(this.scheduled().select('next_due_at'), options.maxActivePerUser)
+  async nextDueAt(): Promise<number | undefined> {
+    const row = await this.scheduled()
+      .select('next_due_at')
       .where('next_due_at', 'is not', null)
       .orderBy('next_due_at')
       .limit(1)
       .executeTakeFirst();
     return row?.next_due_at ?? undefined;
-  }
-
-  private fair<Q extends ReturnType<WorkflowsRepo['scheduled']>>(q: Q, cap: number | undefined): Q {
-    return cap === undefined ? q : (q.where('user_id', 'not in', ({ selectFrom }) => saturatedUsers(selectFrom, cap)) as Q);
   }
 
   private scheduled() {
