@@ -17,6 +17,7 @@ import { LoadMore } from '../components/load-more';
 import { toasts } from '../components/toasts';
 import { formatCount, formatInterval, formatSeconds, formatSpan, formatTime } from '../format';
 import { useWorkflow } from './workflow-queries';
+import { WorkflowIncidents } from '../components/incidents';
 import { useTitle } from '../components/use-title';
 
 function HealthSection({ w }: { w: Workflow }) {
@@ -247,6 +248,7 @@ export function WorkflowPage() {
           ['Kind', w.kind],
           ['Runs every', formatInterval(w.interval)],
           ['Consecutive failures', `${w.consecutive_job_failures_count} of ${w.max_consecutive_job_failures_allowed} allowed`],
+          ['Alert policy', `down after ${w.alert_after_failures} failed run${w.alert_after_failures === 1 ? '' : 's'} in a row, up after ${w.recover_after_successes} completed`],
           ['Logs', w.log_retention ? 'kept' : 'not kept'],
           ['Created', formatTime(w.created_at)],
           ['Updated', formatTime(w.updated_at)],
@@ -260,6 +262,7 @@ export function WorkflowPage() {
         <summary>Definition as JSON (payload)</summary>
         <pre>{prettyPayload(w.payload)}</pre>
       </details>
+      <WorkflowIncidents workflowId={w.id} />
       <WorkflowStats workflowId={w.id} kind={w.kind} />
       <Jobs w={w} />
     </div>
