@@ -886,6 +886,19 @@ describeApi('openapi document matches real responses', (h) => {
       }
       check('post', '/incidents/{incident_id}/snooze', await u.post(`/incidents/${incident}/snooze`, { until: 'soon' }));
     });
+
+    it('GET /reports/reliability (issue 26): 200, 400, 401, 404', async () => {
+      const u = await h().user();
+      const id = (await u.post('/workflows', workflowBody(), { headers: key() })).json.id as string;
+      await endJob(h().db.store, (await h().db.store.workflows.findById(id))!, { status: 'COMPLETED', ranMs: 5 });
+      const ok = await u.get('/reports/reliability?period=30d');
+      assert.equal(ok.status, 200, ok.text);
+      check('get', '/reports/reliability', ok);
+      check('get', '/reports/reliability', await u.get(`/reports/reliability?workflow_id=${id}`));
+      check('get', '/reports/reliability', await u.get('/reports/reliability?period=2d'));
+      check('get', '/reports/reliability', await (await other()).get(`/reports/reliability?workflow_id=${id}`));
+      check('get', '/reports/reliability', await h().client().get('/reports/reliability'));
+    });
   });
 
   it('answers 429 (with Retry-After) on every documented operation once the limit is reached', async () => {

@@ -3,6 +3,7 @@ import { analyticsOperations } from './analytics.routes.js';
 import { authOperations } from './auth.routes.js';
 import { eventsOperations } from './events.routes.js';
 import { incidentsOperations } from './incidents.routes.js';
+import { reportsOperations } from './reports.routes.js';
 import { jobsOperations } from './jobs.routes.js';
 import { logsOperations } from './logs.routes.js';
 import { notificationsOperations } from './notifications.routes.js';
@@ -20,4 +21,5 @@ export const RESOURCE_OPERATIONS: readonly Operation[] = [
   ...notificationsOperations,
   ...analyticsOperations,
   ...incidentsOperations,
+  ...reportsOperations,
 ];

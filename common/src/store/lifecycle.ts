@@ -82,6 +82,7 @@ export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise
   const workflow = await tx.workflows.findById(job.workflowId, { lock: true });
   const change = workflow && job.status !== 'CANCELED' ? await alertChange(tx, workflow, job, now) : undefined;
   if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now, change === 'down'));
+  if (workflow) await rollUp(tx, job, now);
   if (job.status === 'COMPLETED') {
     if (workflow && change === 'recovered') await tx.outbox.add(domainEvents.workflowRecovered(workflow, job, now));
     // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
@@ -121,6 +122,7 @@ export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: num
     if (workflow) events.push(domainEvents.jobEnded(workflow, job, now));
   }
   await tx.outbox.addMany(events);
+  for (const job of rest) if (workflows.has(job.workflowId)) await rollUp(tx, job, now);
   for (const job of rest) {
     // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
     if (job.status === 'COMPLETED' && (workflows.get(job.workflowId)?.consecutiveJobFailuresCount ?? 0) > 0) await tx.workflows.resetFailures(job.workflowId, now);
@@ -181,6 +183,13 @@ async function openIncident(tx: Store, w: Workflow, job: Job, streak: readonly J
     },
     now,
   );
+}
+
+/** Adds a COMPLETED or FAILED run to its workflow's hourly rollup (issue 26): its check's response time, or else how long it ran. */
+async function rollUp(tx: Store, job: Job, now: number): Promise<void> {
+  if (job.status !== 'COMPLETED' && job.status !== 'FAILED') return;
+  const ran = job.startedAt !== null && job.completedAt !== null ? job.completedAt - job.startedAt : null;
+  await tx.rollups.add({ workflowId: job.workflowId, userId: job.userId, at: job.completedAt ?? now, failed: job.status === 'FAILED', responseMs: job.check?.responseTimeMs ?? ran });
 }
 
 /**

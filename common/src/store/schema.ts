@@ -204,6 +204,17 @@ export interface IncidentsTable {
   updated_at: number;
 }
 
+/** Per workflow and UTC hour: finished runs, failures, response-time histogram (migration 0018, repos/rollups.repo.ts). */
+export interface WorkflowRollupsTable {
+  workflow_id: string;
+  hour_at: number;
+  user_id: string;
+  runs: number;
+  failures: number;
+  /** JSON array of counts, one per bound of ROLLUP_BOUNDS_MS (and one past the last). */
+  histogram: string;
+}
+
 export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
@@ -220,6 +231,7 @@ export interface Database {
   workflow_stats: WorkflowStatsTable;
   workflow_list_versions: WorkflowListVersionsTable;
   incidents: IncidentsTable;
+  workflow_rollups: WorkflowRollupsTable;
 }
 
 export type { Generated, Selectable };

@@ -14,6 +14,7 @@ import { NotificationsRepo } from './repos/notifications.repo.js';
 import { AnalyticsRepo } from './repos/analytics.repo.js';
 import { RetentionRepo } from './repos/retention.repo.js';
 import { IncidentsRepo } from './repos/incidents.repo.js';
+import { RollupsRepo } from './repos/rollups.repo.js';
 import type { DatabaseHandle } from './database.js';
 import { CompiledReads, ReadRunner, TransactionScope } from './compiled-read.js';
 
@@ -40,6 +41,8 @@ export class Store {
   readonly retention: RetentionRepo;
   /** Down periods (issue 26, docs/adr/0016-incidents.md). */
   readonly incidents: IncidentsRepo;
+  /** Reliability rollups (issue 26). */
+  readonly rollups: RollupsRepo;
 
   /**
    * `reads` are the database's compiled reads (compiled-read.ts), shared with
@@ -67,6 +70,7 @@ export class Store {
     this.analytics = new AnalyticsRepo(db);
     this.retention = new RetentionRepo(db);
     this.incidents = new IncidentsRepo(db);
+    this.rollups = new RollupsRepo(db);
   }
 
   /** A round trip to the database (readiness probes): rejects when it cannot be reached. */

@@ -13,7 +13,10 @@ import type { DialectHelpers } from '../dialect.js';
  *  - `workflows.alert_down`: 1 while the workflow is down by that policy. Rows
  *    from before are down when their latest finished run (CANCELED ones passed
  *    over) failed, the reading the notifier used until now;
- *  - `incidents`: one row a down period, at most one open a workflow.
+ *  - `incidents`: one row a down period, at most one open a workflow;
+ *  - `workflow_rollups`: per workflow and UTC hour, its finished runs, failures
+ *    and a histogram of response times, kept as results arrive, so reliability
+ *    reports survive the retention of raw jobs.
  */
 export async function up(db: Kysely<any>, d: DialectHelpers): Promise<void> {
   await db.schema.alterTable('workflows').addColumn('build_error_code', 'text').execute();
@@ -48,4 +51,16 @@ export async function up(db: Kysely<any>, d: DialectHelpers): Promise<void> {
   await db.schema.createIndex('incidents_user_idx').on('incidents').columns(['user_id', 'started_at desc', 'id desc']).execute();
   await db.schema.createIndex('incidents_workflow_idx').on('incidents').columns(['workflow_id', 'started_at desc', 'id desc']).execute();
   await db.schema.createIndex('incidents_open_idx').on('incidents').column('workflow_id').unique().where(sql.ref('closed_at'), 'is', null).execute();
+
+  await db.schema
+    .createTable('workflow_rollups')
+    .addColumn('workflow_id', d.uuidType, (c) => c.notNull().references('workflows.id').onDelete('cascade'))
+    .addColumn('hour_at', d.bigintType, (c) => c.notNull())
+    .addColumn('user_id', d.uuidType, (c) => c.notNull())
+    .addColumn('runs', 'integer', (c) => c.notNull())
+    .addColumn('failures', 'integer', (c) => c.notNull())
+    .addColumn('histogram', 'text', (c) => c.notNull())
+    .addPrimaryKeyConstraint('workflow_rollups_pk', ['workflow_id', 'hour_at'])
+    .execute();
+  await db.schema.createIndex('workflow_rollups_user_idx').on('workflow_rollups').columns(['user_id', 'hour_at']).execute();
 }

@@ -136,6 +136,15 @@ export class IncidentsRepo {
     return rows.map(toIncident);
   }
 
+  /** The user's incidents still open at `from` or opened since (only `workflowId`'s when given): the down periods of a report. */
+  async overlapping(userId: string, from: number, workflowId?: string): Promise<Incident[]> {
+    let q = this.select()
+      .where('incidents.user_id', '=', userId)
+      .where((eb) => eb.or([eb('incidents.closed_at', 'is', null), eb('incidents.closed_at', '>', from)]));
+    if (workflowId) q = q.where('incidents.workflow_id', '=', workflowId);
+    return (await q.execute()).map(toIncident);
+  }
+
   /** Acknowledged by `by` (kept when already acknowledged); undefined when not the user's. */
   async acknowledge(userId: string, id: string, by: string, now: number): Promise<Incident | undefined> {
     await this.db
