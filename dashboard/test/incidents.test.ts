@@ -5,7 +5,8 @@
  * drawer lists it first, where it is acknowledged and snoozed; the workflow
  * page lists it and, after the next completed run, shows it closed as
  * recovered. A CONTAINER workflow whose image cannot be pulled shows why its
- * build failed. axe-core must find each view clean in light and dark.
+ * build failed, and the analytics page reports reliability with a CSV
+ * download. axe-core must find each view clean in light and dark.
  * Screenshots land in artifacts/screenshots/ (dashboard/README.md).
  */
 import assert from 'node:assert/strict';
@@ -165,5 +166,21 @@ describe('dashboard: incidents in the inbox and on the workflow page, a failed b
     await callout.waitFor();
     assert.equal(await callout.locator('.build-error').textContent(), w.build_error);
     await axeClean('a failed build with its reason', '32-build-failed-reason');
+  });
+
+  it('reports reliability over a period on the analytics page, with a CSV download', async () => {
+    await page.goto('/analytics');
+    const table = page.getByRole('table', { name: 'Reliability per workflow' });
+    const row = table.locator('tbody tr', { hasText: 'flaky check' });
+    await row.waitFor();
+    // F F C: one of three runs completed; one incident, now closed.
+    assert.match((await row.textContent()) ?? '', /33\.33 %/);
+    await page.getByLabel('Period').selectOption('7d');
+    await page.getByRole('link', { name: 'Download CSV' }).and(page.locator('[download="orloj-reliability-7d.csv"]')).waitFor();
+    await axeClean('the reliability report', '33-reliability-report');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download CSV' }).click()]);
+    const csv = fs.readFileSync((await download.path())!, 'utf8').split('\r\n');
+    assert.equal(csv[0], 'workflow_id,workflow_name,runs,failures,uptime_percent,p50_ms,p95_ms,p99_ms,incidents,downtime_ms');
+    assert.match(csv.find((l) => l.includes('"flaky check"')) ?? '', new RegExp(`^"${checkId}","flaky check",3,2,33\\.333,`));
   });
 });
