@@ -8,6 +8,7 @@ import { TestClient, type HttpResponse } from './support/client.js';
 import { describeApi, key, testConfig, uniqueEmail, workflowBody } from './support/harness.js';
 import { containerWorkflow, insertJob, insertLines, lines } from './support/logs.js';
 import { seedNotifications, userIdOf } from './support/notifications.js';
+import { endJob } from '@orloj/notifier/test-support';
 import { Conformance, doc, fill, METHODS, newAjv, openApi31Validator, operations, pointer, schemaAt } from './support/conformance.js';
 
 /**
@@ -850,6 +851,53 @@ describeApi('openapi document matches real responses', (h) => {
       const stranger = await (await other()).get(`/analytics/${id}`);
       assert.equal(stranger.status, 404);
       check('get', '/analytics/{workflow_id}', stranger);
+    });
+
+    it('incidents (issue 26): GET /incidents, GET /workflows/{workflow_id}/incidents, POST acknowledge and snooze: 200, 400, 401, 403, 404, 413', async () => {
+      const u = await h().user();
+      const id = (await u.post('/workflows', workflowBody(), { headers: key() })).json.id as string;
+      const w = (await h().db.store.workflows.findById(id))!;
+      await endJob(h().db.store, w, { status: 'FAILED', ranMs: 5, reason: reasons.connectionRefused() });
+      const list = await u.get('/incidents');
+      assert.equal(list.status, 200, list.text);
+      check('get', '/incidents', list);
+      check('get', '/incidents', await u.get('/incidents?status=bogus'));
+      check('get', '/incidents', await h().client().get('/incidents'));
+      const incident = list.json.incidents[0].id as string;
+      const forWorkflow = `/workflows/${id}/incidents`;
+      check('get', '/workflows/{workflow_id}/incidents', await u.get(forWorkflow));
+      check('get', '/workflows/{workflow_id}/incidents', await u.get('/workflows/nope/incidents'));
+      check('get', '/workflows/{workflow_id}/incidents', await (await other()).get(forWorkflow));
+      check('get', '/workflows/{workflow_id}/incidents', await h().client().get(forWorkflow));
+      const until = { until: new Date(Date.now() + 3_600_000).toISOString() };
+      for (const [path, body] of [
+        [`/incidents/${incident}/acknowledge`, undefined],
+        [`/incidents/${incident}/snooze`, until],
+      ] as const) {
+        const template = path.replace(incident, '{incident_id}');
+        const ok = await u.post(path, body);
+        assert.equal(ok.status, 200, ok.text);
+        check('post', template, ok);
+        check('post', template, await u.post(path.replace(incident, 'nope'), body));
+        check('post', template, await (await other()).post(path, body));
+        check('post', template, await withoutCsrf(u).post(path, body));
+        check('post', template, await h().client().post(path, body));
+        check('post', template, await u.post(path, undefined, { rawBody: Buffer.alloc(BIG, 32), headers: JSON_TYPE }));
+      }
+      check('post', '/incidents/{incident_id}/snooze', await u.post(`/incidents/${incident}/snooze`, { until: 'soon' }));
+    });
+
+    it('GET /reports/reliability (issue 26): 200, 400, 401, 404', async () => {
+      const u = await h().user();
+      const id = (await u.post('/workflows', workflowBody(), { headers: key() })).json.id as string;
+      await endJob(h().db.store, (await h().db.store.workflows.findById(id))!, { status: 'COMPLETED', ranMs: 5 });
+      const ok = await u.get('/reports/reliability?period=30d');
+      assert.equal(ok.status, 200, ok.text);
+      check('get', '/reports/reliability', ok);
+      check('get', '/reports/reliability', await u.get(`/reports/reliability?workflow_id=${id}`));
+      check('get', '/reports/reliability', await u.get('/reports/reliability?period=2d'));
+      check('get', '/reports/reliability', await (await other()).get(`/reports/reliability?workflow_id=${id}`));
+      check('get', '/reports/reliability', await h().client().get('/reports/reliability'));
     });
   });
 

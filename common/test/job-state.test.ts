@@ -41,6 +41,7 @@ describeEachEngine('job transitions in the store', (db) => {
       id: workflowId, userId, name: 'w', payload: '{}', kind: 'HEARTBEAT', buildStatus: 'COMPLETED', intervalMinutes: 1,
       consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3, logRetention: false, generation: 0, createdAt: 0,
       updatedAt: 0, terminatedAt: null, buildCompletedAt: 0, nextDueAt: null, buildToken: 0, skippedSlots: 0, lastSlotSkippedAt: null,
+        buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false,
     });
   });
 
@@ -158,6 +159,7 @@ describeEachEngine('batched job writes in the store', (db) => {
         id, userId, name: 'w', payload: '{}', kind: 'HEARTBEAT', buildStatus: 'COMPLETED', intervalMinutes: 1,
         consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3, logRetention: false, generation: 0, createdAt: 0,
         updatedAt: 0, terminatedAt: null, buildCompletedAt: 0, nextDueAt: 1, buildToken: 0, skippedSlots: 0, lastSlotSkippedAt: null,
+        buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false,
       });
     }
     return ids;

@@ -172,7 +172,7 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     await page.goto('/workflows');
     // Two workflows went down (the first failure of each) and one was terminated automatically: three state changes.
     // The doomed one's second and third failures, 2 completions and 3 builds are routine.
-    const bell = page.getByRole('button', { name: /^Notifications, 3 alerts, \d+ unread$/ });
+    const bell = page.getByRole('button', { name: /^Notifications, 3 alerts, \d+ unread(, \d+ open incidents?)?$/ });
     await bell.waitFor();
     assert.equal(await page.getByTestId('unread-count').textContent(), '3');
     await bell.click();

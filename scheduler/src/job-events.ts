@@ -147,7 +147,7 @@ export class JobEvents {
   }
 
   private async buildFinished(m: BuildFinishedMessage, now: number): Promise<void> {
-    const applied = await this.c.store.transaction((tx) => recordBuildResult(tx, m.workflow_id, m.build_token, m.ok, now));
+    const applied = await this.c.store.transaction((tx) => recordBuildResult(tx, m.workflow_id, m.build_token, m.ok, now, m.reason));
     if (applied && !m.ok) this.c.log.info({ workflowId: m.workflow_id, reason: m.reason }, 'build failed');
   }
 

@@ -7,6 +7,9 @@ import { fairPick, type Candidate } from './fair-share.js';
 import type { HandOut } from './hand-out.js';
 import { QueueRoom } from './queue-room.js';
 
+/** A stored payload that no longer parses (a rule tightened since it was accepted): its build fails so. */
+const INVALID_PAYLOAD = { code: 'EXECUTION_FAILED', message: 'The payload is not valid for its kind; update the workflow.' };
+
 /**
  * The leader's work, one pass at a time (the Scheduler's loop decides when):
  * start builds, create the jobs of due slots, hand out pending (manual) jobs,
@@ -97,7 +100,7 @@ export class LeaderWork {
       const parsed = parsePayload(w.kind, w.payload);
       if (!parsed.ok || parsed.value.kind === 'HEARTBEAT') {
         // A HEARTBEAT build is validation only.
-        await store.transaction((tx) => recordBuildResult(tx, w.id, w.buildToken, parsed.ok, now));
+        await store.transaction((tx) => recordBuildResult(tx, w.id, w.buildToken, parsed.ok, now, parsed.ok ? undefined : INVALID_PAYLOAD));
         continue;
       }
       const token = await store.workflows.startBuild(w.id, w.buildToken, now);

@@ -162,9 +162,26 @@ for (const combo of combos) {
 
       it('fails the build of a missing image', async () => {
         const id = await create({ name: 'missing', kind: 'CONTAINER', payload: JSON.stringify({ image: 'localhost/orloj-test/does-not-exist:1' }) });
-        await until(() => workflow(id), (w) => w.build_status === 'FAILED', 'build FAILED');
+        const w = await until(() => workflow(id), (w) => w.build_status === 'FAILED', 'build FAILED');
+        assert.equal(w.build_error_code, 'IMAGE_PULL_FAILED');
+        assert.match(w.build_error, /local image is not present/);
         const res = await c.post(`/workflows/${id}/jobs/schedule`, {}, { headers: { 'idempotency-key': crypto.randomUUID() } });
         assert.equal(res.status, 412);
+      });
+
+      it('says why the build of an unpullable registry image failed, until an update builds again (issue 26)', async function () {
+        if (!services.docker) this.skip();
+        const id = await create({ name: 'unpullable', kind: 'CONTAINER', payload: JSON.stringify({ image: 'docker.io/acme/does-not-exist:1.0' }) });
+        const w = await until(() => workflow(id), (w) => w.build_status === 'FAILED', 'build FAILED');
+        assert.equal(w.build_error_code, 'IMAGE_PULL_FAILED');
+        assert.equal(w.build_error, 'The container image could not be found or pulled.');
+        const listed = (await c.get('/workflows?query=unpullable')).json.workflows as Record<string, unknown>[];
+        assert.equal(listed[0]!.build_error, w.build_error);
+        const put = await c.put(`/workflows/${id}`, { name: 'unpullable', payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['true'] }), interval: 60, max_consecutive_job_failures_allowed: 3 }, { headers: { 'idempotency-key': crypto.randomUUID() } });
+        assert.equal(put.status, 204, put.text);
+        const rebuilt = await until(() => workflow(id), (w) => w.build_status === 'COMPLETED', 'build COMPLETED');
+        assert.equal(rebuilt.build_error, null);
+        await c.patch(`/workflows/${id}`);
       });
 
       it('stops a running container when the workflow is terminated', async () => {

@@ -33,6 +33,11 @@ const workflow = (id: string): WorkflowRow => ({
   build_requested_at: null,
   skipped_slots: 0,
   last_slot_skipped_at: null,
+  build_error_code: null,
+  build_error_message: null,
+  alert_after_failures: 1,
+  recover_after_successes: 1,
+  alert_down: 0,
 });
 
 /** The job of slot k of workflow `w`: created 100 ms into its slot, ran 5 s. */

@@ -1,4 +1,4 @@
-import { containerPayloadSchema, FAILURE_LIMIT_MAX, FAILURE_LIMIT_MIN, heartbeatPayloadSchema, INTERVAL_MAX, INTERVAL_MIN, NAME_MAX_LENGTH, WORKFLOW_KINDS } from '@orloj/common/domain';
+import { ALERT_POLICY_MAX, ALERT_POLICY_MIN, containerPayloadSchema, FAILURE_LIMIT_MAX, FAILURE_LIMIT_MIN, heartbeatPayloadSchema, INTERVAL_MAX, INTERVAL_MIN, NAME_MAX_LENGTH, WORKFLOW_KINDS } from '@orloj/common/domain';
 import { named, type Wire } from './components.js';
 import { uuid } from './responses.js';
 
@@ -47,6 +47,21 @@ const payload = {
 } as const;
 const interval = { type: 'integer', minimum: INTERVAL_MIN, maximum: INTERVAL_MAX, description: 'Minutes between runs.' } as const;
 const failureLimit = { type: 'integer', minimum: FAILURE_LIMIT_MIN, maximum: FAILURE_LIMIT_MAX } as const;
+// ---- issue 26: the alert policy (optional; additions to the contract) ----
+const alertPolicy = {
+  alert_after_failures: {
+    type: 'integer',
+    minimum: ALERT_POLICY_MIN,
+    maximum: ALERT_POLICY_MAX,
+    description: 'Down (a state change, an incident) after this many consecutive failed runs; default 1 (on PUT: kept when absent). Independent of max_consecutive_job_failures_allowed, which terminates.',
+  },
+  recover_after_successes: {
+    type: 'integer',
+    minimum: ALERT_POLICY_MIN,
+    maximum: ALERT_POLICY_MAX,
+    description: 'Up again (the incident closes) after this many consecutive completed runs; default 1 (on PUT: kept when absent).',
+  },
+} as const;
 
 export const createWorkflowBody = named('CreateWorkflow', {
   type: 'object',
@@ -59,6 +74,7 @@ export const createWorkflowBody = named('CreateWorkflow', {
     interval,
     max_consecutive_job_failures_allowed: failureLimit,
     log_retention: { type: 'boolean' },
+    ...alertPolicy,
   },
 } as const);
 
@@ -72,6 +88,7 @@ export const updateWorkflowBody = named('UpdateWorkflow', {
     interval,
     max_consecutive_job_failures_allowed: failureLimit,
     log_retention: { type: 'boolean', description: 'Optional; keeps the current setting when absent.' },
+    ...alertPolicy,
   },
 } as const);
 

@@ -3,6 +3,8 @@ import {
   CHECK_FAILURES,
   FAILURE_LIMIT_MAX,
   FAILURE_LIMIT_MIN,
+  ALERT_POLICY_MIN,
+  ALERT_POLICY_MAX,
   HEALTH_STATES,
   INTERVAL_MAX,
   INTERVAL_MIN,
@@ -161,6 +163,27 @@ export const workflowSchema = named('Workflow', {
         'Only in the single-workflow read: due slots that never got a job of their own (the previous job still ran, the runners were behind, or orloj was down; only the most recent missed slot runs).',
     },
     last_slot_skipped_at: { ...dateTime, description: 'Only in the single-workflow read, once a slot was skipped: when the last one was.' },
+    // ---- issue 26: build errors, alert policy (additions to the contract) ----
+    build_error: {
+      type: ['string', 'null'],
+      description: 'Why the current generation\'s build failed (a fixed, user-safe sentence, e.g. "The container image could not be found or pulled."); null unless `build_status` is FAILED. An addition to the contract.',
+    },
+    build_error_code: {
+      type: ['string', 'null'],
+      description: 'The reason code of `build_error` (e.g. IMAGE_PULL_FAILED, SYSTEM_ERROR); null with it.',
+    },
+    alert_after_failures: {
+      type: 'integer',
+      minimum: ALERT_POLICY_MIN,
+      maximum: ALERT_POLICY_MAX,
+      description: 'Alert policy: the workflow is down (a state change, an incident) after this many consecutive failed runs. Default 1. An addition to the contract.',
+    },
+    recover_after_successes: {
+      type: 'integer',
+      minimum: ALERT_POLICY_MIN,
+      maximum: ALERT_POLICY_MAX,
+      description: 'Alert policy: a down workflow is up again (its incident closes) after this many consecutive completed runs. Default 1. An addition to the contract.',
+    },
   },
   additionalProperties: false,
 } as const);

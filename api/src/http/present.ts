@@ -55,6 +55,11 @@ export function presentWorkflow(
     ...(options.generation !== undefined ? { generation: options.generation } : {}),
     ...(options.skipped !== undefined ? { skipped_slots: options.skipped.count } : {}),
     ...(options.skipped?.lastAt != null ? { last_slot_skipped_at: toIso(options.skipped.lastAt) } : {}),
+    // ---- issue 26: build errors, alert policy ----
+    build_error: w.buildError?.message ?? null,
+    build_error_code: w.buildError?.code ?? null,
+    alert_after_failures: w.alertAfterFailures,
+    recover_after_successes: w.recoverAfterSuccesses,
   };
 }
 

@@ -2,6 +2,8 @@ import type { Operation } from '../contract/operation.js';
 import { analyticsOperations } from './analytics.routes.js';
 import { authOperations } from './auth.routes.js';
 import { eventsOperations } from './events.routes.js';
+import { incidentsOperations } from './incidents.routes.js';
+import { reportsOperations } from './reports.routes.js';
 import { jobsOperations } from './jobs.routes.js';
 import { logsOperations } from './logs.routes.js';
 import { notificationsOperations } from './notifications.routes.js';
@@ -18,4 +20,6 @@ export const RESOURCE_OPERATIONS: readonly Operation[] = [
   ...eventsOperations,
   ...notificationsOperations,
   ...analyticsOperations,
+  ...incidentsOperations,
+  ...reportsOperations,
 ];

@@ -125,6 +125,9 @@ async function handleCreate(deps: ApiDeps, ctx: Context): Promise<void> {
         intervalMinutes: body.interval,
         maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
         logRetention: body.log_retention,
+        // issue 26: the alert policy (default 1 each)
+        alertAfterFailures: body.alert_after_failures,
+        recoverAfterSuccesses: body.recover_after_successes,
       },
       clock.now(),
     );
@@ -243,6 +246,9 @@ async function handleUpdate(deps: ApiDeps, ctx: Context): Promise<void> {
         rebuild,
         // the schedule stays anchored to the build; a new interval takes effect from the next slot
         nextDueAt: current.buildCompletedAt === null ? null : firstSlotAfter(current.buildCompletedAt, intervalMs, now),
+        // issue 26: the alert policy, kept when the body leaves it out
+        alertAfterFailures: body.alert_after_failures,
+        recoverAfterSuccesses: body.recover_after_successes,
       },
       now,
     );

@@ -11,6 +11,9 @@ export const INTERVAL_MAX = 10_080;
 export const FAILURE_LIMIT_MIN = 3;
 export const FAILURE_LIMIT_MAX = 100;
 export const NAME_MAX_LENGTH = 200;
+/** Bounds of the alert policy (issue 26): down after N failed runs, up after M completed ones. */
+export const ALERT_POLICY_MIN = 1;
+export const ALERT_POLICY_MAX = 100;
 
 export interface Workflow {
   id: string;
@@ -36,6 +39,21 @@ export interface Workflow {
   lastSlotSkippedAt: number | null;
   /** Changes whenever a build starts, so a stale build result is recognised. */
   buildToken: number;
+  // ---- issue 26: build errors, alert policy ----
+  /** Why the current generation's build failed (a fixed, user-safe sentence); null unless it did. */
+  buildError: BuildError | null;
+  /** Down after this many consecutive failed runs (default 1). */
+  alertAfterFailures: number;
+  /** Up again after this many consecutive completed runs (default 1). */
+  recoverAfterSuccesses: number;
+  /** Down by that policy. */
+  alertDown: boolean;
+}
+
+/** A failed build's reason: a JobReason's code and message. */
+export interface BuildError {
+  code: string;
+  message: string;
 }
 
 /** What its owner chooses of a new workflow; the rest starts as {@link newWorkflow} sets it. */
@@ -49,6 +67,9 @@ export interface NewWorkflow {
   maxConsecutiveJobFailuresAllowed: number;
   /** CONTAINER only, default true; a HEARTBEAT workflow never keeps logs. */
   logRetention?: boolean;
+  // ---- issue 26: alert policy (default 1 each) ----
+  alertAfterFailures?: number;
+  recoverAfterSuccesses?: number;
 }
 
 /** A new workflow, its build QUEUED, no failures counted, not yet scheduled. */
@@ -73,6 +94,10 @@ export function newWorkflow(w: NewWorkflow, now: number): Workflow {
     skippedSlots: 0,
     lastSlotSkippedAt: null,
     buildToken: 0,
+    buildError: null,
+    alertAfterFailures: w.alertAfterFailures ?? 1,
+    recoverAfterSuccesses: w.recoverAfterSuccesses ?? 1,
+    alertDown: false,
   };
 }
 
@@ -91,6 +116,10 @@ export type WorkflowSummary = Pick<
   | 'createdAt'
   | 'updatedAt'
   | 'terminatedAt'
+  // issue 26
+  | 'buildError'
+  | 'alertAfterFailures'
+  | 'recoverAfterSuccesses'
 >;
 
 export interface HeartbeatPayload {

@@ -1,6 +1,6 @@
 import type { Store } from './store.js';
-import type { LastTwoOutcomes } from './repos/jobs.repo.js';
-import type { Workflow } from '../domain/workflow.js';
+import { newId } from '../core/ids.js';
+import type { BuildError, Workflow } from '../domain/workflow.js';
 import type { Job } from '../domain/job.js';
 import { cancelReason } from '../domain/job-state.js';
 import { mostRecentSlot } from '../domain/due-slots.js';
@@ -13,6 +13,9 @@ import { domainEvents, type DomainEvent, type TerminationCause } from '../domain
  * change that rolls back leaves no event, and a committed one always has its
  * event.
  */
+
+/** A failed build's reason when the runner gave none. */
+const BUILD_FAILED: BuildError = { code: 'FAILURE_REASON_UNAVAILABLE', message: 'The build failed.' };
 
 /** A new workflow (POST /workflows). */
 export async function createWorkflow(tx: Store, workflow: Workflow): Promise<void> {
@@ -31,6 +34,7 @@ export async function terminateWorkflow(tx: Store, userId: string, workflowId: s
   const terminated = await tx.workflows.terminate(userId, workflowId, now);
   if (!terminated) return false;
   await tx.outbox.add(domainEvents.workflowTerminated(terminated, now, cause));
+  await tx.incidents.close(workflowId, 'terminated', now);
   await cancelJobs(tx, terminated, await tx.jobs.cancelOpen(workflowId, cancelReason('terminated'), now), now);
   return true;
 }
@@ -52,9 +56,13 @@ export async function deleteWorkflow(tx: Store, workflow: Workflow, now: number)
   return true;
 }
 
-/** Records a build's result; false when it is stale (another build started, or the workflow was terminated). */
-export async function recordBuildResult(tx: Store, workflowId: string, token: number, ok: boolean, now: number): Promise<boolean> {
-  const built = await tx.workflows.finishBuild(workflowId, token, ok, now);
+/**
+ * Records a build's result; false when it is stale (another build started, or
+ * the workflow was terminated). A failed build keeps its reason (`error`, or
+ * "The build failed." when none came) on the workflow until the next build.
+ */
+export async function recordBuildResult(tx: Store, workflowId: string, token: number, ok: boolean, now: number, error?: BuildError): Promise<boolean> {
+  const built = await tx.workflows.finishBuild(workflowId, token, ok, now, ok ? null : (error ?? BUILD_FAILED));
   if (built) await tx.outbox.add(domainEvents.buildFinished(built, ok, now));
   return built !== undefined;
 }
@@ -63,16 +71,18 @@ export async function recordBuildResult(tx: Store, workflowId: string, token: nu
  * Applies a job's terminal outcome to its workflow: a FAILED job adds one
  * consecutive failure and terminates the workflow at its limit; a COMPLETED
  * job resets the count; a CANCELED job does neither. Every outcome writes its
- * event; a failure that turns the workflow down is marked so (`down`), and a
- * completion that turns it up again writes workflow.recovered too. Call it
- * only with the job returned by the transition that made it terminal, so a
+ * event; a failure that turns the workflow down by its alert policy is marked
+ * so (`down`) and opens an incident, and a completion that turns it up again
+ * writes workflow.recovered too and closes the incident (alertChange). Call
+ * it only with the job returned by the transition that made it terminal, so a
  * result delivered twice is counted once.
  */
 export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise<{ autoTerminated: boolean }> {
   // Locked: see runMissedSlot.
   const workflow = await tx.workflows.findById(job.workflowId, { lock: true });
-  const change = workflow && job.status !== 'CANCELED' ? await stateChange(tx, job) : undefined;
+  const change = workflow && job.status !== 'CANCELED' ? await alertChange(tx, workflow, job, now) : undefined;
   if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now, change === 'down'));
+  if (workflow) await rollUp(tx, job, now);
   if (job.status === 'COMPLETED') {
     if (workflow && change === 'recovered') await tx.outbox.add(domainEvents.workflowRecovered(workflow, job, now));
     // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
@@ -90,35 +100,32 @@ export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise
 /**
  * applyJobOutcome for the jobs a batch of runner results ended, with the
  * same effects, in a few statements for the lot: their workflows read (and
- * locked) at once, one recovery lookup, one insert of their events. A FAILED
- * job (a failure count that may terminate the workflow) goes through
- * applyJobOutcome itself. The jobs must belong to different workflows: the
- * outcomes of one workflow are applied one after the other (the caller
- * splits its batch so).
+ * locked) at once, one insert of their events. A FAILED job (a failure count
+ * that may terminate the workflow, an incident) and a COMPLETED job of a
+ * workflow that is down (a possible recovery) go through applyJobOutcome
+ * itself. The jobs must belong to different workflows: the outcomes of one
+ * workflow are applied one after the other (the caller splits its batch so).
  */
 export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: number): Promise<void> {
   if (new Set(jobs.map((j) => j.workflowId)).size !== jobs.length) throw new Error('applyJobOutcomes: one job a workflow');
+  // Locked: see runMissedSlot.
+  const workflows = new Map((await tx.workflows.findByIds(jobs.map((j) => j.workflowId), { lock: true })).map((w) => [w.id, w]));
   const rest: Job[] = [];
   for (const job of jobs) {
-    if (job.status === 'FAILED') await applyJobOutcome(tx, job, now);
+    if (job.status === 'FAILED' || (job.status === 'COMPLETED' && workflows.get(job.workflowId)?.alertDown)) await applyJobOutcome(tx, job, now);
     else rest.push(job);
   }
   if (rest.length === 0) return;
-  // Locked: see runMissedSlot.
-  const workflows = new Map((await tx.workflows.findByIds(rest.map((j) => j.workflowId), { lock: true })).map((w) => [w.id, w]));
-  const completed = rest.filter((j) => j.status === 'COMPLETED' && workflows.has(j.workflowId));
-  const outcomes = await tx.jobs.lastTwoOutcomes(completed.map((j) => j.workflowId));
   const events: DomainEvent[] = [];
   for (const job of rest) {
     const workflow = workflows.get(job.workflowId);
-    if (!workflow) continue;
-    events.push(domainEvents.jobEnded(workflow, job, now));
-    if (stateChangeOf(job, outcomes.get(job.workflowId)) === 'recovered') events.push(domainEvents.workflowRecovered(workflow, job, now));
+    if (workflow) events.push(domainEvents.jobEnded(workflow, job, now));
   }
   await tx.outbox.addMany(events);
-  for (const job of completed) {
+  for (const job of rest) if (workflows.has(job.workflowId)) await rollUp(tx, job, now);
+  for (const job of rest) {
     // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
-    if (workflows.get(job.workflowId)!.consecutiveJobFailuresCount > 0) await tx.workflows.resetFailures(job.workflowId, now);
+    if (job.status === 'COMPLETED' && (workflows.get(job.workflowId)?.consecutiveJobFailuresCount ?? 0) > 0) await tx.workflows.resetFailures(job.workflowId, now);
   }
   for (const job of rest) {
     const workflow = workflows.get(job.workflowId);
@@ -127,24 +134,62 @@ export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: num
 }
 
 /**
- * Whether the finished job changes the workflow's up/down state: it is now
- * the latest finished run, and the one before it (CANCELED runs passed over)
- * FAILED while this one completed (`recovered`), or did not fail (or there was
- * none) while this one FAILED (`down`) — the same reading as the health
- * state's `down` and `up` (common/src/domain/health.ts). The workflow row is
- * locked by the caller, so outcomes of one workflow are applied one at a time
- * and each transition is seen by exactly one job.
+ * Whether the finished job changes the workflow's up/down state by its alert
+ * policy (issue 26, docs/notifications.md): it is now the latest finished run
+ * (CANCELED runs passed over, in the order the health state reads them), and
+ * an up workflow's latest `alertAfterFailures` runs all FAILED (`down`: an
+ * incident opens), or a down workflow's latest `recoverAfterSuccesses` runs
+ * all COMPLETED (`recovered`: the incident closes). With both at 1 this is
+ * the reading before the policy: down when a failure follows a run that did
+ * not fail, up when a completion follows a failure. A failure of a workflow
+ * that is down already counts in its open incident (or opens one, after a
+ * termination closed the last). The workflow row is locked by the caller, so
+ * outcomes of one workflow are applied one at a time and each transition is
+ * seen by exactly one job.
  */
-async function stateChange(tx: Store, job: Job): Promise<'down' | 'recovered' | undefined> {
-  return stateChangeOf(job, (await tx.jobs.lastTwoOutcomes([job.workflowId])).get(job.workflowId));
+async function alertChange(tx: Store, w: Workflow, job: Job, now: number): Promise<'down' | 'recovered' | undefined> {
+  if (job.status === 'FAILED' && w.alertDown) {
+    if (!(await tx.incidents.addFailedRun(w.id, now))) await openIncident(tx, w, job, [job], now);
+    return undefined;
+  }
+  if (job.status === 'COMPLETED' && !w.alertDown) return undefined;
+  const n = job.status === 'FAILED' ? w.alertAfterFailures : w.recoverAfterSuccesses;
+  const last = await tx.jobs.lastOutcomes(w.id, n);
+  if (last[0]?.id !== job.id || last.length < n || !last.every((j) => j.status === job.status)) return undefined;
+  await tx.workflows.setAlertDown(w.id, job.status === 'FAILED');
+  if (job.status === 'COMPLETED') {
+    await tx.incidents.close(w.id, 'recovered', now);
+    return 'recovered';
+  }
+  await openIncident(tx, w, job, last, now);
+  return 'down';
 }
 
-/** stateChange() from the workflow's last two outcomes as JobsRepo.lastTwoOutcomes reads them (after this job's own transition). */
-function stateChangeOf(job: Job, last: LastTwoOutcomes | undefined): 'down' | 'recovered' | undefined {
-  if (last?.latestId !== job.id) return undefined;
-  if (job.status === 'COMPLETED') return last.beforeStatus === 'FAILED' ? 'recovered' : undefined;
-  if (job.status === 'FAILED') return last.beforeStatus === 'FAILED' ? undefined : 'down';
-  return undefined;
+/** Opens the workflow's incident: `streak` the failed runs that turned it down, latest first. */
+async function openIncident(tx: Store, w: Workflow, job: Job, streak: readonly Job[], now: number): Promise<void> {
+  const first = streak[streak.length - 1]!;
+  await tx.incidents.open(
+    {
+      id: newId(),
+      userId: w.userId,
+      workflowId: w.id,
+      openedByJobId: job.id,
+      startedAt: first.completedAt ?? first.scheduledAt,
+      openedAt: now,
+      firstFailureJobId: first.id,
+      firstFailureCode: first.statusReasonCode,
+      firstFailureMessage: first.statusReasonMessage,
+      failedRuns: streak.length,
+    },
+    now,
+  );
+}
+
+/** Adds a COMPLETED or FAILED run to its workflow's hourly rollup (issue 26): its check's response time, or else how long it ran. */
+async function rollUp(tx: Store, job: Job, now: number): Promise<void> {
+  if (job.status !== 'COMPLETED' && job.status !== 'FAILED') return;
+  const ran = job.startedAt !== null && job.completedAt !== null ? job.completedAt - job.startedAt : null;
+  await tx.rollups.add({ workflowId: job.workflowId, userId: job.userId, at: job.completedAt ?? now, failed: job.status === 'FAILED', responseMs: job.check?.responseTimeMs ?? ran });
 }
 
 /**

@@ -47,6 +47,15 @@ export interface WorkflowsTable {
   build_requested_at: number | null;
   skipped_slots: Generated<number>;
   last_slot_skipped_at: Generated<number | null>;
+  // ---- issue 26 (migration 0018): build errors, alert policy ----
+  /** Why the current generation's build failed; null unless it did. */
+  build_error_code: Generated<string | null>;
+  build_error_message: Generated<string | null>;
+  /** Down after this many consecutive failed runs, up after `recover_after_successes` completed ones. */
+  alert_after_failures: Generated<number>;
+  recover_after_successes: Generated<number>;
+  /** 1 while down by that policy. */
+  alert_down: Generated<number>;
 }
 
 export interface JobsTable {
@@ -173,6 +182,39 @@ export interface WorkflowListVersionsTable {
   version: number;
 }
 
+/** A down period of a workflow (migration 0018, docs/adr/0016-incidents.md). */
+export interface IncidentsTable {
+  id: string;
+  user_id: string;
+  workflow_id: string;
+  opened_by_job_id: string;
+  /** When the first failed run of the streak that turned the workflow down finished. */
+  started_at: number;
+  opened_at: number;
+  closed_at: number | null;
+  /** 'recovered' or 'terminated' once closed. */
+  resolution: string | null;
+  first_failure_job_id: string;
+  first_failure_code: string | null;
+  first_failure_message: string | null;
+  failed_runs: number;
+  acknowledged_by: string | null;
+  acknowledged_at: number | null;
+  snoozed_until: number | null;
+  updated_at: number;
+}
+
+/** Per workflow and UTC hour: finished runs, failures, response-time histogram (migration 0018, repos/rollups.repo.ts). */
+export interface WorkflowRollupsTable {
+  workflow_id: string;
+  hour_at: number;
+  user_id: string;
+  runs: number;
+  failures: number;
+  /** JSON array of counts, one per bound of ROLLUP_BOUNDS_MS (and one past the last). */
+  histogram: string;
+}
+
 export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
@@ -188,6 +230,8 @@ export interface Database {
   notifications: NotificationsTable;
   workflow_stats: WorkflowStatsTable;
   workflow_list_versions: WorkflowListVersionsTable;
+  incidents: IncidentsTable;
+  workflow_rollups: WorkflowRollupsTable;
 }
 
 export type { Generated, Selectable };

@@ -13,6 +13,8 @@ import { OutboxRepo } from './repos/outbox.repo.js';
 import { NotificationsRepo } from './repos/notifications.repo.js';
 import { AnalyticsRepo } from './repos/analytics.repo.js';
 import { RetentionRepo } from './repos/retention.repo.js';
+import { IncidentsRepo } from './repos/incidents.repo.js';
+import { RollupsRepo } from './repos/rollups.repo.js';
 import type { DatabaseHandle } from './database.js';
 import { CompiledReads, ReadRunner, TransactionScope } from './compiled-read.js';
 
@@ -37,6 +39,10 @@ export class Store {
   readonly analytics: AnalyticsRepo;
   /** The retention sweep's bounded deletes (docs/operations.md, "Retention"). */
   readonly retention: RetentionRepo;
+  /** Down periods (issue 26, docs/adr/0016-incidents.md). */
+  readonly incidents: IncidentsRepo;
+  /** Reliability rollups (issue 26). */
+  readonly rollups: RollupsRepo;
 
   /**
    * `reads` are the database's compiled reads (compiled-read.ts), shared with
@@ -63,6 +69,8 @@ export class Store {
     this.notifications = new NotificationsRepo(db, dialect);
     this.analytics = new AnalyticsRepo(db);
     this.retention = new RetentionRepo(db);
+    this.incidents = new IncidentsRepo(db);
+    this.rollups = new RollupsRepo(db);
   }
 
   /** A round trip to the database (readiness probes): rejects when it cannot be reached. */

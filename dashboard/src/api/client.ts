@@ -26,6 +26,8 @@ export type NotificationKind = Notification['kind'];
 export type NotificationPage = Schemas['NotificationPage'];
 export type UserAnalytics = Schemas['UserAnalytics'];
 export type WorkflowAnalytics = Schemas['WorkflowAnalytics'];
+export type Incident = Schemas['Incident'];
+export type ReliabilityReport = Schemas['ReliabilityReport'];
 
 export const WORKFLOW_KINDS: readonly WorkflowKind[] = ['HEARTBEAT', 'CONTAINER'];
 export const BUILD_STATUSES: readonly BuildStatus[] = ['QUEUED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELED'];

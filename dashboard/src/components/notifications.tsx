@@ -5,6 +5,7 @@ import { api, call, type Notification } from '../api/client';
 import { notificationPayload, safeActionPath, type StateChange } from '../api/notification-payload';
 import { formatTime } from '../format';
 import { EmptyState, Spinner } from './badges';
+import { OpenIncidents, useOpenIncidents } from './incidents';
 
 const POLL_MS = 10_000;
 const UNREAD_PAGE = 100;
@@ -75,11 +76,13 @@ function useUnreadCount() {
  */
 export function NotificationsButton({ onOpen }: { onOpen: () => void }) {
   const { alerts, recoveries, count, changesMore, more: anyMore } = useUnreadCount();
+  const incidents = useOpenIncidents().data?.waiting.length ?? 0;
   const more = anyMore ? '+' : '';
   const label =
-    count === 0
+    (count === 0
       ? 'Notifications, none unread'
-      : `Notifications, ${alerts > 0 ? `${alerts}${changesMore ? '+' : ''} alert${alerts === 1 ? '' : 's'}, ` : ''}${recoveries > 0 ? `${recoveries} recovered, ` : ''}${count}${more} unread`;
+      : `Notifications, ${alerts > 0 ? `${alerts}${changesMore ? '+' : ''} alert${alerts === 1 ? '' : 's'}, ` : ''}${recoveries > 0 ? `${recoveries} recovered, ` : ''}${count}${more} unread`) +
+    (incidents > 0 ? `, ${incidents} open incident${incidents === 1 ? '' : 's'}` : '');
   return (
     <button type="button" className="secondary bell" aria-label={label} onClick={onOpen}>
       <svg aria-hidden="true" width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="2" strokeLinecap="round" strokeLinejoin="round">
@@ -223,6 +226,9 @@ export function NotificationsDrawer({ onClose }: { onClose: () => void }) {
             ×
           </button>
         </div>
+        {/* The inbox (issue 26): open incidents first, then state changes, then the routine rest. */}
+        <OpenIncidents onNavigate={onClose} />
+        <h3 className="inbox-section">Notifications</h3>
         <div className="segmented" role="group" aria-label="Show">
           {VIEWS.map(([id, text]) => (
             <button key={id} type="button" className={view === id ? 'selected' : 'secondary'} aria-pressed={view === id} onClick={() => setView(id)}>

@@ -7,6 +7,7 @@ import { DataTable } from '../components/data-table';
 import { Facts } from '../components/facts';
 import { formatCount, formatSeconds } from '../format';
 import { useTitle } from '../components/use-title';
+import { ReliabilitySection } from '../components/reliability';
 
 function Totals({ a }: { a: UserAnalytics }) {
   return (
@@ -37,6 +38,8 @@ export function AnalyticsPage() {
     <div>
       <h1>Analytics</h1>
       <Totals a={a} />
+      <ReliabilitySection />
+      <h2>Volume</h2>
       <div className="charts">
         <BarChart title="Jobs per kind" items={a.workflow_kinds.map((k) => ({ label: k.kind, value: k.total_jobs }))} format={formatCount} />
         <BarChart

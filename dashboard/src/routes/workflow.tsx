@@ -17,6 +17,7 @@ import { LoadMore } from '../components/load-more';
 import { toasts } from '../components/toasts';
 import { formatCount, formatInterval, formatSeconds, formatSpan, formatTime } from '../format';
 import { useWorkflow } from './workflow-queries';
+import { WorkflowIncidents } from '../components/incidents';
 import { useTitle } from '../components/use-title';
 
 function HealthSection({ w }: { w: Workflow }) {
@@ -179,7 +180,7 @@ function Jobs({ w }: { w: Workflow }) {
         <Spinner />
       ) : all.length === 0 ? (
         <EmptyState title={status || trigger ? 'No job matches these filters' : 'No jobs yet'}>
-          {status || trigger ? null : <p>The first run is due one interval after the build completes, or use Run now.</p>}
+          {status || trigger ? null : w.build_status === 'FAILED' ? <p>The build failed, so no run is due.</p> : <p>The first run is due one interval after the build completes, or use Run now.</p>}
         </EmptyState>
       ) : (
         <DataTable
@@ -197,6 +198,18 @@ function Jobs({ w }: { w: Workflow }) {
         />
       )}
       <LoadMore hasMore={jobs.hasNextPage} loading={jobs.isFetchingNextPage} onLoad={() => void jobs.fetchNextPage()} label="Load older jobs" />
+    </section>
+  );
+}
+
+/** Why the build failed, where "Build: failed" alone said nothing (issue 26). */
+function BuildFailed({ w }: { w: Workflow }) {
+  if (w.build_status !== 'FAILED' || w.terminated_at) return null;
+  return (
+    <section className="callout callout-bad" aria-labelledby="build-failed-title">
+      <h2 id="build-failed-title">The build failed</h2>
+      <p className="build-error">{w.build_error ?? 'No reason was given.'}</p>
+      <p>No run is scheduled and Run now is off until the build succeeds: fix the definition and save it, which builds again.</p>
     </section>
   );
 }
@@ -229,11 +242,13 @@ export function WorkflowPage() {
         </div>
       </div>
       <Actions w={w} />
+      <BuildFailed w={w} />
       <Facts
         items={[
           ['Kind', w.kind],
           ['Runs every', formatInterval(w.interval)],
           ['Consecutive failures', `${w.consecutive_job_failures_count} of ${w.max_consecutive_job_failures_allowed} allowed`],
+          ['Alert policy', `down after ${w.alert_after_failures} failed run${w.alert_after_failures === 1 ? '' : 's'} in a row, up after ${w.recover_after_successes} completed`],
           ['Logs', w.log_retention ? 'kept' : 'not kept'],
           ['Created', formatTime(w.created_at)],
           ['Updated', formatTime(w.updated_at)],
@@ -247,6 +262,7 @@ export function WorkflowPage() {
         <summary>Definition as JSON (payload)</summary>
         <pre>{prettyPayload(w.payload)}</pre>
       </details>
+      <WorkflowIncidents workflowId={w.id} />
       <WorkflowStats workflowId={w.id} kind={w.kind} />
       <Jobs w={w} />
     </div>

@@ -36,6 +36,8 @@ function notificationsApi(list: Notification[]) {
       return new Response(null, { status: 204 });
     }
     const u = new URL(request.url);
+    // The inbox's open incidents (issue 26): none here.
+    if (u.pathname === '/api/incidents') return Response.json({ incidents: [], cursor: '' });
     expect(u.pathname).toBe('/api/notifications');
     gets.push(u.search);
     expect(u.searchParams.has('kind')).toBe(false);

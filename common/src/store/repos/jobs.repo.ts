@@ -168,12 +168,6 @@ const PG_TYPES: Readonly<Record<keyof JobsTable, string>> = {
   request_id: 'text',
 };
 
-/** A workflow's last two outcomes that count for its up/down state (JobsRepo.lastTwoOutcomes). */
-export interface LastTwoOutcomes {
-  latestId: string | null;
-  beforeStatus: 'COMPLETED' | 'FAILED' | null;
-}
-
 /** One job's lifecycle move, for applyMany. */
 export interface JobMove {
   id: string;
@@ -599,33 +593,22 @@ export class JobsRepo {
   }
 
   /**
-   * Of each of these workflows, the id of its latest finished run that counts
-   * for its up/down state (COMPLETED or FAILED, CANCELED passed over, in the
-   * order the health state reads them: scheduled_at, id) and the status of the
-   * run before it, in one statement. Two correlated lookups a workflow, each
-   * served by jobs_workflow_list_idx.
+   * The workflow's latest `n` finished runs that count for its up/down state
+   * (COMPLETED or FAILED, CANCELED passed over, in the order the health state
+   * reads them: scheduled_at, id), latest first; served by
+   * jobs_workflow_list_idx. The alert policy reads them (lifecycle.ts).
    */
-  async lastTwoOutcomes(workflowIds: readonly string[]): Promise<Map<string, LastTwoOutcomes>> {
-    if (workflowIds.length === 0) return new Map();
-    const outcomes = (eb: ExpressionBuilder<Database & { w: Database['workflows'] }, 'w'>) =>
-      eb
-        .selectFrom('jobs')
-        .whereRef('jobs.workflow_id', '=', 'w.id')
-        .where('jobs.status', 'in', ['COMPLETED', 'FAILED'])
-        .orderBy('jobs.scheduled_at', 'desc')
-        .orderBy('jobs.id', 'desc');
+  async lastOutcomes(workflowId: string, n: number): Promise<Job[]> {
     const rows = await this.db
-      .selectFrom('workflows as w')
-      .select((eb) => [
-        'w.id',
-        outcomes(eb).select('jobs.id').limit(1).as('latest_id'),
-        outcomes(eb).select('jobs.status').limit(1).offset(1).as('before_status'),
-      ])
-      .where('w.id', 'in', [...new Set(workflowIds)])
+      .selectFrom('jobs')
+      .selectAll()
+      .where('workflow_id', '=', workflowId)
+      .where('status', 'in', ['COMPLETED', 'FAILED'])
+      .orderBy('scheduled_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(n)
       .execute();
-    return new Map(
-      rows.map((r) => [r.id, { latestId: r.latest_id ?? null, beforeStatus: (r.before_status ?? null) as 'COMPLETED' | 'FAILED' | null }]),
-    );
+    return rows.map(toJob);
   }
 
   /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */

@@ -7,7 +7,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectHelpers } from '../dialect.js';
 import type { Database, Selectable, WorkflowsTable } from '../schema.js';
-import type { BuildStatus, Workflow, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
+import type { BuildError, BuildStatus, Workflow, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
 import type { KeysetPosition } from '../../core/cursor.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 
@@ -35,6 +35,9 @@ export interface WorkflowUpdate {
   rebuild: boolean;
   /** The next due slot when not rebuilding (the interval may have changed). */
   nextDueAt: number | null;
+  // issue 26: the alert policy, when the PUT names it (else kept)
+  alertAfterFailures?: number;
+  recoverAfterSuccesses?: number;
 }
 
 export interface FailureCount {
@@ -69,8 +72,14 @@ export function toWorkflow(r: Selectable<WorkflowsTable>): Workflow {
     // bigint on PostgreSQL: the driver may hand it over as a string
     skippedSlots: Number(r.skipped_slots),
     lastSlotSkippedAt: r.last_slot_skipped_at,
+    buildError: buildErrorOf(r.build_error_code, r.build_error_message),
+    alertAfterFailures: r.alert_after_failures,
+    recoverAfterSuccesses: r.recover_after_successes,
+    alertDown: r.alert_down === 1,
   };
 }
+
+const buildErrorOf = (code: string | null, message: string | null): BuildError | null => (code === null || message === null ? null : { code, message });
 
 /** Pages read workflows with all their payloads off the event loop (compiled-read.ts, ReadOptions). */
 const HEAVY = { heavy: true } as const;
@@ -91,6 +100,11 @@ const SUMMARY_COLUMNS = [
   'created_at',
   'updated_at',
   'terminated_at',
+  // issue 26
+  'build_error_code',
+  'build_error_message',
+  'alert_after_failures',
+  'recover_after_successes',
 ] as const;
 
 type SummaryRow = [
@@ -106,6 +120,10 @@ type SummaryRow = [
   createdAt: number,
   updatedAt: number,
   terminatedAt: number | null,
+  buildErrorCode: string | null,
+  buildErrorMessage: string | null,
+  alertAfterFailures: number,
+  recoverAfterSuccesses: number,
 ];
 
 function toSummary(r: SummaryRow): WorkflowSummary {
@@ -122,6 +140,9 @@ function toSummary(r: SummaryRow): WorkflowSummary {
     createdAt: r[9],
     updatedAt: r[10],
     terminatedAt: r[11],
+    buildError: buildErrorOf(r[12], r[13]),
+    alertAfterFailures: r[14],
+    recoverAfterSuccesses: r[15],
   };
 }
 
@@ -154,6 +175,9 @@ export class WorkflowsRepo {
         build_completed_at: w.buildCompletedAt,
         next_due_at: w.nextDueAt,
         build_token: w.buildToken,
+        // Written only when not the columns' default (1), so an insert also serves a schema before migration 0018 (upgrade tests).
+        ...(w.alertAfterFailures !== 1 ? { alert_after_failures: w.alertAfterFailures } : {}),
+        ...(w.recoverAfterSuccesses !== 1 ? { recover_after_successes: w.recoverAfterSuccesses } : {}),
       })
       .execute();
   }
@@ -275,8 +299,10 @@ export class WorkflowsRepo {
         terminated_at: null,
         updated_at: now,
         ...(u.rebuild
-          ? { build_status: 'QUEUED' as const, build_completed_at: null, next_due_at: null }
+          ? { build_status: 'QUEUED' as const, build_completed_at: null, next_due_at: null, build_error_code: null, build_error_message: null }
           : { next_due_at: u.nextDueAt }),
+        ...(u.alertAfterFailures !== undefined ? { alert_after_failures: u.alertAfterFailures } : {}),
+        ...(u.recoverAfterSuccesses !== undefined ? { recover_after_successes: u.recoverAfterSuccesses } : {}),
       }))
       .where('id', '=', id)
       .where('user_id', '=', userId)
@@ -365,11 +391,13 @@ export class WorkflowsRepo {
    * workflow as updated, or undefined when the result is stale. A COMPLETED
    * build anchors the schedule: the first run is due one interval later.
    */
-  async finishBuild(id: string, token: number, ok: boolean, now: number): Promise<Workflow | undefined> {
+  async finishBuild(id: string, token: number, ok: boolean, now: number, error: BuildError | null = null): Promise<Workflow | undefined> {
     const row = await this.db
       .updateTable('workflows')
       .set((eb) => ({
         build_status: ok ? ('COMPLETED' as const) : ('FAILED' as const),
+        build_error_code: ok ? null : (error?.code ?? null),
+        build_error_message: ok ? null : (error?.message ?? null),
         build_completed_at: ok ? now : null,
         // bigint arithmetic: PostgreSQL would type interval_minutes * 60000 + now as a 32-bit integer
         next_due_at: ok ? sql<number>`cast(${eb.ref('interval_minutes')} as bigint) * 60000 + ${now}` : null,
@@ -452,6 +480,11 @@ export class WorkflowsRepo {
         terminated: row.terminated_at !== null,
       }
     );
+  }
+
+  /** Down (or up) by the workflow's alert policy (issue 26; lifecycle.ts). */
+  async setAlertDown(id: string, down: boolean): Promise<void> {
+    await this.db.updateTable('workflows').set({ alert_down: down ? 1 : 0 }).where('id', '=', id).execute();
   }
 
   async resetFailures(id: string, now: number): Promise<void> {
