@@ -96,6 +96,10 @@ describe('newWorkflow', () => {
         buildToken: 0,
         skippedSlots: 0,
         lastSlotSkippedAt: null,
+        buildError: null,
+        alertAfterFailures: 1,
+        recoverAfterSuccesses: 1,
+        alertDown: false,
       },
     );
     assert.notEqual(newWorkflow(chosen, 1_000).id, w.id);
