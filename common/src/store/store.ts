@@ -60,8 +60,8 @@ export class Store {
     this.logQueries = new LogQueriesRepo(dialect, runner);
     this.logs = new LogsRepo(db, dialect);
     this.outbox = new OutboxRepo(db, runner);
-    this.notifications = new NotificationsRepo(db, dialect);
-    this.analytics = new AnalyticsRepo(db);
+    this.notifications = new NotificationsRepo(db, dialect, runner);
+    this.analytics = new AnalyticsRepo(db, runner);
     this.retention = new RetentionRepo(db);
   }
 

@@ -579,7 +579,10 @@ export class JobsRepo {
   /** The workflow of each of these jobs that exists: job id → workflow id. */
   async workflowsOf(jobIds: readonly string[]): Promise<Map<string, string>> {
     if (jobIds.length === 0) return new Map();
-    const rows = await this.db.selectFrom('jobs').select(['id', 'workflow_id']).where('id', 'in', [...new Set(jobIds)]).execute();
+    const ids = [...new Set(jobIds)];
+    const one = this.runner.reads.get('jobs.workflowOf', (db) => db.selectFrom('jobs').select(['id', 'workflow_id']).where('id', '=', slot<string>('id')));
+    const rows = (this.runner.eachRow(one, ids, (id) => ({ id }))?.flat() as { id: string; workflow_id: string }[] | undefined) ??
+      (await this.db.selectFrom('jobs').select(['id', 'workflow_id']).where('id', 'in', ids).execute());
     return new Map(rows.map((r) => [r.id, r.workflow_id]));
   }
 
@@ -599,15 +602,19 @@ export class JobsRepo {
         .where('jobs.status', 'in', ['COMPLETED', 'FAILED'])
         .orderBy('jobs.scheduled_at', 'desc')
         .orderBy('jobs.id', 'desc');
-    const rows = await this.db
-      .selectFrom('workflows as w')
-      .select((eb) => [
-        'w.id',
-        outcomes(eb).select('jobs.id').limit(1).as('latest_id'),
-        outcomes(eb).select('jobs.status').limit(1).offset(1).as('before_status'),
-      ])
-      .where('w.id', 'in', [...new Set(workflowIds)])
-      .execute();
+    const ids = [...new Set(workflowIds)];
+    const query = (db: Kysely<Database>) =>
+      db
+        .selectFrom('workflows as w')
+        .select((eb) => [
+          'w.id',
+          outcomes(eb).select('jobs.id').limit(1).as('latest_id'),
+          outcomes(eb).select('jobs.status').limit(1).offset(1).as('before_status'),
+        ]);
+    // On SQLite in a transaction (every batch of results), one workflow at a time on a statement prepared once.
+    const one = this.runner.reads.get('jobs.lastTwoOutcomes', (db) => query(db).where('w.id', '=', slot<string>('id')));
+    type Row = { id: string; latest_id: string | null; before_status: string | null };
+    const rows = (this.runner.eachRow(one, ids, (id) => ({ id }))?.flat() as Row[] | undefined) ?? (await query(this.db).where('w.id', 'in', ids).execute());
     return new Map(
       rows.map((r) => [r.id, { latestId: r.latest_id ?? null, beforeStatus: (r.before_status ?? null) as 'COMPLETED' | 'FAILED' | null }]),
     );

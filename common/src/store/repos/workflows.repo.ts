@@ -480,7 +480,11 @@ export class WorkflowsRepo {
    */
   async holdExisting(ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    let q = this.db.selectFrom('workflows').select('id').where('id', 'in', [...new Set(ids)]).orderBy('id');
+    const unique = [...new Set(ids)];
+    const one = this.runner.reads.get('workflows.exists', (db) => db.selectFrom('workflows').select('id').where('id', '=', slot<string>('id')));
+    const held = this.runner.eachRow(one, unique, (id) => ({ id }));
+    if (held) return new Set(held.flat().map((r) => r.id as string));
+    let q = this.db.selectFrom('workflows').select('id').where('id', 'in', unique).orderBy('id');
     if (this.dialect.rowLocks) q = q.forKeyShare();
     return new Set((await q.execute()).map((r) => r.id));
   }
@@ -490,13 +494,16 @@ export class WorkflowsRepo {
    * once per shape: every job's outcome reads its workflow (locked) this way.
    */
   async findById(id: string, options: { lock?: boolean } = {}): Promise<Workflow | undefined> {
-    const lock = options.lock === true && this.dialect.rowLocks;
-    const statement = this.runner.reads.get(`workflows.findById:${lock}`, (db) => {
+    const [row] = (await this.runner.execute(this.findByIdStatement(options.lock), { id })).rows;
+    return row && toWorkflow(row as Selectable<WorkflowsTable>);
+  }
+
+  private findByIdStatement(lockOption: boolean | undefined) {
+    const lock = lockOption === true && this.dialect.rowLocks;
+    return this.runner.reads.get(`workflows.findById:${lock}`, (db) => {
       const q = db.selectFrom('workflows').selectAll().where('id', '=', slot<string>('id'));
       return lock ? q.forNoKeyUpdate() : q;
     });
-    const [row] = (await this.runner.execute(statement, { id })).rows;
-    return row && toWorkflow(row as Selectable<WorkflowsTable>);
   }
 
   /**
@@ -514,6 +521,9 @@ export class WorkflowsRepo {
   /** With `lock`, the rows stay locked until the transaction ends (taken in id order, as lock()). */
   async findByIds(ids: readonly string[], options: { lock?: boolean } = {}): Promise<Workflow[]> {
     if (ids.length === 0) return [];
+    // SQLite in a transaction (every batch of results): findById's statement for each (no row locks there).
+    const held = this.runner.eachRow(this.findByIdStatement(options.lock), [...new Set(ids)].sort(), (id) => ({ id }));
+    if (held) return held.flat().map((row) => toWorkflow(row as Selectable<WorkflowsTable>));
     let q = this.db.selectFrom('workflows').selectAll().where('id', 'in', [...new Set(ids)]);
     if (options.lock === true && this.dialect.rowLocks) q = q.orderBy('id').forNoKeyUpdate();
     return (await q.execute()).map(toWorkflow);
