@@ -44,6 +44,13 @@ export interface RunnerOptions {
   concurrency?: number;
   /** The scheduler's lease on a running attempt; job.heartbeat is sent every leaseTtlMs / 3. Default 30 s. */
   leaseTtlMs?: number;
+  /**
+   * Holds job.started back this long (capped at half the heartbeat interval):
+   * an attempt that ends sooner sends it right before job.finished, and the
+   * scheduler records both in one transaction (docs/adr/0017). Default 0:
+   * sent before the attempt runs. The server sets it on the in-process bus.
+   */
+  startReportDelayMs?: number;
   /** How long stop() lets running attempts finish before handing them back. Default 30 s. */
   shutdownGraceMs?: number;
   /** After the grace: how long aborted attempts get to stop and report before stop() gives up on them. Default 10 s. */
