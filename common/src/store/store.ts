@@ -51,10 +51,10 @@ export class Store {
     scope?: TransactionScope,
   ) {
     const runner = new ReadRunner(reads, db, scope);
-    this.users = new UsersRepo(db, dialect);
+    this.users = new UsersRepo(db, dialect, runner);
     this.sessions = new SessionsRepo(db, runner);
     this.workflows = new WorkflowsRepo(db, dialect, runner);
-    this.idempotency = new IdempotencyRepo(db);
+    this.idempotency = new IdempotencyRepo(db, runner);
     this.jobs = new JobsRepo(db, runner, dialect);
     this.leases = new LeasesRepo(db);
     this.logQueries = new LogQueriesRepo(dialect, runner);
