@@ -134,29 +134,31 @@ export class WorkflowsRepo {
   ) {}
 
   async insert(w: Workflow): Promise<void> {
-    await this.db
-      .insertInto('workflows')
-      .values({
-        id: w.id,
-        user_id: w.userId,
-        name: w.name,
-        name_folded: foldName(w.name),
-        payload: w.payload,
-        kind: w.kind,
-        build_status: w.buildStatus,
-        interval_minutes: w.intervalMinutes,
-        consecutive_job_failures_count: w.consecutiveJobFailuresCount,
-        max_consecutive_job_failures_allowed: w.maxConsecutiveJobFailuresAllowed,
-        log_retention: w.logRetention ? 1 : 0,
-        generation: w.generation,
-        created_at: w.createdAt,
-        updated_at: w.updatedAt,
-        terminated_at: w.terminatedAt,
-        build_completed_at: w.buildCompletedAt,
-        next_due_at: w.nextDueAt,
-        build_token: w.buildToken,
-      })
-      .execute();
+    const row = {
+      id: w.id,
+      user_id: w.userId,
+      name: w.name,
+      name_folded: foldName(w.name),
+      payload: w.payload,
+      kind: w.kind,
+      build_status: w.buildStatus,
+      interval_minutes: w.intervalMinutes,
+      consecutive_job_failures_count: w.consecutiveJobFailuresCount,
+      max_consecutive_job_failures_allowed: w.maxConsecutiveJobFailuresAllowed,
+      log_retention: w.logRetention ? 1 : 0,
+      generation: w.generation,
+      created_at: w.createdAt,
+      updated_at: w.updatedAt,
+      terminated_at: w.terminatedAt,
+      build_completed_at: w.buildCompletedAt,
+      next_due_at: w.nextDueAt,
+      build_token: w.buildToken,
+    };
+    // Compiled once (every create inserts one): a slot per column, named after it.
+    const insert = this.runner.reads.get('workflows.insert', (db) =>
+      db.insertInto('workflows').values(Object.fromEntries(Object.keys(row).map((column) => [column, slot(column)])) as unknown as typeof row),
+    );
+    await this.runner.execute(insert, row);
   }
 
   /** The user's workflow; with `lock`, the row stays locked until the transaction ends. */
@@ -367,22 +369,26 @@ export class WorkflowsRepo {
    * build anchors the schedule: the first run is due one interval later.
    */
   async finishBuild(id: string, token: number, ok: boolean, now: number): Promise<Workflow | undefined> {
-    const row = await this.db
-      .updateTable('workflows')
-      .set((eb) => ({
-        build_status: ok ? ('COMPLETED' as const) : ('FAILED' as const),
-        build_completed_at: ok ? now : null,
-        // bigint arithmetic: PostgreSQL would type interval_minutes * 60000 + now as a 32-bit integer
-        next_due_at: ok ? sql<number>`cast(${eb.ref('interval_minutes')} as bigint) * 60000 + ${now}` : null,
-        updated_at: now,
-      }))
-      .where('id', '=', id)
-      .where('build_token', '=', token)
-      .where('build_status', 'in', ['QUEUED', 'STARTED'])
-      .where('terminated_at', 'is', null)
-      .returningAll()
-      .executeTakeFirst();
-    return row && toWorkflow(row);
+    // Compiled once per outcome: every created workflow's build ends here.
+    const update = this.runner.reads.get(`workflows.finishBuild:${ok}`, (db) => {
+      const at = slot<number>('now');
+      return db
+        .updateTable('workflows')
+        .set((eb) => ({
+          build_status: ok ? ('COMPLETED' as const) : ('FAILED' as const),
+          build_completed_at: ok ? at : null,
+          // bigint arithmetic: PostgreSQL would type interval_minutes * 60000 + now as a 32-bit integer
+          next_due_at: ok ? sql<number>`cast(${eb.ref('interval_minutes')} as bigint) * 60000 + ${at}` : null,
+          updated_at: at,
+        }))
+        .where('id', '=', slot<string>('id'))
+        .where('build_token', '=', slot<number>('token'))
+        .where('build_status', 'in', ['QUEUED', 'STARTED'])
+        .where('terminated_at', 'is', null)
+        .returningAll();
+    });
+    const [row] = (await this.runner.execute(update, { id, token, now })).rows;
+    return row && toWorkflow(row as Selectable<WorkflowsTable>);
   }
 
   /** Active, built workflows whose next slot is due at `now`. */
