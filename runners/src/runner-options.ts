@@ -48,7 +48,7 @@ export interface RunnerOptions {
    * Holds job.started back this long (capped at half the heartbeat interval):
    * an attempt that ends sooner sends it right before job.finished, and the
    * scheduler records both in one transaction (docs/adr/0017). Default 0:
-   * sent before the attempt runs. The server sets it on the in-process bus.
+   * sent before the attempt runs; the server leaves it there for now (see the ADR).
    */
   startReportDelayMs?: number;
   /** How long stop() lets running attempts finish before handing them back. Default 30 s. */

@@ -54,8 +54,6 @@ export function clockFrom(config: ResolvedConfig): Clock {
  */
 /** A process with these roles is an installation by itself (it schedules, runs and serves); others may join it through DATA_DIR/keys. */
 const SELF_CONTAINED: readonly Role[] = ['api', 'scheduler', 'runners'];
-/** On the in-process bus, job.started waits this long for the result to go with it (RunnerOptions.startReportDelayMs). */
-const IN_PROCESS_START_REPORT_DELAY_MS = 1000;
 
 async function loadKeys(config: ResolvedConfig, env: Env, roles: ReadonlySet<Role>): Promise<RoleKeys> {
   const configured = PRODUCER_ROLES.some((role) =>
@@ -203,8 +201,6 @@ async function startRunners(boot: Boot): Promise<void> {
     concurrency: config.runner.concurrency,
     leaseTtlMs: config.scheduler.jobLeaseTtlMs,
     shutdownGraceMs: config.runner.shutdownGraceMs,
-    // In one process a job's start and result are best recorded together (docs/adr/0017).
-    ...(runnerBus.inProcess ? { startReportDelayMs: IN_PROCESS_START_REPORT_DELAY_MS } : {}),
     ...(logSink ? { logSink } : {}),
   });
   await runner.start();
