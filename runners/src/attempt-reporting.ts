@@ -38,6 +38,34 @@ export class AttemptReporting {
     }
   }
 
+  /** job.started: the scheduler moves the job to RUNNING and its lease on the attempt begins. */
+  async start(attempt: Attempt): Promise<void> {
+    const { job } = attempt;
+    await this.deps.bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobStarted, {
+      job_id: job.job_id,
+      attempt: job.attempt,
+      runner_id: this.deps.runnerId,
+      started_at: attempt.startedAt,
+    });
+  }
+
+  /**
+   * job.started held back (docs/adr/0017): sent after `delayMs` if the
+   * attempt still runs then, or as soon as `finished` is aborted, which the
+   * runner does right before it publishes job.finished — the two then reach
+   * the scheduler together and are applied in one transaction. `delayMs`
+   * stays under the heartbeat interval, so a heartbeat never precedes it.
+   */
+  async startDeferred(attempt: Attempt, delayMs: number, finished: Cancellation): Promise<void> {
+    await this.deps.clock.sleep(delayMs, finished);
+    try {
+      await this.start(attempt);
+    } catch (err) {
+      // The result still goes out; a job it finds QUEUED is recovered as an unstarted one (queue timeout).
+      attempt.log.warn({ err }, 'could not publish job.started');
+    }
+  }
+
   /** Publishes job.finished until the bus takes it, or until stop() gives up. */
   async report(attempt: Attempt, result: JobFinishedMessage): Promise<void> {
     const { bus } = this.deps;

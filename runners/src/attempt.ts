@@ -24,6 +24,12 @@ export interface Attempt {
   readonly cancel: Cancellation;
   /** Set by job.stop: the attempt is reported CANCELED with it. */
   stopReason?: JobReason;
+  /**
+   * An automatic run, caused by no request: its start and a COMPLETED end are
+   * logged at debug, not info (one line each per check would be most of a
+   * busy installation's output and a good part of its CPU).
+   */
+  readonly routine?: boolean;
   /** Set when the shutdown grace ran out: the attempt is reported as a system failure. */
   handedBack: boolean;
   /** Resolves once the attempt was reported (or given up on), or never started. */

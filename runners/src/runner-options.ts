@@ -50,6 +50,13 @@ export interface RunnerOptions {
   concurrency?: number;
   /** The scheduler's lease on a running attempt; job.heartbeat is sent every leaseTtlMs / 3 (JOB_LEASE_TTL). */
   leaseTtlMs?: number;
+  /**
+   * Holds job.started back this long (capped at half the heartbeat interval):
+   * an attempt that ends sooner sends it right before job.finished, and the
+   * scheduler records both in one transaction (docs/adr/0017).
+   * Unset (0): sent before the attempt runs; the server leaves it there for now (see the ADR).
+   */
+  startReportDelayMs?: number;
   /** How long stop() lets running attempts finish before handing them back (RUNNER_SHUTDOWN_GRACE). */
   shutdownGraceMs?: number;
   /** After the grace: how long aborted attempts get to stop and report before stop() gives up on them (DEFAULT_ABORT_GRACE_MS unless set). */

@@ -95,6 +95,8 @@ export class Runner {
   private readonly concurrency: number;
   private readonly buildConcurrency: number;
   private readonly heartbeatMs: number;
+  /** 0: job.started goes out before the attempt runs; else held back this long (RunnerOptions.startReportDelayMs). */
+  private readonly startReportDelayMs: number;
   private readonly shutdownGraceMs: number;
   private readonly abortGraceMs: number;
 
@@ -132,6 +134,8 @@ export class Runner {
     this.buildConcurrency = positiveInt('buildConcurrency', options.buildConcurrency ?? DEFAULT_BUILD_CONCURRENCY, 65_535);
     const leaseTtlMs = positiveInt('leaseTtlMs', options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS);
     this.heartbeatMs = heartbeatInterval(leaseTtlMs);
+    // Under half the heartbeat interval: job.started always goes out before the first heartbeat.
+    this.startReportDelayMs = Math.min(nonNegativeInt('startReportDelayMs', options.startReportDelayMs ?? 0), Math.floor(this.heartbeatMs / 2));
     this.shutdownGraceMs = nonNegativeInt('shutdownGraceMs', options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
     this.abortGraceMs = nonNegativeInt('abortGraceMs', options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS);
     const retryInitialMs = positiveInt('resultRetry.initialMs', options.resultRetry?.initialMs ?? retryPolicies.resultPublish.initialMs);
@@ -322,6 +326,7 @@ export class Runner {
         job,
         problem,
         startedAt: this.clock.now(),
+        routine: envelope.req_id === undefined,
         log,
         cancel: new Cancellation(),
         handedBack: false,
@@ -330,12 +335,7 @@ export class Runner {
       };
       // Registered before job.started goes out, so a job.stop from now on reaches it.
       this.attempts.set(key, attempt);
-      await this.bus.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobStarted, {
-        job_id: job.job_id,
-        attempt: job.attempt,
-        runner_id: this.runnerId,
-        started_at: attempt.startedAt,
-      });
+      if (this.startReportDelayMs === 0) await this.reporting.start(attempt);
     } catch (err) {
       if (attempt) {
         this.attempts.delete(key);
@@ -348,7 +348,7 @@ export class Runner {
       attempt.handedBack = true;
       attempt.cancel.abort();
     }
-    log.info({ kind: job.kind }, 'job started');
+    log[attempt.routine ? 'debug' : 'info']({ kind: job.kind }, 'job started');
     // Returning acks the message; the attempt runs on in the background.
     this.runAttempt(attempt, release).catch((err: unknown) => log.error({ err }, 'the job attempt crashed'));
   }
@@ -368,6 +368,8 @@ export class Runner {
   }
 
   private async runAttempt(attempt: Attempt, release: Release): Promise<void> {
+    const finished = new Cancellation();
+    const started = this.startReportDelayMs === 0 ? undefined : this.reporting.startDeferred(attempt, this.startReportDelayMs, finished);
     const heartbeatsOff = new Cancellation();
     const heartbeats = this.reporting.sendHeartbeats(attempt, heartbeatsOff);
     let outcome: Outcome;
@@ -387,7 +389,10 @@ export class Runner {
     else this.counts.canceled += 1;
 
     const result = finishedMessage(attempt, this.runnerId, outcome, settled, finishedAt);
-    attempt.log.info({ status: result.status, reason: result.reason?.code, systemFailure: result.system_failure }, 'job finished');
+    const level = attempt.routine && result.status === 'COMPLETED' ? 'debug' : 'info';
+    attempt.log[level]({ status: result.status, reason: result.reason?.code, systemFailure: result.system_failure }, 'job finished');
+    finished.abort();
+    await started;
     try {
       await this.reporting.report(attempt, result);
     } finally {

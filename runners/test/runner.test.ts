@@ -373,6 +373,27 @@ describe('runner role', () => {
       );
     });
 
+    it('holds job.started back by startReportDelayMs: right before the result of a quick job, after the delay while a slow one runs', async () => {
+      const delayMs = HEARTBEAT_MS / 4;
+      h = await harness({ startReportDelayMs: delayMs });
+      const quick = await h.runJob({ payload: heartbeat(target.url('/ok')) });
+      const done = await h.events.finished(quick.job_id);
+      const started = await h.events.started(quick.job_id);
+      assert.deepEqual(started.body, { job_id: quick.job_id, attempt: 1, runner_id: h.runner.runnerId, started_at: done.body.started_at });
+      assert.deepEqual(
+        h.events.forJob(quick.job_id).map((e) => e.type),
+        [MESSAGE_TYPES.jobStarted, MESSAGE_TYPES.jobFinished],
+      );
+
+      const slow = await h.runJob({ payload: heartbeat(target.url('/hold/slow')) });
+      assert.equal(await target.arrivals.next('the slow request'), 'slow');
+      h.clock.advance(delayMs);
+      await h.events.started(slow.job_id);
+      assert.deepEqual(h.events.forJob(slow.job_id).map((e) => e.type), [MESSAGE_TYPES.jobStarted]);
+      target.release('slow');
+      assert.equal((await h.events.finished(slow.job_id)).body.status, 'COMPLETED');
+    });
+
     it('aborts a running job on job.stop and reports it CANCELED with the stop reason', async () => {
       h = await harness();
       const job = await h.runJob({ payload: heartbeat(target.url('/hold/stopme')) });

@@ -197,13 +197,17 @@ export async function applyBatched(tx: Store, plans: readonly Batched[], now: nu
   // leader) cannot deadlock over them.
   if (tx.dialect.rowLocks) await tx.workflows.lock([...new Set(workflowOf.values())]);
   const fresh = plans.map((p) => p.kind === 'finish');
-  for (const round of rounds(plans, workflowOf)) {
+  const startOf = startsWithTheirResults(plans);
+  // A start whose result follows it is written by the result's UPDATE; its runner is done, nothing to stop.
+  for (const i of startOf.values()) fresh[i] = true;
+  for (const round of rounds(plans, workflowOf, new Set(startOf.values()))) {
     const starts: JobMove[] = [];
     const results: JobMove[] = [];
     for (const i of round) {
       const p = plans[i]!;
       if (p.kind === 'renew') fresh[i] = await tx.jobs.renewLease(p.jobId, p.attempt, p.leaseUntil(now), now);
-      else (p.kind === 'start' ? starts : results).push({ id: p.jobId, t: p.move(now) });
+      else if (p.kind === 'start') starts.push({ id: p.jobId, t: p.move(now) });
+      else results.push({ id: p.jobId, t: withStart(p.move(now), startOf.has(i) ? plans[startOf.get(i)!]! : undefined, now) });
     }
     const started = new Set((await tx.jobs.applyMany(starts, now)).map((j) => j.id));
     for (const i of round) if (plans[i]!.kind === 'start') fresh[i] = started.has(plans[i]!.jobId);
@@ -213,12 +217,40 @@ export async function applyBatched(tx: Store, plans: readonly Batched[], now: nu
   return fresh;
 }
 
-/** The batch's events (by index) in rounds: a job once a round, a workflow's results in different rounds, order kept. */
-function rounds(plans: readonly Batched[], workflowOf: ReadonlyMap<string, string>): number[][] {
+/**
+ * Starts that the next event of their job in the batch, the same attempt's
+ * result, follows (on the in-process bus a quick check sends both together,
+ * docs/adr/0017): result index → start index. The result's transition is
+ * allowed from QUEUED and sets what the start would have (its time; the
+ * lease it would have set ends with it), so one UPDATE records both, with
+ * the effect of the two applied in turn.
+ */
+function startsWithTheirResults(plans: readonly Batched[]): Map<number, number> {
+  const out = new Map<number, number>();
+  const pendingStart = new Map<string, number>();
+  plans.forEach((p, i) => {
+    const start = pendingStart.get(p.jobId);
+    pendingStart.delete(p.jobId);
+    if (p.kind === 'start') pendingStart.set(p.jobId, i);
+    else if (p.kind === 'finish' && start !== undefined && plans[start]!.attempt === p.attempt) out.set(i, start);
+  });
+  return out;
+}
+
+/** A result's transition with what its start (merged into it) adds: the runner, and the container it named. */
+function withStart(result: JobTransition, start: Batched | undefined, now: number): JobTransition {
+  if (start?.kind !== 'start') return result;
+  const { runnerId, containerId } = start.move(now).fields;
+  return { ...result, fields: { runnerId, ...(containerId ? { containerId } : {}), ...result.fields } };
+}
+
+/** The batch's events (by index, but for `skip`) in rounds: a job once a round, a workflow's results in different rounds, order kept. */
+function rounds(plans: readonly Batched[], workflowOf: ReadonlyMap<string, string>, skip: ReadonlySet<number>): number[][] {
   const out: number[][] = [];
   const jobRound = new Map<string, number>();
   const resultRound = new Map<string, number>();
   plans.forEach((p, i) => {
+    if (skip.has(i)) return;
     const workflow = workflowOf.get(p.jobId);
     let r = (jobRound.get(p.jobId) ?? -1) + 1;
     if (p.kind === 'finish' && workflow !== undefined) r = Math.max(r, (resultRound.get(workflow) ?? -1) + 1);

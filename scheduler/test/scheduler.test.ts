@@ -448,6 +448,21 @@ describeEachEngine('scheduler', (db) => {
       assert.ok(!r.runners.stops.some((s) => s.job_id === b!.job_id && s.attempt === 1));
     });
 
+    it('records a start and the result that follows it in the batch in one write, as the two in turn would', async () => {
+      const [a] = await handedOut(1);
+      const before = await store().jobs.findById(a!.job_id);
+      const results = await scheduler.applyEvents([started(a!), finished(a!, 'COMPLETED')]);
+      assert.deepEqual(results.map((x) => x.status), ['fulfilled', 'fulfilled']);
+      const job = await store().jobs.findById(a!.job_id);
+      assert.equal(before?.status, 'QUEUED');
+      assert.deepEqual(
+        { status: job?.status, runnerId: job?.runnerId, startedAt: job?.startedAt, leaseExpiresAt: job?.leaseExpiresAt, attempts: job?.attempts },
+        { status: 'COMPLETED', runnerId: 'r1', startedAt: r.clock.now(), leaseExpiresAt: null, attempts: 1 },
+      );
+      assert.deepEqual(await jobEvents(a!.job_id), ['job.completed']);
+      assert.ok(!r.runners.stops.some((x) => x.job_id === a!.job_id));
+    });
+
     it('tells of a recovery and resets the failure count from a batch, as when each event came alone', async () => {
       const [a, b] = await handedOut(2, { maxConsecutiveJobFailuresAllowed: 5 });
       await scheduler.applyEvents([started(a!), started(b!), finished(a!, 'FAILED'), finished(b!, 'COMPLETED')]);

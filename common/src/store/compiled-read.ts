@@ -147,6 +147,21 @@ export class ReadRunner {
   }
 
   /**
+   * Runs a compiled statement once for each of `items`, synchronously on
+   * the connection an open SQLite transaction holds: there a statement is a
+   * function call, and one prepared statement run row by row costs far less
+   * than a multi-row statement that Kysely builds and compiles anew for every
+   * batch. Undefined, running nothing, where no connection is held (PostgreSQL,
+   * where a round trip per row would cost more, and outside transactions): the
+   * caller then sends its set-wise statement instead.
+   */
+  eachRow<T>(statement: CompiledRead, items: readonly T[], argsOf: (item: T) => Readonly<Record<string, unknown>>): Record<string, unknown>[][] | undefined {
+    const held = this.scope?.held();
+    if (!held) return undefined;
+    return items.map((item) => held.execute(statement.sql, statement.bind(argsOf(item))).rows);
+  }
+
+  /**
    * Runs a compiled statement through Kysely's connection (the transaction's,
    * or the root's writer), never the read-only reader: for writes, and for
    * reads that lock rows. Rows come back as objects.

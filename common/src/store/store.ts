@@ -57,17 +57,17 @@ export class Store {
     scope?: TransactionScope,
   ) {
     const runner = new ReadRunner(reads, db, scope);
-    this.users = new UsersRepo(db, dialect);
+    this.users = new UsersRepo(db, dialect, runner);
     this.sessions = new SessionsRepo(db, runner);
     this.workflows = new WorkflowsRepo(db, dialect, runner);
-    this.idempotency = new IdempotencyRepo(db);
+    this.idempotency = new IdempotencyRepo(db, runner);
     this.jobs = new JobsRepo(db, runner, dialect);
     this.leases = new LeasesRepo(db);
     this.logQueries = new LogQueriesRepo(dialect, runner);
     this.logs = new LogsRepo(db, dialect);
     this.outbox = new OutboxRepo(db, runner);
-    this.notifications = new NotificationsRepo(db, dialect);
-    this.analytics = new AnalyticsRepo(db);
+    this.notifications = new NotificationsRepo(db, dialect, runner);
+    this.analytics = new AnalyticsRepo(db, runner);
     this.retention = new RetentionRepo(db);
     this.incidents = new IncidentsRepo(db);
     this.rollups = new RollupsRepo(db);

@@ -1,6 +1,7 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Insertable, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
 import type { WorkflowKind } from '../../domain/workflow.js';
+import { slot, type ReadRunner } from '../compiled-read.js';
 
 /** What GET /analytics/{workflow_id} reports. */
 export interface WorkflowTotals {
@@ -42,12 +43,24 @@ export const TOP_WORKFLOWS = 10;
  * attempt, retained or not). A user's totals are sums over their workflows.
  */
 export class AnalyticsRepo {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly runner: ReadRunner,
+  ) {}
 
   /** Records these events as applied, one statement a chunk: the ids applied now (the others were applied before). */
   async markAppliedMany(eventIds: readonly string[], now: number): Promise<Set<string>> {
     const applied = new Set<string>();
     const ids = [...new Set(eventIds)];
+    const one = this.runner.reads.get('analytics.markApplied', (db) =>
+      db
+        .insertInto('applied_events')
+        .values({ id: slot<string>('id'), applied_at: slot<number>('now') })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning('id'),
+    );
+    const held = this.runner.eachRow(one, ids, (id) => ({ id, now }));
+    if (held) return new Set(held.flat().map((r) => r.id as string));
     for (let i = 0; i < ids.length; i += CHUNK) {
       const rows = await this.db
         .insertInto('applied_events')
@@ -73,19 +86,24 @@ export class AnalyticsRepo {
   /** Adds to the counters of many workflows, each once, in one statement a chunk. */
   async addToWorkflows(adds: readonly { workflowId: string; userId: string; kind: WorkflowKind; jobs: number; durationS: number }[]): Promise<void> {
     if (new Set(adds.map((a) => a.workflowId)).size !== adds.length) throw new Error('addToWorkflows: each workflow once');
-    for (let i = 0; i < adds.length; i += CHUNK) {
-      await this.db
+    type Row = Insertable<Database['workflow_stats']>;
+    const upsert = (rows: Row | Row[], db: Kysely<Database>) =>
+      db
         .insertInto('workflow_stats')
-        .values(
-          adds.slice(i, i + CHUNK).map((a) => ({ workflow_id: a.workflowId, user_id: a.userId, kind: a.kind, total_jobs: a.jobs, total_duration_s: a.durationS, deleted_at: null })),
-        )
+        .values(rows)
         .onConflict((oc) =>
           oc.column('workflow_id').doUpdateSet((eb) => ({
             total_jobs: eb('workflow_stats.total_jobs', '+', eb.ref('excluded.total_jobs')),
             total_duration_s: eb('workflow_stats.total_duration_s', '+', eb.ref('excluded.total_duration_s')),
           })),
-        )
-        .execute();
+        );
+    const slots = { workflow_id: slot<string>('workflowId'), user_id: slot<string>('userId'), kind: slot<WorkflowKind>('kind'), total_jobs: slot<number>('jobs'), total_duration_s: slot<number>('durationS'), deleted_at: null };
+    if (adds.length === 0 || this.runner.eachRow(this.runner.reads.get('analytics.addToWorkflow', (db) => upsert(slots, db)), adds, (a) => a)) return;
+    for (let i = 0; i < adds.length; i += CHUNK) {
+      await upsert(
+        adds.slice(i, i + CHUNK).map((a) => ({ workflow_id: a.workflowId, user_id: a.userId, kind: a.kind, total_jobs: a.jobs, total_duration_s: a.durationS, deleted_at: null })),
+        this.db,
+      ).execute();
     }
   }
 

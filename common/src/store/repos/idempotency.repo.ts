@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.js';
+import { slot, type ReadRunner } from '../compiled-read.js';
 
 export type IdempotencyClaim =
   | { outcome: 'claimed' }
@@ -16,36 +17,41 @@ export type IdempotencyClaim =
  * the single writer. Either way the second request replays the first one.
  */
 export class IdempotencyRepo {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly runner: ReadRunner,
+  ) {}
 
+  /** Every create and change of the api claims a key: its statements are compiled once (compiled-read.ts). */
   async claim(userId: string, key: string, fingerprint: string, now: number, ttlMs: number): Promise<IdempotencyClaim> {
-    await this.db
-      .deleteFrom('idempotency_keys')
-      .where('user_id', '=', userId)
-      .where('key', '=', key)
-      .where('expires_at', '<=', now)
-      .execute();
-    const inserted = await this.db
-      .insertInto('idempotency_keys')
-      .values({
-        user_id: userId,
-        key,
-        fingerprint,
-        response_status: null,
-        response_body: null,
-        created_at: now,
-        expires_at: now + ttlMs,
-      })
-      .onConflict((oc) => oc.columns(['user_id', 'key']).doNothing())
-      .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { outcome: 'claimed' };
+    const { reads } = this.runner;
+    const args = { userId, key, fingerprint, now, expiresAt: now + ttlMs };
+    const mine = { user_id: slot<string>('userId'), key: slot<string>('key') };
+    const expired = reads.get('idempotency.deleteExpired', (db) =>
+      db.deleteFrom('idempotency_keys').where('user_id', '=', mine.user_id).where('key', '=', mine.key).where('expires_at', '<=', slot<number>('now')),
+    );
+    await this.runner.execute(expired, args);
+    const insert = reads.get('idempotency.claim', (db) =>
+      db
+        .insertInto('idempotency_keys')
+        .values({
+          ...mine,
+          fingerprint: slot<string>('fingerprint'),
+          response_status: null,
+          response_body: null,
+          created_at: slot<number>('now'),
+          expires_at: slot<number>('expiresAt'),
+        })
+        .onConflict((oc) => oc.columns(['user_id', 'key']).doNothing()),
+    );
+    if (Number((await this.runner.execute(insert, args)).numAffectedRows ?? 0) === 1) return { outcome: 'claimed' };
 
-    const existing = await this.db
-      .selectFrom('idempotency_keys')
-      .select(['fingerprint', 'response_status', 'response_body'])
-      .where('user_id', '=', userId)
-      .where('key', '=', key)
-      .executeTakeFirstOrThrow();
+    const read = reads.get('idempotency.read', (db) =>
+      db.selectFrom('idempotency_keys').select(['fingerprint', 'response_status', 'response_body']).where('user_id', '=', mine.user_id).where('key', '=', mine.key),
+    );
+    const [row] = (await this.runner.execute(read, args)).rows;
+    if (!row) throw new Error('idempotency: a key that conflicted on insert is gone');
+    const existing = row as { fingerprint: string; response_status: number | null; response_body: string | null };
     if (existing.fingerprint !== fingerprint) return { outcome: 'conflict' };
     if (existing.response_status === null) {
       // Only reachable if a claim was committed without its response, which the
@@ -56,12 +62,14 @@ export class IdempotencyRepo {
   }
 
   async complete(userId: string, key: string, status: number, body: string | null): Promise<void> {
-    await this.db
-      .updateTable('idempotency_keys')
-      .set({ response_status: status, response_body: body })
-      .where('user_id', '=', userId)
-      .where('key', '=', key)
-      .execute();
+    const update = this.runner.reads.get('idempotency.complete', (db) =>
+      db
+        .updateTable('idempotency_keys')
+        .set({ response_status: slot<number>('status'), response_body: slot<string | null>('body') })
+        .where('user_id', '=', slot<string>('userId'))
+        .where('key', '=', slot<string>('key')),
+    );
+    await this.runner.execute(update, { userId, key, status, body });
   }
 
   async purgeExpired(now: number): Promise<number> {

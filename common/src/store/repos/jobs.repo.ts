@@ -588,7 +588,10 @@ export class JobsRepo {
   /** The workflow of each of these jobs that exists: job id → workflow id. */
   async workflowsOf(jobIds: readonly string[]): Promise<Map<string, string>> {
     if (jobIds.length === 0) return new Map();
-    const rows = await this.db.selectFrom('jobs').select(['id', 'workflow_id']).where('id', 'in', [...new Set(jobIds)]).execute();
+    const ids = [...new Set(jobIds)];
+    const one = this.runner.reads.get('jobs.workflowOf', (db) => db.selectFrom('jobs').select(['id', 'workflow_id']).where('id', '=', slot<string>('id')));
+    const rows = (this.runner.eachRow(one, ids, (id) => ({ id }))?.flat() as { id: string; workflow_id: string }[] | undefined) ??
+      (await this.db.selectFrom('jobs').select(['id', 'workflow_id']).where('id', 'in', ids).execute());
     return new Map(rows.map((r) => [r.id, r.workflow_id]));
   }
 

@@ -1,7 +1,8 @@
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import type { Database } from '../schema.js';
 import type { DialectHelpers } from '../dialect.js';
 import type { KeysetPosition } from '../../core/cursor.js';
+import { slot, type ReadRunner } from '../compiled-read.js';
 
 /** The contract's kinds (api-decisions.md); nothing else is ever stored or listed. */
 export const NOTIFICATION_KINDS = ['WEB_INFO', 'WEB_SUCCESS', 'WEB_ALERT', 'WEB_ERROR'] as const;
@@ -32,10 +33,25 @@ export interface Notification {
   updatedAt: number;
 }
 
+/** Each column of a notification's row and the field of Notification it holds. */
+const ROW_FIELDS: readonly (readonly [string, keyof Notification])[] = [
+  ['id', 'id'],
+  ['user_id', 'userId'],
+  ['workflow_id', 'workflowId'],
+  ['dedupe_key', 'dedupeKey'],
+  ['kind', 'kind'],
+  ['state_change', 'stateChange'],
+  ['payload', 'payload'],
+  ['read_at', 'readAt'],
+  ['created_at', 'createdAt'],
+  ['updated_at', 'updatedAt'],
+];
+
 export class NotificationsRepo {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectHelpers,
+    private readonly runner: ReadRunner,
   ) {}
 
   /** Inserts the notification unless one with its dedupe key exists; true when inserted. */
@@ -45,27 +61,20 @@ export class NotificationsRepo {
 
   /** insert() for many notifications, one statement per 500: how many were inserted. */
   async insertMany(ns: readonly Notification[]): Promise<number> {
+    if (ns.length === 0) return 0;
+    type Row = Insertable<Database['notifications']>;
+    const insert = (rows: Row | Row[], db: Kysely<Database>) =>
+      db.insertInto('notifications').values(rows).onConflict((oc) => oc.column('dedupe_key').doNothing()).returning('id');
+    const slots = Object.fromEntries(ROW_FIELDS.map(([column, field]) => [column, slot(field)])) as unknown as Row;
+    // SQLite in a transaction (the notifier's batches): one statement prepared once, run for each.
+    const held = this.runner.eachRow(this.runner.reads.get('notifications.insert', (db) => insert(slots, db)), ns, (n) => ({ ...n, stateChange: n.stateChange ?? null }));
+    if (held) return held.reduce((sum, rows) => sum + rows.length, 0);
     let inserted = 0;
     for (let i = 0; i < ns.length; i += 500) {
-      const rows = await this.db
-        .insertInto('notifications')
-        .values(
-          ns.slice(i, i + 500).map((n) => ({
-            id: n.id,
-            user_id: n.userId,
-            workflow_id: n.workflowId,
-            dedupe_key: n.dedupeKey,
-            kind: n.kind,
-            state_change: n.stateChange ?? null,
-            payload: n.payload,
-            read_at: n.readAt,
-            created_at: n.createdAt,
-            updated_at: n.updatedAt,
-          })),
-        )
-        .onConflict((oc) => oc.column('dedupe_key').doNothing())
-        .returning('id')
-        .execute();
+      const rows = await insert(
+        ns.slice(i, i + 500).map((n) => Object.fromEntries(ROW_FIELDS.map(([column, field]) => [column, field === 'stateChange' ? (n.stateChange ?? null) : n[field]])) as unknown as Row),
+        this.db,
+      ).execute();
       inserted += rows.length;
     }
     return inserted;

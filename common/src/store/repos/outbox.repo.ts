@@ -16,8 +16,12 @@ export class OutboxRepo {
 
   /** Adds the event, due for publishing now. The same event added twice is one row. */
   async add(event: DomainEvent): Promise<void> {
-    // Compiled once: every job's end adds an event.
-    const statement = this.runner.reads.get('outbox.add', (db) =>
+    await this.runner.execute(this.addStatement(), outboxArgs(event));
+  }
+
+  /** Compiled once: every job's end adds an event. */
+  private addStatement() {
+    return this.runner.reads.get('outbox.add', (db) =>
       db
         .insertInto('domain_events')
         .values({
@@ -32,18 +36,11 @@ export class OutboxRepo {
         })
         .onConflict((oc) => oc.column('id').doNothing()),
     );
-    await this.runner.execute(statement, {
-      id: event.id,
-      kind: event.kind,
-      userId: event.user_id,
-      workflowId: event.workflow_id,
-      data: JSON.stringify(event.data),
-      occurredAt: event.occurred_at,
-    });
   }
 
-  /** add() for many events: one statement per 500. */
+  /** add() for many events: one statement per 500 (on SQLite, inside a transaction, add()'s statement for each). */
   async addMany(events: readonly DomainEvent[]): Promise<void> {
+    if (events.length === 0 || this.runner.eachRow(this.addStatement(), events, outboxArgs)) return;
     for (let i = 0; i < events.length; i += 500) {
       const rows = events.slice(i, i + 500).map((event) => ({
         id: event.id,
@@ -96,6 +93,9 @@ export class OutboxRepo {
 
   /** The notifier applied these events: nothing more to publish. */
   async removeMany(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const one = this.runner.reads.get('outbox.remove', (db) => db.deleteFrom('domain_events').where('id', '=', slot<string>('id')));
+    if (this.runner.eachRow(one, ids, (id) => ({ id }))) return;
     for (let i = 0; i < ids.length; i += 500) await this.db.deleteFrom('domain_events').where('id', 'in', ids.slice(i, i + 500)).execute();
   }
 
@@ -104,4 +104,8 @@ export class OutboxRepo {
     const row = await this.db.selectFrom('domain_events').select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
     return Number(row.n);
   }
+}
+
+function outboxArgs(event: DomainEvent): Record<string, unknown> {
+  return { id: event.id, kind: event.kind, userId: event.user_id, workflowId: event.workflow_id, data: JSON.stringify(event.data), occurredAt: event.occurred_at };
 }

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { DialectHelpers } from '../dialect.js';
 import type { Database, UsersTable } from '../schema.js';
+import { slot, type ReadRunner } from '../compiled-read.js';
 
 export interface User {
   id: string;
@@ -26,6 +27,7 @@ export class UsersRepo {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectHelpers,
+    private readonly runner: ReadRunner,
   ) {}
 
   /** Whether any account exists (the first one of an installation may always be created). */
@@ -77,17 +79,21 @@ export class UsersRepo {
    * however many workflows the user already has.
    */
   async workflowCount(id: string): Promise<number> {
-    const row = await this.db.selectFrom('users').select('workflow_count').where('id', '=', id).executeTakeFirst();
+    // Compiled once, as the two below: every create runs all three.
+    const read = this.runner.reads.get('users.workflowCount', (db) => db.selectFrom('users').select('workflow_count').where('id', '=', slot<string>('id')));
+    const [row] = (await this.runner.execute(read, { id })).rows;
     return Number(row?.workflow_count ?? 0);
   }
 
   /** Moves the kept count (workflowCount) by one; lifecycle.ts does it in the transaction that inserts or deletes the workflow. */
   async countWorkflow(id: string, delta: 1 | -1): Promise<void> {
-    await this.db
-      .updateTable('users')
-      .set((eb) => ({ workflow_count: eb('workflow_count', '+', delta) }))
-      .where('id', '=', id)
-      .execute();
+    const update = this.runner.reads.get('users.countWorkflow', (db) =>
+      db
+        .updateTable('users')
+        .set((eb) => ({ workflow_count: eb('workflow_count', '+', slot<number>('delta')) }))
+        .where('id', '=', slot<string>('id')),
+    );
+    await this.runner.execute(update, { id, delta });
   }
 
   /**
@@ -95,7 +101,10 @@ export class UsersRepo {
    * in both dialects): serializes a user's own checks such as the workflow cap.
    */
   async lock(id: string): Promise<void> {
-    await this.db.updateTable('users').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', id).execute();
+    const update = this.runner.reads.get('users.lock', (db) =>
+      db.updateTable('users').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', slot<string>('id')),
+    );
+    await this.runner.execute(update, { id });
   }
 
   async setNotificationPreference(id: string, preference: 'ALL' | 'NONE', now: number): Promise<void> {

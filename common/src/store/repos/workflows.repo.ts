@@ -392,24 +392,28 @@ export class WorkflowsRepo {
    * build anchors the schedule: the first run is due one interval later.
    */
   async finishBuild(id: string, token: number, ok: boolean, now: number, error: BuildError | null = null): Promise<Workflow | undefined> {
-    const row = await this.db
-      .updateTable('workflows')
-      .set((eb) => ({
-        build_status: ok ? ('COMPLETED' as const) : ('FAILED' as const),
-        build_error_code: ok ? null : (error?.code ?? null),
-        build_error_message: ok ? null : (error?.message ?? null),
-        build_completed_at: ok ? now : null,
-        // bigint arithmetic: PostgreSQL would type interval_minutes * 60000 + now as a 32-bit integer
-        next_due_at: ok ? sql<number>`cast(${eb.ref('interval_minutes')} as bigint) * 60000 + ${now}` : null,
-        updated_at: now,
-      }))
-      .where('id', '=', id)
-      .where('build_token', '=', token)
-      .where('build_status', 'in', ['QUEUED', 'STARTED'])
-      .where('terminated_at', 'is', null)
-      .returningAll()
-      .executeTakeFirst();
-    return row && toWorkflow(row);
+    // Compiled once per outcome: every created workflow's build ends here.
+    const update = this.runner.reads.get(`workflows.finishBuild:${ok}`, (db) => {
+      const at = slot<number>('now');
+      return db
+        .updateTable('workflows')
+        .set((eb) => ({
+          build_status: ok ? ('COMPLETED' as const) : ('FAILED' as const),
+          build_error_code: ok ? null : slot<string | null>('code'),
+          build_error_message: ok ? null : slot<string | null>('message'),
+          build_completed_at: ok ? at : null,
+          // bigint arithmetic: PostgreSQL would type interval_minutes * 60000 + now as a 32-bit integer
+          next_due_at: ok ? sql<number>`cast(${eb.ref('interval_minutes')} as bigint) * 60000 + ${at}` : null,
+          updated_at: at,
+        }))
+        .where('id', '=', slot<string>('id'))
+        .where('build_token', '=', slot<number>('token'))
+        .where('build_status', 'in', ['QUEUED', 'STARTED'])
+        .where('terminated_at', 'is', null)
+        .returningAll();
+    });
+    const [row] = (await this.runner.execute(update, { id, token, now, ...(ok ? {} : { code: error?.code ?? null, message: error?.message ?? null }) })).rows;
+    return row && toWorkflow(row as Selectable<WorkflowsTable>);
   }
 
   /** Built, active workflows whose next slot is due, earliest first. */
@@ -503,7 +507,11 @@ export class WorkflowsRepo {
    */
   async holdExisting(ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    let q = this.db.selectFrom('workflows').select('id').where('id', 'in', [...new Set(ids)]).orderBy('id');
+    const unique = [...new Set(ids)];
+    const one = this.runner.reads.get('workflows.exists', (db) => db.selectFrom('workflows').select('id').where('id', '=', slot<string>('id')));
+    const held = this.runner.eachRow(one, unique, (id) => ({ id }));
+    if (held) return new Set(held.flat().map((r) => r.id as string));
+    let q = this.db.selectFrom('workflows').select('id').where('id', 'in', unique).orderBy('id');
     if (this.dialect.rowLocks) q = q.forKeyShare();
     return new Set((await q.execute()).map((r) => r.id));
   }
@@ -513,13 +521,16 @@ export class WorkflowsRepo {
    * once per shape: every job's outcome reads its workflow (locked) this way.
    */
   async findById(id: string, options: { lock?: boolean } = {}): Promise<Workflow | undefined> {
-    const lock = options.lock === true && this.dialect.rowLocks;
-    const statement = this.runner.reads.get(`workflows.findById:${lock}`, (db) => {
+    const [row] = (await this.runner.execute(this.findByIdStatement(options.lock), { id })).rows;
+    return row && toWorkflow(row as Selectable<WorkflowsTable>);
+  }
+
+  private findByIdStatement(lockOption: boolean | undefined) {
+    const lock = lockOption === true && this.dialect.rowLocks;
+    return this.runner.reads.get(`workflows.findById:${lock}`, (db) => {
       const q = db.selectFrom('workflows').selectAll().where('id', '=', slot<string>('id'));
       return lock ? q.forNoKeyUpdate() : q;
     });
-    const [row] = (await this.runner.execute(statement, { id })).rows;
-    return row && toWorkflow(row as Selectable<WorkflowsTable>);
   }
 
   /**
@@ -537,6 +548,9 @@ export class WorkflowsRepo {
   /** With `lock`, the rows stay locked until the transaction ends (taken in id order, as lock()). */
   async findByIds(ids: readonly string[], options: { lock?: boolean } = {}): Promise<Workflow[]> {
     if (ids.length === 0) return [];
+    // SQLite in a transaction (every batch of results): findById's statement for each (no row locks there).
+    const held = this.runner.eachRow(this.findByIdStatement(options.lock), [...new Set(ids)].sort(), (id) => ({ id }));
+    if (held) return held.flat().map((row) => toWorkflow(row as Selectable<WorkflowsTable>));
     let q = this.db.selectFrom('workflows').selectAll().where('id', 'in', [...new Set(ids)]);
     if (options.lock === true && this.dialect.rowLocks) q = q.orderBy('id').forNoKeyUpdate();
     return (await q.execute()).map(toWorkflow);
