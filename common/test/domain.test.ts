@@ -96,6 +96,10 @@ describe('newWorkflow', () => {
         buildToken: 0,
         skippedSlots: 0,
         lastSlotSkippedAt: null,
+        cron: null,
+        timeZone: 'UTC',
+        jitterSeconds: 0,
+        pausedAt: null,
       },
     );
     assert.notEqual(newWorkflow(chosen, 1_000).id, w.id);

@@ -33,6 +33,10 @@ const workflow = (id: string): WorkflowRow => ({
   build_requested_at: null,
   skipped_slots: 0,
   last_slot_skipped_at: null,
+  cron: null,
+  timezone: 'UTC',
+  jitter_seconds: 0,
+  paused_at: null,
 });
 
 /** The job of slot k of workflow `w`: created 100 ms into its slot, ran 5 s. */

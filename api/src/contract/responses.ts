@@ -6,6 +6,7 @@ import {
   HEALTH_STATES,
   INTERVAL_MAX,
   INTERVAL_MIN,
+  JITTER_MAX_SECONDS,
   JOB_STATUSES,
   JOB_TRIGGERS,
   REASON_CODES,
@@ -161,6 +162,10 @@ export const workflowSchema = named('Workflow', {
         'Only in the single-workflow read: due slots that never got a job of their own (the previous job still ran, the runners were behind, or orloj was down; only the most recent missed slot runs).',
     },
     last_slot_skipped_at: { ...dateTime, description: 'Only in the single-workflow read, once a slot was skipped: when the last one was.' },
+    cron: { type: ['string', 'null'], description: 'The cron expression the workflow runs on (read in `timezone`), or null: every `interval` minutes.' },
+    timezone: { type: 'string', description: 'IANA time zone of `cron`.' },
+    jitter_seconds: { type: 'integer', minimum: 0, maximum: JITTER_MAX_SECONDS },
+    paused_at: { type: ['string', 'null'], format: 'date-time', description: 'When the workflow was paused (no automatic runs until resumed), or null.' },
   },
   additionalProperties: false,
 } as const);

@@ -5,6 +5,7 @@ import { eventsOperations } from './events.routes.js';
 import { jobsOperations } from './jobs.routes.js';
 import { logsOperations } from './logs.routes.js';
 import { notificationsOperations } from './notifications.routes.js';
+import { schedulesOperations } from './schedules.routes.js';
 import { usersOperations } from './users.routes.js';
 import { workflowsOperations } from './workflows.routes.js';
 
@@ -13,6 +14,7 @@ export const RESOURCE_OPERATIONS: readonly Operation[] = [
   ...authOperations,
   ...usersOperations,
   ...workflowsOperations,
+  ...schedulesOperations,
   ...jobsOperations,
   ...logsOperations,
   ...eventsOperations,

@@ -11,3 +11,4 @@ export * from './health.js';
 export * from './events.js';
 export * from './due-slots.js';
 export * from './cron-slots.js';
+export * from './schedule.js';

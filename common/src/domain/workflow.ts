@@ -36,6 +36,14 @@ export interface Workflow {
   lastSlotSkippedAt: number | null;
   /** Changes whenever a build starts, so a stale build result is recognised. */
   buildToken: number;
+  /** A cron expression read in `timeZone` (ADR 0015), or null: every `intervalMinutes` from the build. */
+  cron: string | null;
+  /** IANA time zone of `cron`; 'UTC' by default. */
+  timeZone: string;
+  /** Slots move later by a fixed offset in [0, jitterSeconds] seconds, from the id (schedule.ts). */
+  jitterSeconds: number;
+  /** When its owner paused it (no automatic slots until resumed), or null. */
+  pausedAt: number | null;
 }
 
 /** What its owner chooses of a new workflow; the rest starts as {@link newWorkflow} sets it. */
@@ -49,6 +57,10 @@ export interface NewWorkflow {
   maxConsecutiveJobFailuresAllowed: number;
   /** CONTAINER only, default true; a HEARTBEAT workflow never keeps logs. */
   logRetention?: boolean;
+  /** A cron workflow (ADR 0015); `intervalMinutes` then holds its longest gap (contractInterval). */
+  cron?: string | null;
+  timeZone?: string;
+  jitterSeconds?: number;
 }
 
 /** A new workflow, its build QUEUED, no failures counted, not yet scheduled. */
@@ -73,6 +85,10 @@ export function newWorkflow(w: NewWorkflow, now: number): Workflow {
     skippedSlots: 0,
     lastSlotSkippedAt: null,
     buildToken: 0,
+    cron: w.cron ?? null,
+    timeZone: w.timeZone ?? 'UTC',
+    jitterSeconds: w.jitterSeconds ?? 0,
+    pausedAt: null,
   };
 }
 
@@ -91,6 +107,10 @@ export type WorkflowSummary = Pick<
   | 'createdAt'
   | 'updatedAt'
   | 'terminatedAt'
+  | 'cron'
+  | 'timeZone'
+  | 'jitterSeconds'
+  | 'pausedAt'
 >;
 
 export interface HeartbeatPayload {

@@ -47,6 +47,10 @@ export interface WorkflowsTable {
   build_requested_at: number | null;
   skipped_slots: Generated<number>;
   last_slot_skipped_at: Generated<number | null>;
+  cron: Generated<string | null>;
+  timezone: Generated<string>;
+  jitter_seconds: Generated<number>;
+  paused_at: Generated<number | null>;
 }
 
 export interface JobsTable {
