@@ -1,5 +1,5 @@
 import { ManualClock } from '@orloj/common/core';
-import type { Workflow } from '@orloj/common/domain';
+import type { Job, Workflow } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES, TOPICS, type JobFinishedMessage, type JobRunMessage, type JobStopMessage, type BuildRunMessage } from '@orloj/common/messages';
 import { roleBus, type Envelope, type RoleKeys, type SignedBus } from '@orloj/common/envelope';
@@ -100,4 +100,9 @@ export async function insertWorkflow(store: Store, userId: string, now: number, 
   });
   await store.workflows.insert(w);
   return w;
+}
+
+/** The workflow's jobs, oldest first. */
+export async function jobsOf(store: Store, workflowId: string): Promise<Job[]> {
+  return (await store.jobs.list({ workflowId, limit: 1000 })).reverse();
 }
