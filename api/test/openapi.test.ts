@@ -485,7 +485,7 @@ describeApi('openapi document matches real responses', (h) => {
       assert.equal(gone.status, 404);
       check('delete', '/workflows/{workflow_id}', gone);
     });
-    it('POST /workflows/{workflow_id}/pause and /resume: 204 (and replay), 400, 401, 403, 404, 409, 412; a cron workflow reads back', async () => {
+    it('POST /workflows/{workflow_id}/pause and /resume: 204 (and replay), 400, 401, 403, 404, 409, 412; a cron workflow reads back, and its slots', async () => {
       const u = await h().user();
       const cronBody = { ...workflowBody(), cron: '30 2 * * *', timezone: 'Asia/Kolkata', jitter_seconds: 60 };
       conf.expectRequestConforms('post', '/workflows', cronBody);
@@ -518,6 +518,16 @@ describeApi('openapi document matches real responses', (h) => {
         assert.equal(stranger.status, 404);
         check('post', template, stranger);
       }
+      const SLOTS = '/workflows/{workflow_id}/slots';
+      await h().db.handle.db.updateTable('workflows').set({ build_status: 'COMPLETED', build_completed_at: Date.now() - 3 * 86_400_000 }).where('id', '=', id).execute();
+      const slots = await u.get(`/workflows/${id}/slots?from=${new Date(Date.now() - 2 * 86_400_000).toISOString()}`);
+      assert.equal(slots.status, 200);
+      assert.ok((slots.json.slots as unknown[]).length >= 2);
+      check('get', SLOTS, slots);
+      check('get', SLOTS, await u.get(`/workflows/${id}/slots?to=soon`));
+      check('get', SLOTS, await u.get('/workflows/nope/slots'));
+      check('get', SLOTS, await h().client().get(`/workflows/${id}/slots`));
+      check('get', SLOTS, await (await other()).get(`/workflows/${id}/slots`));
       assert.equal((await u.patch(`/workflows/${id}`)).status, 204);
       for (const command of ['pause', 'resume'] as const) {
         const terminated = await u.post(`/workflows/${id}/${command}`);

@@ -3,6 +3,7 @@
  * (issue 25, ADR 0015), on both engines.
  */
 import assert from 'node:assert/strict';
+import { newJob, type Job } from '@orloj/common/domain';
 import { describeApi, key, workflowBody } from './support/harness.js';
 
 const fields = (res: { json: { errors?: { field: string; message: string }[] } }) => (res.json.errors ?? []).map((e) => e.field).sort();
@@ -82,5 +83,55 @@ describeApi('workflow schedules', (h) => {
       assert.equal(res.status, 412);
       assert.equal(res.json.code, 'workflow_terminated');
     }
+  });
+});
+
+describeApi('workflow slots', (h) => {
+  const MINUTE = 60_000;
+
+  /** A built 10-minute workflow whose build completed `ago` ms ago, its next due slot set as the leader would have it. */
+  async function builtWorkflow(c: Awaited<ReturnType<ReturnType<typeof h>['user']>>, ago: number) {
+    const id = (await c.post('/workflows', workflowBody({ interval: 10 }), { headers: key() })).json.id as string;
+    const builtAt = Date.now() - ago;
+    await h().db.handle.db.updateTable('workflows').set({ build_status: 'COMPLETED', build_completed_at: builtAt, next_due_at: builtAt + 60 * MINUTE }).where('id', '=', id).execute();
+    return { id, builtAt, w: (await h().db.store.workflows.findById(id))! };
+  }
+
+  it('tells each slot its fate: ran (and how late), still running at the next, skipped, pending, upcoming; paused ones', async () => {
+    const c = await h().user();
+    const { id, builtAt, w } = await builtWorkflow(c, 65 * MINUTE);
+    const job = (k: number, status: Job['status'], startedAfter: number, endedAfter: number | null): Job => ({
+      ...newJob(w, 'AUTOMATIC', builtAt + k * 10 * MINUTE, builtAt),
+      status,
+      startedAt: builtAt + k * 10 * MINUTE + startedAfter,
+      completedAt: endedAfter === null ? null : builtAt + k * 10 * MINUTE + endedAfter,
+    });
+    // slot 1 ran 2 s late and took 15 min (slot 2 skipped: still running); slot 3, 4 never ran; slot 5 ran; slot 6 due now
+    for (const j of [job(1, 'COMPLETED', 2_000, 15 * MINUTE), job(5, 'FAILED', 0, 1_000)]) assert.ok(await h().db.store.jobs.insert(j));
+    const res = await c.get(`/workflows/${id}/slots?from=${new Date(builtAt).toISOString()}&to=${new Date(builtAt + 75 * MINUTE).toISOString()}`);
+    assert.equal(res.status, 200);
+    const slots = res.json.slots as { slot_at: string; fate: string; late_ms?: number; reason?: string; job_id?: string }[];
+    assert.deepEqual(
+      slots.map((s) => [s.fate, s.reason ?? s.late_ms ?? '']),
+      [['ran', 2000], ['skipped', 'still_running'], ['skipped', 'not_run'], ['skipped', 'not_run'], ['ran', 0], ['pending', ''], ['upcoming', '']],
+    );
+    assert.ok(slots[0]!.job_id);
+    assert.equal((await c.post(`/workflows/${id}/pause`)).status, 204);
+    const paused = (await c.get(`/workflows/${id}/slots?from=${new Date(builtAt + 55 * MINUTE).toISOString()}&to=${new Date(builtAt + 90 * MINUTE).toISOString()}`)).json.slots as { fate: string }[];
+    assert.deepEqual(paused.map((s) => s.fate), ['paused', 'paused', 'paused']);
+  });
+
+  it('answers 400 for a range past 1000 slots or the wrong way round or not a date-time, 404 for no workflow of yours', async () => {
+    const c = await h().user();
+    const { id } = await builtWorkflow(c, 0);
+    const far = await c.get(`/workflows/${id}/slots?from=2026-01-01T00:00:00Z&to=2027-01-01T00:00:00Z`);
+    assert.equal(far.status, 400);
+    assert.deepEqual(fields(far), ['to']);
+    assert.deepEqual(fields(await c.get(`/workflows/${id}/slots?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`)), ['to']);
+    assert.deepEqual(fields(await c.get(`/workflows/${id}/slots?from=yesterday`)), ['from']);
+    assert.equal((await c.get(`/workflows/${crypto.randomUUID()}/slots`)).status, 404);
+    assert.equal((await (await h().user()).get(`/workflows/${id}/slots`)).status, 404);
+    const unbuilt = (await c.post('/workflows', workflowBody(), { headers: key() })).json.id as string;
+    assert.deepEqual((await c.get(`/workflows/${unbuilt}/slots`)).json.slots, [], 'no slots before the build');
   });
 });

@@ -4,14 +4,16 @@
  * resume commands.
  */
 import type { Context } from 'koa';
-import { isUuid, notFound, OrlojError, type FieldError } from '@orloj/common/core';
-import { contractInterval, cronProblem, scheduleOf, timeZoneProblem, type Workflow } from '@orloj/common/domain';
+import { isUuid, notFound, OrlojError, toIso, type FieldError } from '@orloj/common/core';
+import { contractInterval, cronProblem, scheduleOf, slotFates, SLOTS_MAX, timeZoneProblem, type Workflow } from '@orloj/common/domain';
 import type { Store } from '@orloj/common/store';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
+import { json, type Wire } from '../contract/components.js';
 import type { Operation } from '../contract/operation.js';
+import { slotListSchema } from '../contract/responses.js';
 import { idempotencyKey, problem, replayed } from '../contract/shared.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
-import { requireUuidParam } from '../http/validate.js';
+import { QueryReader, requireUuidParam } from '../http/validate.js';
 
 /** A workflow's schedule as its owner chose it. */
 export interface ScheduleChoice {
@@ -93,6 +95,49 @@ async function handleResume(deps: ApiDeps, ctx: Context): Promise<void> {
   nudgeScheduler(deps);
 }
 
+const DAY = 24 * 3_600_000;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+const fromParam = { name: 'from', in: 'query', description: 'RFC 3339; default `to` minus one day.', schema: { type: 'string', format: 'date-time', maxLength: 40 } } as const;
+const toParam = { name: 'to', in: 'query', description: 'RFC 3339, after `from`; default one hour from now.', schema: { type: 'string', format: 'date-time', maxLength: 40 } } as const;
+
+function instant(q: QueryReader, p: typeof fromParam | typeof toParam): number | undefined {
+  const text = q.text(p);
+  if (text === undefined) return undefined;
+  const t = RFC3339.test(text) ? Date.parse(text) : NaN;
+  if (Number.isNaN(t)) q.fail(p.name, 'must be an RFC 3339 date-time such as 2026-03-29T01:00:00Z');
+  return Number.isNaN(t) ? undefined : t;
+}
+
+async function handleSlots(deps: ApiDeps, ctx: Context): Promise<void> {
+  const id = workflowId(ctx);
+  const q = new QueryReader(ctx.query);
+  const now = deps.clock.now();
+  const to = instant(q, toParam) ?? now + 3_600_000;
+  const from = instant(q, fromParam) ?? to - DAY;
+  if (to <= from) q.fail('to', 'must be after from');
+  q.done();
+  const workflow = await deps.store.workflows.findForUser(userIdOf(ctx), id);
+  if (!workflow) throw notFound('The workflow');
+  const schedule = scheduleOf(workflow);
+  if (schedule && schedule.countIn(from, to) > SLOTS_MAX) {
+    q.fail('to', `must be close enough to from to hold at most ${SLOTS_MAX} slots of this workflow`);
+    q.done();
+  }
+  const jobs = schedule ? await deps.store.jobs.automaticAround(id, from, to, 2 * SLOTS_MAX) : [];
+  const slots = schedule ? slotFates(workflow, schedule, jobs, { from, to, now }) : [];
+  ctx.body = {
+    from: toIso(from),
+    to: toIso(to),
+    slots: slots.map((s) => ({
+      slot_at: toIso(s.slotAt),
+      fate: s.fate,
+      ...(s.jobId !== undefined ? { job_id: s.jobId } : {}),
+      ...(s.lateMs !== undefined ? { late_ms: s.lateMs } : {}),
+      ...(s.reason !== undefined ? { reason: s.reason } : {}),
+    })),
+  } satisfies Wire<typeof slotListSchema>;
+}
+
 const notYours = problem('No such workflow of yours.');
 const optionalKey = { ...idempotencyKey, required: false, description: `Optional (the command is harmless to repeat). ${idempotencyKey.description ?? ''}` };
 
@@ -127,5 +172,16 @@ export const schedulesOperations: readonly Operation[] = [
       '412': problem('The workflow is terminated (code workflow_terminated).'),
     },
     handler: handleResume,
+  },
+  {
+    method: 'get',
+    path: '/workflows/{workflow_id}/slots',
+    summary: "Each automatic slot in a range and what became of it",
+    description: `At most ${SLOTS_MAX} slots (400 naming \`to\` beyond). Fates: ran (with late_ms), running, pending, canceled, skipped (reason still_running or not_run), paused, upcoming. A workflow not built yet has no slots. docs/api.md, "Schedules", says what can and cannot be told.`,
+    access: 'session',
+    heavy: true,
+    parameters: [fromParam, toParam],
+    responses: { '200': { description: 'The slots, oldest first.', content: json(slotListSchema) }, '404': notYours },
+    handler: handleSlots,
   },
 ];

@@ -12,3 +12,4 @@ export * from './events.js';
 export * from './due-slots.js';
 export * from './cron-slots.js';
 export * from './schedule.js';
+export * from './slot-fates.js';
