@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { requireServices } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, watchedPage, type RunningOrloj } from './support/orloj.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, callApi, pollUntil, saveScreenshot, startOrloj, tearDown, watchedPage, type RunningOrloj } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
 
@@ -29,10 +29,7 @@ describe('dashboard: schedules, in a real browser', function () {
   const problems: string[] = [];
   let workflowId = '';
 
-  const shot = async (name: string) => {
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
-  };
+  const shot = (name: string) => saveScreenshot(page, name);
   const api = (method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> => callApi(page, base, method, route, body);
 
   before(async function () {
@@ -56,12 +53,7 @@ describe('dashboard: schedules, in a real browser', function () {
     if (problems.length) assert.fail(problems.splice(0).join('\n'));
   });
 
-  after(async () => {
-    await browser?.close();
-    await stopOrloj(orloj);
-    target?.close();
-    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-  });
+  after(() => tearDown({ browser, orloj, target, dataDir }));
 
   it('creates a cron workflow in a time zone, after previewing its next five runs there and in the viewer’s zone', async () => {
     await page.goto('/workflows/new');
