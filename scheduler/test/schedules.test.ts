@@ -9,7 +9,9 @@ import fc from 'fast-check';
 import { jitterOffsetMs, scheduleOf, type Workflow } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { Scheduler } from '@orloj/scheduler';
-import { describeEachEngine, until as eventually } from '@orloj/common/test-support';
+import { newId } from '@orloj/common/core';
+import { createBus, type Bus } from '@orloj/common/bus';
+import { deleteBusObjects, describeEachEngine, needService, until as eventually } from '@orloj/common/test-support';
 import { insertUser, insertWorkflow, jobsOf, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
@@ -20,19 +22,27 @@ describeEachEngine('scheduler: cron, jitter, pause', (db) => {
   let r: Rig;
   let scheduler: Scheduler;
   let userId: string;
+  let running = false;
   const store = () => db().store;
 
   const leader = () => new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, logger: silentLogger, config: { jobLeaseTtlMs: 30_000 } });
   /** A scheduler (its leader loop off: the test ticks it) on a clock set to `now`, and a user. */
-  async function start(now: number) {
-    r = await rig(now);
+  async function start(now: number, bus?: Bus) {
+    r = await rig(now, bus);
     scheduler = leader();
     await scheduler.start({ leaderLoop: false });
+    running = true;
     userId = await insertUser(store());
   }
+  /** What the test's bus leaves behind, removed after it. */
+  let busDone: (() => Promise<void>) | undefined;
   afterEach(async () => {
+    if (!running) return; // skipped before it started
+    running = false;
     await scheduler.stop(); // before the bus it uses
     await r.bus.close();
+    await busDone?.();
+    busDone = undefined;
   });
 
   async function built(overrides: Partial<Workflow>): Promise<Workflow> {
@@ -75,32 +85,48 @@ describeEachEngine('scheduler: cron, jitter, pause', (db) => {
     assert.equal((await jobsOf(store(), w.id))[0]!.slotAt, at('2026-03-01T01:00:00Z') + offset);
   });
 
-  it('creates exactly one job per slot, every slot run or counted skipped, with two leaders ticking at random times', async () => {
-    await start(at('2026-10-03T12:00:00Z'));
-    const other = leader();
-    try {
-      const w = await built({ cron: '*/20 1-3 * * *', timeZone: 'Australia/Adelaide', jitterSeconds: 120 });
-      const schedule = scheduleOf(w)!;
-      const steps = fc.sample(fc.integer({ min: 1, max: 3 * 60 * MINUTE }), { numRuns: 25, seed: 25 });
-      for (const step of steps) {
-        r.clock.advance(step);
-        await Promise.all([scheduler.tick(), other.tick(), scheduler.tick()]);
-        // the job.run of a queued job may still be on its way
-        const queued = (await jobsOf(store(), w.id)).filter((j) => j.status === 'QUEUED').length;
-        await r.runners.until(() => r.runners.jobs.length >= queued, 'the queued job handed out');
-        await finishAll();
+  /** The in-process bus, or RabbitMQ under a prefix of its own (deleted after). */
+  const buses: [name: string, open: (ctx: Mocha.Context) => Promise<{ bus?: Bus; done: () => Promise<void> }>][] = [
+    ['the in-process bus', () => Promise.resolve({ done: () => Promise.resolve() })],
+    [
+      'RabbitMQ',
+      async (ctx) => {
+        const url = needService(ctx, 'amqp');
+        const prefix = `test-schedules-${newId()}.`;
+        return { bus: await createBus(url, { logger: silentLogger, prefix }), done: () => deleteBusObjects(url, prefix) };
+      },
+    ],
+  ];
+  for (const [busName, open] of buses) {
+    it(`creates exactly one job per slot, every slot run or counted skipped, with two leaders ticking at random times (${busName})`, async function () {
+      const { bus, done } = await open(this);
+      busDone = done;
+      await start(at('2026-10-03T12:00:00Z'), bus);
+      const other = leader();
+      try {
+        const w = await built({ cron: '*/20 1-3 * * *', timeZone: 'Australia/Adelaide', jitterSeconds: 120 });
+        const schedule = scheduleOf(w)!;
+        const steps = fc.sample(fc.integer({ min: 1, max: 3 * 60 * MINUTE }), { numRuns: 25, seed: 25 });
+        for (const step of steps) {
+          r.clock.advance(step);
+          await Promise.all([scheduler.tick(), other.tick(), scheduler.tick()]);
+          // the job.run of a queued job may still be on its way
+          const queued = (await jobsOf(store(), w.id)).filter((j) => j.status === 'QUEUED').length;
+          await r.runners.until(() => r.runners.jobs.length >= queued, 'the queued job handed out');
+          await finishAll();
+        }
+        const jobs = await jobsOf(store(), w.id);
+        const slots = jobs.map((j) => j.slotAt);
+        assert.ok(jobs.length > 3, 'the walk crossed several slots');
+        assert.equal(new Set(slots).size, slots.length, 'one job per slot');
+        for (const s of slots) assert.ok(schedule.isSlot(s), `${iso(s)} is a slot`);
+        const after = (await store().workflows.findById(w.id))!;
+        assert.equal(jobs.length + after.skippedSlots, schedule.countIn(schedule.firstSlotAfter(w.buildCompletedAt!), slots.at(-1)! + 1), 'every slot up to the last run is run or counted skipped');
+      } finally {
+        await other.stop();
       }
-      const jobs = await jobsOf(store(), w.id);
-      const slots = jobs.map((j) => j.slotAt);
-      assert.ok(jobs.length > 3, 'the walk crossed several slots');
-      assert.equal(new Set(slots).size, slots.length, 'one job per slot');
-      for (const s of slots) assert.ok(schedule.isSlot(s), `${iso(s)} is a slot`);
-      const after = (await store().workflows.findById(w.id))!;
-      assert.equal(jobs.length + after.skippedSlots, schedule.countIn(schedule.firstSlotAfter(w.buildCompletedAt!), slots.at(-1)! + 1), 'every slot up to the last run is run or counted skipped');
-    } finally {
-      await other.stop();
-    }
-  });
+    });
+  }
 
   it('a paused workflow schedules nothing and resumes at its next slot, without catching up', async () => {
     await start(at('2026-05-01T00:00:00Z'));
