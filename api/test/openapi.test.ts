@@ -486,6 +486,57 @@ describeApi('openapi document matches real responses', (h) => {
       assert.equal(gone.status, 404);
       check('delete', '/workflows/{workflow_id}', gone);
     });
+    it('POST /workflows/{workflow_id}/pause and /resume: 204 (and replay), 400, 401, 403, 404, 409, 412; a cron workflow reads back, and its slots', async () => {
+      const u = await h().user();
+      const cronBody = { ...workflowBody(), cron: '30 2 * * *', timezone: 'Asia/Kolkata', jitter_seconds: 60 };
+      conf.expectRequestConforms('post', '/workflows', cronBody);
+      const id = (await u.post('/workflows', cronBody, { headers: key() })).json.id as string;
+      const read = await u.get(`/workflows/${id}`);
+      assert.equal(read.json.cron, '30 2 * * *');
+      assert.equal(read.json.interval, 1440);
+      check('get', '/workflows/{workflow_id}', read);
+      for (const command of ['pause', 'resume'] as const) {
+        const template = `/workflows/{workflow_id}/${command}`;
+        const path = `/workflows/${id}/${command}`;
+        const k = key();
+        const done = await u.post(path, undefined, { headers: k });
+        assert.equal(done.status, 204);
+        check('post', template, done);
+        const replay = await u.post(path, undefined, { headers: k });
+        assert.equal(replay.headers['idempotent-replayed'], 'true');
+        check('post', template, replay);
+        const reused = await u.post(`/workflows/${crypto.randomUUID()}/${command}`, undefined, { headers: k });
+        assert.equal(reused.status, 409);
+        check('post', template, reused);
+        const plain = await u.post(path);
+        assert.equal(plain.status, 204, 'without a key, and repeated');
+        check('post', template, plain);
+        check('post', template, await u.post(path, undefined, { headers: { 'idempotency-key': ' ' } }));
+        check('post', template, await u.post(`/workflows/nope/${command}`));
+        check('post', template, await h().client().post(path));
+        check('post', template, await withoutCsrf(u).post(path));
+        const stranger = await (await other()).post(path);
+        assert.equal(stranger.status, 404);
+        check('post', template, stranger);
+      }
+      const SLOTS = '/workflows/{workflow_id}/slots';
+      await h().db.handle.db.updateTable('workflows').set({ build_status: 'COMPLETED', build_completed_at: Date.now() - 3 * 86_400_000 }).where('id', '=', id).execute();
+      const slots = await u.get(`/workflows/${id}/slots?from=${new Date(Date.now() - 2 * 86_400_000).toISOString()}`);
+      assert.equal(slots.status, 200);
+      assert.ok((slots.json.slots as unknown[]).length >= 2);
+      check('get', SLOTS, slots);
+      check('get', SLOTS, await u.get(`/workflows/${id}/slots?to=soon`));
+      check('get', SLOTS, await u.get('/workflows/nope/slots'));
+      check('get', SLOTS, await h().client().get(`/workflows/${id}/slots`));
+      check('get', SLOTS, await (await other()).get(`/workflows/${id}/slots`));
+      assert.equal((await u.patch(`/workflows/${id}`)).status, 204);
+      for (const command of ['pause', 'resume'] as const) {
+        const terminated = await u.post(`/workflows/${id}/${command}`);
+        assert.equal(terminated.status, 412);
+        assert.equal(terminated.json.code, 'workflow_terminated');
+        check('post', `/workflows/{workflow_id}/${command}`, terminated);
+      }
+    });
   });
 
   describe('jobs', () => {

@@ -100,6 +100,10 @@ describe('newWorkflow', () => {
         alertAfterFailures: 1,
         recoverAfterSuccesses: 1,
         alertDown: false,
+        cron: null,
+        timeZone: 'UTC',
+        jitterSeconds: 0,
+        pausedAt: null,
       },
     );
     assert.notEqual(newWorkflow(chosen, 1_000).id, w.id);

@@ -1,4 +1,4 @@
-import { createDueJob, firstSlotAfter, mostRecentSlot, type Job, type Workflow } from '@orloj/common/domain';
+import { createDueJob, scheduleOf, type Job, type Workflow } from '@orloj/common/domain';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 
@@ -63,22 +63,23 @@ export class DueSlots {
     const jobs: [Job, Workflow][] = [];
     const next: { id: string; nextDueAt: number }[] = [];
     for (const w of due) {
-      if (w.buildCompletedAt === null) continue;
-      const intervalMs = w.intervalMinutes * 60_000;
+      // Interval or cron, with its jitter (common/src/domain/schedule.ts); none until built.
+      const schedule = scheduleOf(w);
+      if (!schedule) continue;
       if (busy.has(w.id)) {
         // Runs never overlap: this slot is skipped for now. The workflow waits
         // for its next slot, or, when its job ends first, runs this (most
         // recent missed) slot then (applyJobOutcome).
-        next.push({ id: w.id, nextDueAt: firstSlotAfter(w.buildCompletedAt, intervalMs, now) });
+        next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(now) });
         continue;
       }
-      const slot = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
+      const slot = schedule.mostRecentSlot(now);
       // The slots from next_due_at up to this one get no job of their own.
-      // (next_due_at is off the slot grid after a job that ended late made the workflow due at once: it stands for the slot before it.)
-      const skipped = w.nextDueAt === null ? 0 : Math.max(0, Math.ceil((slot - w.nextDueAt) / intervalMs - 1e-9));
+      // (next_due_at is off the slots after a job that ended late made the workflow due at once: it stands for the slot before it.)
+      const skipped = schedule.skippedBefore(slot, w.nextDueAt);
       if (skipped > 0) skips.push({ id: w.id, skipped, slot });
       jobs.push([createDueJob(w, slot, now, handOutNow.has(w.id)), w]);
-      next.push({ id: w.id, nextDueAt: slot + intervalMs });
+      next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(slot) });
     }
     return { jobs, next };
   }

@@ -1,9 +1,9 @@
 import { ManualClock } from '@orloj/common/core';
-import type { Workflow } from '@orloj/common/domain';
+import type { Job, Workflow } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES, TOPICS, type JobFinishedMessage, type JobRunMessage, type JobStopMessage, type BuildRunMessage } from '@orloj/common/messages';
 import { roleBus, type Envelope, type RoleKeys, type SignedBus } from '@orloj/common/envelope';
-import { MemoryBus } from '@orloj/common/bus';
+import { MemoryBus, type Bus } from '@orloj/common/bus';
 import type { Store } from '@orloj/common/store';
 import { generateKeys, workflowFixture } from '@orloj/common/test-support';
 
@@ -75,15 +75,15 @@ export class FakeRunners {
 
 export interface Rig {
   clock: ManualClock;
-  bus: MemoryBus;
+  bus: MemoryBus | Bus;
   keys: RoleKeys;
   schedulerBus: SignedBus;
   runners: FakeRunners;
 }
 
-export async function rig(start = Date.UTC(2026, 0, 1, 12)): Promise<Rig> {
+/** The in-process bus, or `bus` (a RabbitMQ one) when given. */
+export async function rig(start = Date.UTC(2026, 0, 1, 12), bus: Bus = new MemoryBus({ logger: silentLogger })): Promise<Rig> {
   const clock = new ManualClock(start);
-  const bus = new MemoryBus({ logger: silentLogger });
   const keys = generateKeys();
   const schedulerBus = roleBus({ bus, role: 'scheduler', keys, clock, logger: silentLogger });
   const runners = new FakeRunners(roleBus({ bus, role: 'runners', keys, clock, logger: silentLogger }));
@@ -100,4 +100,9 @@ export async function insertWorkflow(store: Store, userId: string, now: number, 
   });
   await store.workflows.insert(w);
   return w;
+}
+
+/** The workflow's jobs, oldest first. */
+export async function jobsOf(store: Store, workflowId: string): Promise<Job[]> {
+  return (await store.jobs.list({ workflowId, limit: 1000 })).reverse();
 }

@@ -1,4 +1,16 @@
-import { ALERT_POLICY_MAX, ALERT_POLICY_MIN, containerPayloadSchema, FAILURE_LIMIT_MAX, FAILURE_LIMIT_MIN, heartbeatPayloadSchema, INTERVAL_MAX, INTERVAL_MIN, NAME_MAX_LENGTH, WORKFLOW_KINDS } from '@orloj/common/domain';
+import {
+  containerPayloadSchema,
+  ALERT_POLICY_MAX,
+  ALERT_POLICY_MIN,
+  FAILURE_LIMIT_MAX,
+  FAILURE_LIMIT_MIN,
+  heartbeatPayloadSchema,
+  INTERVAL_MAX,
+  INTERVAL_MIN,
+  JITTER_MAX_SECONDS,
+  NAME_MAX_LENGTH,
+  WORKFLOW_KINDS,
+} from '@orloj/common/domain';
 import { named, type Wire } from './components.js';
 import { uuid } from './responses.js';
 
@@ -45,7 +57,27 @@ const payload = {
   description:
     "A JSON object encoded as a string; fields depend on kind. CONTAINER payloads are also held to the installation's settings (allowed registries, networking, memory/CPU/timeout maxima): 400 naming the payload field otherwise.",
 } as const;
-const interval = { type: 'integer', minimum: INTERVAL_MIN, maximum: INTERVAL_MAX, description: 'Minutes between runs.' } as const;
+const interval = {
+  type: 'integer',
+  minimum: INTERVAL_MIN,
+  maximum: INTERVAL_MAX,
+  description: 'Minutes between runs. Required unless `cron` is set; a cron workflow ignores it (its `interval` then shows the longest gap between its runs).',
+} as const;
+/** The schedule's optional fields (ADR 0015); cron and timezone are checked after the schema (cronProblem, timeZoneProblem). */
+const scheduleFields = {
+  cron: {
+    type: ['string', 'null'],
+    maxLength: 200,
+    description: 'A cron expression (five fields, or @hourly, @daily, @weekly, @monthly, @yearly, @annually, @midnight) read in `timezone`; null or absent: every `interval` minutes.',
+  },
+  timezone: { type: 'string', minLength: 1, maxLength: 64, description: 'IANA time zone of `cron`, default UTC.' },
+  jitter_seconds: {
+    type: 'integer',
+    minimum: 0,
+    maximum: JITTER_MAX_SECONDS,
+    description: 'Every slot moves later by the same offset in [0, jitter_seconds] seconds, derived from the workflow id; default 0.',
+  },
+} as const;
 const failureLimit = { type: 'integer', minimum: FAILURE_LIMIT_MIN, maximum: FAILURE_LIMIT_MAX } as const;
 // ---- issue 26: the alert policy (optional; additions to the contract) ----
 const alertPolicy = {
@@ -66,7 +98,7 @@ const alertPolicy = {
 export const createWorkflowBody = named('CreateWorkflow', {
   type: 'object',
   additionalProperties: false,
-  required: ['name', 'payload', 'kind', 'interval', 'max_consecutive_job_failures_allowed'],
+  required: ['name', 'payload', 'kind', 'max_consecutive_job_failures_allowed'],
   properties: {
     name,
     payload,
@@ -75,13 +107,14 @@ export const createWorkflowBody = named('CreateWorkflow', {
     max_consecutive_job_failures_allowed: failureLimit,
     log_retention: { type: 'boolean' },
     ...alertPolicy,
+    ...scheduleFields,
   },
 } as const);
 
 export const updateWorkflowBody = named('UpdateWorkflow', {
   type: 'object',
   additionalProperties: false,
-  required: ['name', 'payload', 'interval', 'max_consecutive_job_failures_allowed'],
+  required: ['name', 'payload', 'max_consecutive_job_failures_allowed'],
   properties: {
     name,
     payload,
@@ -89,6 +122,7 @@ export const updateWorkflowBody = named('UpdateWorkflow', {
     max_consecutive_job_failures_allowed: failureLimit,
     log_retention: { type: 'boolean', description: 'Optional; keeps the current setting when absent.' },
     ...alertPolicy,
+    ...scheduleFields,
   },
 } as const);
 

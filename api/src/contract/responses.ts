@@ -8,10 +8,13 @@ import {
   HEALTH_STATES,
   INTERVAL_MAX,
   INTERVAL_MIN,
+  JITTER_MAX_SECONDS,
   JOB_STATUSES,
   JOB_TRIGGERS,
   REASON_CODES,
   RECENT_RUNS,
+  SKIP_REASONS,
+  SLOT_FATES,
   WORKFLOW_KINDS,
 } from '@orloj/common/domain';
 import { NOTIFICATION_KINDS, TOP_WORKFLOWS } from '@orloj/common/store';
@@ -183,6 +186,36 @@ export const workflowSchema = named('Workflow', {
       minimum: ALERT_POLICY_MIN,
       maximum: ALERT_POLICY_MAX,
       description: 'Alert policy: a down workflow is up again (its incident closes) after this many consecutive completed runs. Default 1. An addition to the contract.',
+    },
+    cron: { type: ['string', 'null'], description: 'The cron expression the workflow runs on (read in `timezone`), or null: every `interval` minutes.' },
+    timezone: { type: 'string', description: 'IANA time zone of `cron`.' },
+    jitter_seconds: { type: 'integer', minimum: 0, maximum: JITTER_MAX_SECONDS },
+    paused_at: { type: ['string', 'null'], format: 'date-time', description: 'When the workflow was paused (no automatic runs until resumed), or null.' },
+  },
+  additionalProperties: false,
+} as const);
+
+/** `GET /workflows/{id}/slots` (ADR 0015): each automatic slot in a range and what became of it. */
+export const slotListSchema = named('SlotList', {
+  type: 'object',
+  required: ['from', 'to', 'slots'],
+  properties: {
+    from: dateTime,
+    to: dateTime,
+    slots: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['slot_at', 'fate'],
+        properties: {
+          slot_at: { ...dateTime, description: 'The slot: when its run was due (jitter included).' },
+          fate: { enum: [...SLOT_FATES] },
+          job_id: { ...uuid, description: 'Where the slot has a job of its own.' },
+          late_ms: { type: 'integer', minimum: 0, description: 'Where its job started: how long after the slot.' },
+          reason: { enum: [...SKIP_REASONS], description: 'Only for skipped slots.' },
+        },
+        additionalProperties: false,
+      },
     },
   },
   additionalProperties: false,

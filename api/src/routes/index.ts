@@ -7,6 +7,7 @@ import { reportsOperations } from './reports.routes.js';
 import { jobsOperations } from './jobs.routes.js';
 import { logsOperations } from './logs.routes.js';
 import { notificationsOperations } from './notifications.routes.js';
+import { schedulesOperations } from './schedules.routes.js';
 import { usersOperations } from './users.routes.js';
 import { workflowsOperations } from './workflows.routes.js';
 
@@ -15,6 +16,7 @@ export const RESOURCE_OPERATIONS: readonly Operation[] = [
   ...authOperations,
   ...usersOperations,
   ...workflowsOperations,
+  ...schedulesOperations,
   ...jobsOperations,
   ...logsOperations,
   ...eventsOperations,

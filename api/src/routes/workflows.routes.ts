@@ -3,8 +3,8 @@ import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, validationErr
 import {
   BUILD_STATUSES,
   containerLimitErrors,
-  firstSlotAfter,
   newWorkflow,
+  scheduleOf,
   parsePayload,
   WORKFLOW_KINDS,
   type Workflow,
@@ -24,6 +24,7 @@ import { readIdempotencyKey } from '../http/idempotency.js';
 import { presentHealth, presentWorkflow } from '../http/present.js';
 import { holdHeavyPlace } from '../http/heavy-requests.js';
 import { bodyValidator, QueryReader, requireUuidParam } from '../http/validate.js';
+import { readSchedule, type ScheduleChoice } from './schedules.routes.js';
 
 const readCreate = bodyValidator<CreateWorkflowBody>(createWorkflowBody);
 const readUpdate = bodyValidator<UpdateWorkflowBody>(updateWorkflowBody);
@@ -57,8 +58,8 @@ function withHealth<T extends object>(body: T, health: WorkflowHealth | undefine
  * Validates the payload for the kind, the operator's container limits (registry,
  * network, resources) and the log_retention rule; throws 400 naming each field.
  */
-function checkPayloadAndRetention(kind: WorkflowKind, payload: string, logRetention: boolean | undefined, limits: ContainerLimits) {
-  const errors: FieldError[] = [];
+function checkPayloadAndRetention(kind: WorkflowKind, payload: string, logRetention: boolean | undefined, limits: ContainerLimits, scheduleErrors: readonly FieldError[] = []) {
+  const errors: FieldError[] = [...scheduleErrors];
   const parsed = parsePayload(kind, payload);
   if (!parsed.ok) errors.push(...parsed.errors);
   else if (parsed.value.kind === 'CONTAINER') errors.push(...containerLimitErrors(parsed.value.payload, limits));
@@ -82,9 +83,12 @@ function imageOf(w: Workflow): string | undefined {
 function readCreateWithPayload(raw: unknown, limits: ContainerLimits): CreateWorkflowBody {
   try {
     return readCreate(raw);
-  } catch (err) {
-    if (!(err instanceof OrlojError) || err.code !== 'validation_failed' || !err.fields || typeof raw !== 'object' || raw === null) throw err;
-    const { kind, payload, log_retention: logRetention } = raw as Record<string, unknown>;
+  } catch (thrown) {
+    if (!(thrown instanceof OrlojError) || thrown.code !== 'validation_failed' || !thrown.fields || typeof raw !== 'object' || raw === null) throw thrown;
+    const { kind, payload, log_retention: logRetention, interval, cron } = raw as Record<string, unknown>;
+    // interval is required unless cron is set (readSchedule): named with the schema's findings
+    const err = interval === undefined && typeof cron !== 'string' ? validationError([...thrown.fields, { field: 'interval', message: 'is required unless cron is set' }]) : thrown;
+    if (!err.fields) throw err;
     if (typeof payload !== 'string' || !(WORKFLOW_KINDS as readonly unknown[]).includes(kind) || err.fields.some((f) => f.field === 'payload')) throw err;
     let more: readonly FieldError[] = [];
     try {
@@ -104,7 +108,9 @@ async function handleCreate(deps: ApiDeps, ctx: Context): Promise<void> {
   const { clock, idempotency } = deps;
   const key = readIdempotencyKey(ctx);
   const body = readCreateWithPayload(await readJsonBody(ctx), deps.config.containers);
-  checkPayloadAndRetention(body.kind, body.payload, body.log_retention, deps.config.containers);
+  const { choice, errors } = readSchedule(body, undefined, clock.now());
+  checkPayloadAndRetention(body.kind, body.payload, body.log_retention, deps.config.containers, errors);
+  const schedule = choice!;
   const userId = userIdOf(ctx);
   await idempotency.run(ctx, userId, key, { scope: 'POST /workflows', body }, async (tx) => {
     // Under the user's row lock, so two concurrent creates cannot both take the last place.
@@ -122,12 +128,15 @@ async function handleCreate(deps: ApiDeps, ctx: Context): Promise<void> {
         name: body.name,
         kind: body.kind,
         payload: body.payload,
-        intervalMinutes: body.interval,
+        intervalMinutes: schedule.intervalMinutes,
         maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
         logRetention: body.log_retention,
         // issue 26: the alert policy (default 1 each)
         alertAfterFailures: body.alert_after_failures,
         recoverAfterSuccesses: body.recover_after_successes,
+        cron: schedule.cron,
+        timeZone: schedule.timeZone,
+        jitterSeconds: schedule.jitterSeconds,
       },
       clock.now(),
     );
@@ -225,30 +234,34 @@ async function handleUpdate(deps: ApiDeps, ctx: Context): Promise<void> {
   await idempotency.run(ctx, userId, key, { scope: `PUT /workflows/${id}`, body }, async (tx: Store) => {
     const current = await tx.workflows.findForUser(userId, id, { lock: true });
     if (!current) throw notFound('The workflow');
-    const parsed = checkPayloadAndRetention(current.kind, body.payload, body.log_retention, deps.config.containers);
+    const now = clock.now();
+    const { choice, errors } = readSchedule(body, current, now);
+    const parsed = checkPayloadAndRetention(current.kind, body.payload, body.log_retention, deps.config.containers, errors);
+    const schedule: ScheduleChoice = choice!;
     const newImage = parsed?.kind === 'CONTAINER' ? parsed.payload.image : undefined;
     const rebuild =
       current.terminatedAt !== null ||
       current.buildStatus === 'FAILED' ||
       current.buildStatus === 'CANCELED' ||
       (current.kind === 'CONTAINER' && newImage !== imageOf(current));
-    const intervalMs = body.interval * 60_000;
-    const now = clock.now();
     await tx.workflows.update(
       userId,
       id,
       {
         name: body.name,
         payload: body.payload,
-        intervalMinutes: body.interval,
+        intervalMinutes: schedule.intervalMinutes,
         maxConsecutiveJobFailuresAllowed: body.max_consecutive_job_failures_allowed,
         logRetention: current.kind === 'CONTAINER' ? (body.log_retention ?? current.logRetention) : false,
         rebuild,
-        // the schedule stays anchored to the build; a new interval takes effect from the next slot
-        nextDueAt: current.buildCompletedAt === null ? null : firstSlotAfter(current.buildCompletedAt, intervalMs, now),
+        // the schedule stays anchored to the build; a new interval or cron takes effect from the next slot
+        nextDueAt: scheduleOf({ ...current, ...schedule })?.firstSlotAfter(now) ?? null,
         // issue 26: the alert policy, kept when the body leaves it out
         alertAfterFailures: body.alert_after_failures,
         recoverAfterSuccesses: body.recover_after_successes,
+        cron: schedule.cron,
+        timeZone: schedule.timeZone,
+        jitterSeconds: schedule.jitterSeconds,
       },
       now,
     );

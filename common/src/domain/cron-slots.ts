@@ -28,6 +28,12 @@ const MATCH_HORIZON_MS = 8 * 366 * DAY;
 
 /** Why `expression` is not a cron schedule orloj runs, or undefined when it is one. */
 export function cronProblem(expression: string): string | undefined {
+  const parsed = parseCron(expression);
+  return typeof parsed === 'string' ? parsed : undefined;
+}
+
+/** The expression's croner pattern (built once), or why it is not a cron schedule orloj runs. */
+function parseCron(expression: string): Cron | string {
   const text = expression.trim();
   if (text === '') return 'must not be empty';
   if (text.startsWith('@')) {
@@ -44,7 +50,7 @@ export function cronProblem(expression: string): string | undefined {
   const from = Date.UTC(2000, 0, 1);
   const next = cron.nextRun(new Date(from));
   if (!next || next.getTime() - from > MATCH_HORIZON_MS) return 'never matches a date (for example the 30th of February)';
-  return undefined;
+  return cron;
 }
 
 /** Why `zone` is not an IANA time zone this runtime knows, or undefined when it is one. */
@@ -72,9 +78,10 @@ export class CronSlots {
     readonly expression: string,
     readonly timeZone = 'UTC',
   ) {
-    const problem = cronProblem(expression) ?? timeZoneProblem(timeZone);
-    if (problem) throw new Error(`cron schedule "${expression}" in ${timeZone} ${problem}`);
-    this.cron = floatingCron(expression.trim());
+    const parsed = parseCron(expression);
+    const problem = typeof parsed === 'string' ? parsed : timeZoneProblem(timeZone);
+    if (problem !== undefined || typeof parsed === 'string') throw new Error(`cron schedule "${expression}" in ${timeZone} ${problem}`);
+    this.cron = parsed;
     this.zone = isUtc(timeZone) ? undefined : zoneOffsets(timeZone);
   }
 

@@ -7,8 +7,9 @@ import type { WorkflowSummary } from './workflow.js';
  * health"; dashboard/README.md explains each to people). The first rule that
  * holds decides:
  *
- * - `paused`: terminated (by its owner, or automatically after too many
- *   failures in a row: `autoTerminated`).
+ * - `paused`: paused by its owner (`paused_at`, ADR 0015), or terminated (by
+ *   its owner, or automatically after too many failures in a row:
+ *   `autoTerminated`).
  * - `building`: its build is queued or running; no run can start yet.
  * - `down`: its build failed or was canceled, or its latest finished run FAILED.
  * - `late`: no run is going on and a run is overdue: its next slot, or a job
@@ -82,7 +83,7 @@ export interface WorkflowHealth {
 type HealthInput = Pick<
   WorkflowSummary,
   'buildStatus' | 'terminatedAt' | 'consecutiveJobFailuresCount' | 'maxConsecutiveJobFailuresAllowed'
->;
+> & { pausedAt?: number | null };
 
 export function workflowHealth(w: HealthInput, facts: RunFacts, now: number): WorkflowHealth {
   const terminated = w.terminatedAt !== null;
@@ -90,12 +91,14 @@ export function workflowHealth(w: HealthInput, facts: RunFacts, now: number): Wo
   const waiting = facts.open.filter((r) => r.status !== 'RUNNING').map((r) => r.scheduledAt);
   const lastRun = facts.recent.find((r) => r.status !== 'CANCELED') ?? null;
   const built = w.buildStatus === 'COMPLETED';
-  const candidates = [...waiting, ...(facts.nextDueAt === null ? [] : [facts.nextDueAt])];
+  const paused = w.pausedAt != null;
+  // A paused workflow's next slot is not due (a manual run waiting still is).
+  const candidates = [...waiting, ...(facts.nextDueAt === null || paused ? [] : [facts.nextDueAt])];
   const nextRunAt = terminated || !built || candidates.length === 0 ? null : Math.min(...candidates);
   const late = running === null && nextRunAt !== null && nextRunAt < now - LATE_AFTER_MS;
 
   let state: HealthState;
-  if (terminated) state = 'paused';
+  if (terminated || paused) state = 'paused';
   else if (w.buildStatus === 'QUEUED' || w.buildStatus === 'STARTED') state = 'building';
   else if (!built || lastRun?.status === 'FAILED') state = 'down';
   else if (late) state = 'late';

@@ -11,3 +11,5 @@ export * from './health.js';
 export * from './events.js';
 export * from './due-slots.js';
 export * from './cron-slots.js';
+export * from './schedule.js';
+export * from './slot-fates.js';

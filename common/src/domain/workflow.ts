@@ -39,6 +39,14 @@ export interface Workflow {
   lastSlotSkippedAt: number | null;
   /** Changes whenever a build starts, so a stale build result is recognised. */
   buildToken: number;
+  /** A cron expression read in `timeZone` (ADR 0015), or null: every `intervalMinutes` from the build. */
+  cron: string | null;
+  /** IANA time zone of `cron`; 'UTC' by default. */
+  timeZone: string;
+  /** Slots move later by a fixed offset in [0, jitterSeconds] seconds, from the id (schedule.ts). */
+  jitterSeconds: number;
+  /** When its owner paused it (no automatic slots until resumed), or null. */
+  pausedAt: number | null;
   // ---- issue 26: build errors, alert policy ----
   /** Why the current generation's build failed (a fixed, user-safe sentence); null unless it did. */
   buildError: BuildError | null;
@@ -70,6 +78,10 @@ export interface NewWorkflow {
   // ---- issue 26: alert policy (default 1 each) ----
   alertAfterFailures?: number;
   recoverAfterSuccesses?: number;
+  /** A cron workflow (ADR 0015); `intervalMinutes` then holds its longest gap (contractInterval). */
+  cron?: string | null;
+  timeZone?: string;
+  jitterSeconds?: number;
 }
 
 /** A new workflow, its build QUEUED, no failures counted, not yet scheduled. */
@@ -98,6 +110,10 @@ export function newWorkflow(w: NewWorkflow, now: number): Workflow {
     alertAfterFailures: w.alertAfterFailures ?? 1,
     recoverAfterSuccesses: w.recoverAfterSuccesses ?? 1,
     alertDown: false,
+    cron: w.cron ?? null,
+    timeZone: w.timeZone ?? 'UTC',
+    jitterSeconds: w.jitterSeconds ?? 0,
+    pausedAt: null,
   };
 }
 
@@ -120,6 +136,10 @@ export type WorkflowSummary = Pick<
   | 'buildError'
   | 'alertAfterFailures'
   | 'recoverAfterSuccesses'
+  | 'cron'
+  | 'timeZone'
+  | 'jitterSeconds'
+  | 'pausedAt'
 >;
 
 export interface HeartbeatPayload {

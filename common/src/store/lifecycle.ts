@@ -3,7 +3,7 @@ import { newId } from '../core/ids.js';
 import type { BuildError, Workflow } from '../domain/workflow.js';
 import type { Job } from '../domain/job.js';
 import { cancelReason } from '../domain/job-state.js';
-import { mostRecentSlot } from '../domain/due-slots.js';
+import { scheduleOf } from '../domain/schedule.js';
 import { domainEvents, type DomainEvent, type TerminationCause } from '../domain/events.js';
 
 /**
@@ -63,6 +63,12 @@ export async function deleteWorkflow(tx: Store, workflow: Workflow, now: number)
  */
 export async function recordBuildResult(tx: Store, workflowId: string, token: number, ok: boolean, now: number, error?: BuildError): Promise<boolean> {
   const built = await tx.workflows.finishBuild(workflowId, token, ok, now, ok ? null : (error ?? BUILD_FAILED));
+  // finishBuild puts the first slot one interval on; a cron schedule or a jitter offset puts it elsewhere.
+  const first = built && ok ? scheduleOf(built)?.firstSlotAfter(now) : undefined;
+  if (built && first !== undefined && first !== built.nextDueAt) {
+    await tx.workflows.setNextDue(built.id, first);
+    built.nextDueAt = first;
+  }
   if (built) await tx.outbox.add(domainEvents.buildFinished(built, ok, now));
   return built !== undefined;
 }
@@ -201,13 +207,14 @@ async function runMissedSlot(tx: Store, w: Workflow, job: Job, now: number): Pro
   // `w` was read locked: the leader locks a due workflow before it decides the
   // workflow is busy, so it either sees this job ended or has set the workflow
   // aside before `w` was read (see DueSlots.createDueJobs in scheduler/src/due-slots.ts).
-  if (w.terminatedAt !== null || w.buildCompletedAt === null || w.nextDueAt === null || w.nextDueAt <= now) return;
-  const intervalMs = w.intervalMinutes * 60_000;
-  const missed = mostRecentSlot(w.buildCompletedAt, intervalMs, now);
+  // A paused workflow has no automatic slots: resuming sets its next one.
+  const schedule = scheduleOf(w);
+  if (w.terminatedAt !== null || w.pausedAt !== null || !schedule || w.nextDueAt === null || w.nextDueAt <= now) return;
+  const missed = schedule.mostRecentSlot(now);
   if (missed <= now && missed > job.scheduledAt) {
     await tx.workflows.setNextDue(w.id, now);
     // The slots between the job's and the one that runs now never run.
-    const skipped = Math.round((missed - job.scheduledAt) / intervalMs) - 1;
+    const skipped = schedule.countIn(job.scheduledAt + 1, missed);
     if (skipped > 0 && job.trigger === 'AUTOMATIC') await tx.workflows.recordSkippedSlots([{ id: w.id, skipped, at: now }]);
   }
 }

@@ -56,6 +56,10 @@ export interface WorkflowsTable {
   recover_after_successes: Generated<number>;
   /** 1 while down by that policy. */
   alert_down: Generated<number>;
+  cron: Generated<string | null>;
+  timezone: Generated<string>;
+  jitter_seconds: Generated<number>;
+  paused_at: Generated<number | null>;
 }
 
 export interface JobsTable {

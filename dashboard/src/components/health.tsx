@@ -14,7 +14,7 @@ export const STATE_TEXT: Record<HealthState, { label: string; tone: string; hint
   building: { label: 'Building', tone: 'busy', hint: 'The workflow is being prepared; no run can start yet.' },
   up: { label: 'Up', tone: 'ok', hint: 'The latest run completed.' },
   pending: { label: 'Pending', tone: 'muted', hint: 'Ready, waiting for its first run.' },
-  paused: { label: 'Paused', tone: 'muted', hint: 'Terminated: no run will start until it is updated.' },
+  paused: { label: 'Paused', tone: 'muted', hint: 'Paused (until resumed) or terminated (until updated): no automatic run starts.' },
 };
 
 /** Failing and late first, paused last; the sort of the list's default "needs attention" order. */

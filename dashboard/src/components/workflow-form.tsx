@@ -1,6 +1,7 @@
 import { useLayoutEffect, useRef, useState, type FocusEvent, type FormEvent } from 'react';
 import { WORKFLOW_KINDS } from '../api/client';
 import { CheckboxField, FormErrors, SelectField, TextAreaField, TextField } from './fields';
+import { ScheduleFields } from './schedule-fields';
 import { useFormErrors } from './use-form-errors';
 import { buildRequest, emptyValues, formFieldOf, type FormField, type WorkflowFormValues, type WorkflowRequest } from './workflow-payload';
 import { checkWorkflowValues } from './workflow-rules';
@@ -20,6 +21,7 @@ export function WorkflowForm({ mode, initial, onSubmit, onCancel }: Props) {
   return (
     <form ref={form} className="card form" onSubmit={(e) => void submit(e)} noValidate aria-label={mode === 'create' ? 'New workflow' : 'Edit workflow'}>
       <CommonFields mode={mode} v={v} setV={setV} field={field} />
+      <ScheduleFields v={v} field={field} />
 
       {heartbeat ? <HeartbeatFields v={v} field={field} /> : <ContainerFields v={v} setV={setV} field={field} err={err} />}
       <FormErrors errors={errors.general} />
@@ -102,7 +104,7 @@ type FormState = ReturnType<typeof useWorkflowForm>;
 type SetValues = FormState['setV'];
 type FieldOf = FormState['field'];
 
-/** Name, kind (fixed once created), interval and failure limit. */
+/** Name, kind (fixed once created) and failure limit. */
 function CommonFields({ mode, v, setV, field }: { mode: Props['mode']; v: WorkflowFormValues; setV: SetValues; field: FieldOf }) {
   return (
     <fieldset>
@@ -120,19 +122,16 @@ function CommonFields({ mode, v, setV, field }: { mode: Props['mode']; v: Workfl
           <span className="label">Kind</span> {v.kind}
         </p>
       )}
-      <div className="grid-2">
-        <TextField {...field('interval')} label="Interval (minutes)" type="number" inputMode="numeric" min={1} max={10080} required hint="1 to 10080." />
-        <TextField
-          {...field('maxFailures')}
-          label="Failures before terminating"
-          type="number"
-          inputMode="numeric"
-          min={3}
-          max={100}
-          required
-          hint="Consecutive failed jobs, 3 to 100."
-        />
-      </div>
+      <TextField
+        {...field('maxFailures')}
+        label="Failures before terminating"
+        type="number"
+        inputMode="numeric"
+        min={3}
+        max={100}
+        required
+        hint="Consecutive failed jobs, 3 to 100."
+      />
     </fieldset>
   );
 }

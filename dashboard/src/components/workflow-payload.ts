@@ -10,7 +10,12 @@ import type { CreateWorkflow, Workflow, WorkflowKind } from '../api/client';
 export interface WorkflowFormValues {
   name: string;
   kind: WorkflowKind;
+  /** Every `interval` minutes, or by a cron expression in a time zone (docs/api.md, "Schedules"). */
+  scheduleBy: 'interval' | 'cron';
   interval: string;
+  cron: string;
+  timezone: string;
+  jitter: string;
   maxFailures: string;
   timeout: string;
   // HEARTBEAT
@@ -36,7 +41,11 @@ export function emptyValues(kind: WorkflowKind = 'HEARTBEAT'): WorkflowFormValue
   return {
     name: '',
     kind,
+    scheduleBy: 'interval',
     interval: '5',
+    cron: '',
+    timezone: 'UTC',
+    jitter: '0',
     maxFailures: '3',
     timeout: '',
     endpoint: '',
@@ -74,6 +83,9 @@ const TOP_FIELDS: Record<string, FormField> = {
   name: 'name',
   kind: 'kind',
   interval: 'interval',
+  cron: 'cron',
+  timezone: 'timezone',
+  jitter_seconds: 'jitter',
   max_consecutive_job_failures_allowed: 'maxFailures',
   log_retention: 'logRetention',
 };
@@ -105,7 +117,11 @@ export function valuesFromWorkflow(w: Workflow): WorkflowFormValues {
   return {
     ...base,
     name: w.name,
+    scheduleBy: w.cron ? 'cron' : 'interval',
     interval: String(w.interval),
+    cron: w.cron ?? '',
+    timezone: w.timezone ?? 'UTC',
+    jitter: String(w.jitter_seconds ?? 0),
     maxFailures: String(w.max_consecutive_job_failures_allowed),
     timeout: str(p.timeout),
     endpoint: str(p.endpoint),
@@ -183,9 +199,11 @@ export function buildRequest(v: WorkflowFormValues): BuildResult {
     }
     if (v.network === 'bridge') set('network', 'bridge');
   }
-  const interval = integer('interval', v.interval);
+  const byCron = v.scheduleBy === 'cron';
+  const interval = byCron ? undefined : integer('interval', v.interval);
   const maxFailures = integer('maxFailures', v.maxFailures);
-  if (interval === undefined) errors.interval ??= 'is required';
+  const jitter = integer('jitter', v.jitter) ?? 0;
+  if (interval === undefined && !byCron) errors.interval ??= 'is required';
   if (maxFailures === undefined) errors.maxFailures ??= 'is required';
   if (Object.keys(errors).length) return { ok: false, errors };
   return {
@@ -194,7 +212,8 @@ export function buildRequest(v: WorkflowFormValues): BuildResult {
       name: v.name.trim(),
       kind: v.kind,
       payload: JSON.stringify(payload),
-      interval: interval!,
+      ...(byCron ? { cron: v.cron.trim(), timezone: v.timezone.trim() } : { interval: interval!, cron: null }),
+      jitter_seconds: jitter,
       max_consecutive_job_failures_allowed: maxFailures!,
       ...(v.kind === 'CONTAINER' ? { log_retention: v.logRetention } : {}),
     },

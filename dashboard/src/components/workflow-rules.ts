@@ -9,6 +9,8 @@ import type { FormField, WorkflowFormValues } from './workflow-payload';
 const NAME_MAX = 200;
 const INTERVAL = [1, 10_080] as const;
 const FAILURES = [3, 100] as const;
+const JITTER = [0, 3600] as const;
+const CRON_NICKNAMES = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'];
 const TIMEOUT_MAX_MS = { HEARTBEAT: 5 * 60_000, CONTAINER: 60 * 60_000 } as const;
 const DURATION_PART = /^(\d+(?:\.\d+)?)(ms|d|h|m|s)/;
 const UNIT_MS: Record<string, number> = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
@@ -52,7 +54,11 @@ export function checkWorkflowValues(v: WorkflowFormValues): Partial<Record<FormF
     if (message) out[field] = message;
   };
   add('name', v.name === '' ? 'must not be empty' : v.name.trim() === '' ? 'must not be blank' : v.name.length > NAME_MAX ? `must be at most ${NAME_MAX} characters long` : undefined);
-  add('interval', wholeIn(v.interval, INTERVAL));
+  if (v.scheduleBy === 'cron') {
+    add('cron', cronProblem(v.cron));
+    add('timezone', timeZoneProblem(v.timezone));
+  } else add('interval', wholeIn(v.interval, INTERVAL));
+  add('jitter', wholeIn(v.jitter, JITTER));
   add('maxFailures', wholeIn(v.maxFailures, FAILURES));
   if (v.timeout.trim() !== '') {
     const ms = durationMs(v.timeout);
@@ -84,4 +90,24 @@ function endpointProblem(endpoint: string): string | undefined {
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') return 'must be an absolute http or https URL';
   if (url.username || url.password) return 'must not contain credentials; use headers instead';
   return undefined;
+}
+
+/** The api's first cron checks (its own check is the judge: values out of range come back from it). */
+function cronProblem(expression: string): string | undefined {
+  const text = expression.trim();
+  if (text === '') return 'must not be empty';
+  if (text.startsWith('@')) return CRON_NICKNAMES.includes(text.toLowerCase()) ? undefined : `must be five fields or one of ${CRON_NICKNAMES.join(', ')}`;
+  return text.split(/\s+/).length === 5 ? undefined : 'must have five fields (minute hour day-of-month month day-of-week)';
+}
+
+export function timeZoneProblem(zone: string): string | undefined {
+  try {
+    if (zone.trim() === zone && zone !== '') {
+      new Intl.DateTimeFormat('en-US', { timeZone: zone });
+      return undefined;
+    }
+  } catch {
+    // not a zone this browser knows
+  }
+  return 'must be an IANA time zone name such as Europe/Berlin';
 }

@@ -12,6 +12,7 @@ import { checkSummary } from '../components/check';
 import { DefinitionSummary, targetOf } from '../components/definition';
 import { HealthBadge, MissedRuns, RelativeTime, RunStrip, Uptime } from '../components/health';
 import { ResponseTimeChart } from '../components/response-chart';
+import { SlotTimeline } from '../components/slot-timeline';
 import { SelectField } from '../components/fields';
 import { LoadMore } from '../components/load-more';
 import { toasts } from '../components/toasts';
@@ -101,11 +102,24 @@ function Actions({ w }: { w: Workflow }) {
     },
   });
   const active = !w.terminated_at;
+  const pauseOrResume = useMutation({
+    mutationFn: () => call(w.paused_at ? api.POST('/workflows/{workflow_id}/resume', path) : api.POST('/workflows/{workflow_id}/pause', path)),
+    onSuccess: async () => {
+      toasts.push('success', w.paused_at ? 'Workflow resumed: it runs again from its next slot.' : 'Workflow paused: no automatic runs until resumed.');
+      await refresh();
+      await client.invalidateQueries({ queryKey: ['slots', w.id] });
+    },
+  });
   return (
     <div className="row actions">
       {active ? (
         <button type="button" disabled={runNow.isPending || w.build_status === 'FAILED'} onClick={() => runNow.mutate()}>
           {runNow.isPending ? 'Scheduling…' : runNow.isError ? 'Retry run now' : 'Run now'}
+        </button>
+      ) : null}
+      {active ? (
+        <button type="button" className="secondary" disabled={pauseOrResume.isPending} onClick={() => pauseOrResume.mutate()}>
+          {w.paused_at ? 'Resume' : 'Pause'}
         </button>
       ) : null}
       <Link to={`/workflows/${w.id}/edit`} className="button secondary">
@@ -235,7 +249,7 @@ export function WorkflowPage() {
         </div>
         <div className="row">
           {w.health ? <HealthBadge health={w.health} /> : null}
-          <StatusBadge status={w.terminated_at ? 'TERMINATED' : 'ACTIVE'} label={w.terminated_at ? 'terminated' : 'active'} />
+          <StatusBadge status={w.terminated_at ? 'TERMINATED' : w.paused_at ? 'PAUSED' : 'ACTIVE'} label={w.terminated_at ? 'terminated' : w.paused_at ? 'paused' : 'active'} />
           <span className="build-status">
             Build: <StatusBadge status={w.build_status} />
           </span>
@@ -246,7 +260,9 @@ export function WorkflowPage() {
       <Facts
         items={[
           ['Kind', w.kind],
-          ['Runs every', formatInterval(w.interval)],
+          w.cron ? ['Schedule', `${w.cron} (${w.timezone ?? 'UTC'})`] : ['Runs every', formatInterval(w.interval)],
+          !!w.jitter_seconds && ['Jitter', `up to ${w.jitter_seconds} s`],
+          !!w.paused_at && ['Paused', formatTime(w.paused_at)],
           ['Consecutive failures', `${w.consecutive_job_failures_count} of ${w.max_consecutive_job_failures_allowed} allowed`],
           ['Alert policy', `down after ${w.alert_after_failures} failed run${w.alert_after_failures === 1 ? '' : 's'} in a row, up after ${w.recover_after_successes} completed`],
           ['Logs', w.log_retention ? 'kept' : 'not kept'],
@@ -256,6 +272,7 @@ export function WorkflowPage() {
         ]}
       />
       <HealthSection w={w} />
+      <SlotTimeline w={w} />
       <h2>Definition</h2>
       <DefinitionSummary w={w} />
       <details className="payload">

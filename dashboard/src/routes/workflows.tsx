@@ -15,6 +15,7 @@ const FILTERS = ['query', 'kind', 'build_status', 'show', 'interval_min', 'inter
 const SHOWS: readonly [string, string][] = [
   ['', 'Active'],
   ['all', 'All'],
+  ['paused', 'Paused only'],
   ['terminated', 'Terminated only'],
 ];
 const SORTS: readonly [string, string][] = [
@@ -82,7 +83,8 @@ function useWorkflowList(params: URLSearchParams) {
   });
   const loaded = list.data?.pages.flatMap((p) => p.workflows) ?? [];
   // The default view leaves out what its owner terminated; what the failure limit terminated stays until acted on.
-  const shown = show === '' ? loaded.filter((w) => !w.terminated_at || w.health?.auto_terminated) : loaded;
+  const shown =
+    show === '' ? loaded.filter((w) => !w.terminated_at || w.health?.auto_terminated) : show === 'paused' ? loaded.filter((w) => w.paused_at && !w.terminated_at) : loaded;
   const workflows = sort === 'newest' ? shown : [...shown].sort((a, b) => attentionRank(a) - attentionRank(b));
   const autoTerminated = shown.filter((w) => w.health?.auto_terminated);
   return { list, workflows, autoTerminated };

@@ -148,13 +148,48 @@ describe('WorkflowForm', () => {
     expect(payloadOf(request)).toEqual({ image: 'busybox:1', cmd: ['echo', 'hi'], env: { A: '1' }, timeout: '1m', network: 'bridge' });
   });
 
+  it('sends a cron schedule in a time zone, previewing the next five runs there and in the viewer’s zone', async () => {
+    const { onSubmit, user } = setup();
+    await user.type(screen.getByLabelText('Name'), 'Mornings');
+    await user.type(screen.getByLabelText('Endpoint URL'), 'https://example.com/health');
+    await user.selectOptions(screen.getByLabelText('Runs'), 'cron');
+    expect(screen.queryByLabelText('Interval (minutes)')).toBeNull();
+    await user.type(screen.getByLabelText('Cron expression'), '30 9 * * MON-FRI');
+    await user.clear(screen.getByLabelText('Time zone'));
+    await user.type(screen.getByLabelText('Time zone'), 'Asia/Kolkata');
+    const preview = screen.getByRole('table', { name: 'Next runs' });
+    const rows = preview.querySelectorAll('tbody tr');
+    expect(rows).toHaveLength(5);
+    for (const row of rows) expect(row.querySelector('td')!.textContent).toMatch(/09:30/);
+    await user.clear(screen.getByLabelText('Jitter (seconds)'));
+    await user.type(screen.getByLabelText('Jitter (seconds)'), '120');
+    await user.click(screen.getByRole('button', { name: 'Create workflow' }));
+    const request = onSubmit.mock.calls[0]![0];
+    expect(request).toMatchObject({ cron: '30 9 * * MON-FRI', timezone: 'Asia/Kolkata', jitter_seconds: 120 });
+    expect(request).not.toHaveProperty('interval');
+  }, 20_000);
+
+  it('names a bad time zone or a cron expression without five fields before sending', async () => {
+    const { onSubmit, user } = setup();
+    await user.selectOptions(screen.getByLabelText('Runs'), 'cron');
+    await user.type(screen.getByLabelText('Cron expression'), '* * *');
+    await user.clear(screen.getByLabelText('Time zone'));
+    await user.type(screen.getByLabelText('Time zone'), 'Mars/Olympus');
+    await user.click(screen.getByRole('button', { name: 'Create workflow' }));
+    expect(onSubmit).not.toHaveBeenCalled();
+    expect(document.getElementById('wf-cron-error')!.textContent).toMatch(/five fields/);
+    expect(document.getElementById('wf-timezone-error')!.textContent).toMatch(/IANA/);
+  }, 20_000);
+
   it('can be filled and sent with the keyboard alone', async () => {
     const { onSubmit, user } = setup();
     screen.getByLabelText('Name').focus();
     await user.keyboard('Kb');
     await user.tab(); // kind
-    await user.tab(); // interval
     await user.tab(); // failures
+    await user.tab(); // schedule: every N minutes
+    await user.tab(); // interval
+    await user.tab(); // jitter
     await user.tab(); // endpoint
     await user.keyboard('https://example.com/{Enter}');
     expect(onSubmit).toHaveBeenCalledOnce();

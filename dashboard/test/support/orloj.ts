@@ -94,3 +94,11 @@ export async function watchedPage(browser: Browser, base: string, wait: number, 
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
   return page;
 }
+
+/** A browser suite's teardown: the browser, the server, a local target and the data folder, whichever were started. */
+export async function tearDown(parts: { browser?: Browser; orloj?: RunningOrloj; target?: { close(): unknown }; dataDir?: string }): Promise<void> {
+  await parts.browser?.close();
+  await stopOrloj(parts.orloj);
+  parts.target?.close();
+  if (parts.dataDir) fs.rmSync(parts.dataDir, { recursive: true, force: true });
+}

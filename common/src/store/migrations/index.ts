@@ -15,6 +15,7 @@ import * as m0013 from './0013-job-log-blocks.js';
 import * as m0014 from './0014-job-request-id.js';
 import * as m0015 from './0015-notification-state-changes.js';
 import * as m0016 from './0016-user-workflow-counts.js';
+import * as m0017 from './0017-workflow-schedules.js';
 import * as m0018 from './0018-incidents.js';
 
 interface DialectMigration {
@@ -38,6 +39,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0014-job-request-id': m0014,
   '0015-notification-state-changes': m0015,
   '0016-user-workflow-counts': m0016,
+  '0017-workflow-schedules': m0017,
   '0018-incidents': m0018,
 };
 

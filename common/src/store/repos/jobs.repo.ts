@@ -747,4 +747,16 @@ export class JobsRepo {
     }
     return out;
   }
+
+  /**
+   * The workflow's AUTOMATIC jobs with slots in [from, to) (at most `limit`),
+   * and the last one before `from`: what the slot listing tells fates from
+   * (slot-fates.ts). jobs_automatic_slot_uq serves both.
+   */
+  async automaticAround(workflowId: string, from: number, to: number, limit: number): Promise<Job[]> {
+    const automatic = () => this.db.selectFrom('jobs').selectAll().where('workflow_id', '=', workflowId).where('trigger', '=', 'AUTOMATIC');
+    const before = await automatic().where('slot_at', '<', from).orderBy('slot_at', 'desc').limit(1).execute();
+    const inRange = await automatic().where('slot_at', '>=', from).where('slot_at', '<', to).orderBy('slot_at').limit(limit).execute();
+    return [...before, ...inRange].map(toJob);
+  }
 }

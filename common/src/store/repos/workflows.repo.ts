@@ -10,6 +10,7 @@ import type { Database, Selectable, WorkflowsTable } from '../schema.js';
 import type { BuildError, BuildStatus, Workflow, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
 import type { KeysetPosition } from '../../core/cursor.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
+import { buildErrorOf, SUMMARY_COLUMNS, toSummary, type SummaryRow } from './workflow-summary.js';
 
 export interface WorkflowListFilter {
   userId: string;
@@ -38,6 +39,10 @@ export interface WorkflowUpdate {
   // issue 26: the alert policy, when the PUT names it (else kept)
   alertAfterFailures?: number;
   recoverAfterSuccesses?: number;
+  /** The schedule (ADR 0015); each left as it is when absent. */
+  cron?: string | null;
+  timeZone?: string;
+  jitterSeconds?: number;
 }
 
 export interface FailureCount {
@@ -76,75 +81,18 @@ export function toWorkflow(r: Selectable<WorkflowsTable>): Workflow {
     alertAfterFailures: r.alert_after_failures,
     recoverAfterSuccesses: r.recover_after_successes,
     alertDown: r.alert_down === 1,
+    cron: r.cron,
+    timeZone: r.timezone,
+    jitterSeconds: r.jitter_seconds,
+    pausedAt: r.paused_at === null ? null : Number(r.paused_at),
   };
 }
 
-const buildErrorOf = (code: string | null, message: string | null): BuildError | null => (code === null || message === null ? null : { code, message });
 
 /** Pages read workflows with all their payloads off the event loop (compiled-read.ts, ReadOptions). */
 const HEAVY = { heavy: true } as const;
 /** Payloads up to this size come with a page's statement; larger ones are read one by one, only while the page has room. */
 const INLINE_PAYLOAD_BYTES = 64 * 1024;
-
-/** The columns of a WorkflowSummary, in the order of SummaryRow. */
-const SUMMARY_COLUMNS = [
-  'id',
-  'name',
-  'payload',
-  'kind',
-  'build_status',
-  'interval_minutes',
-  'consecutive_job_failures_count',
-  'max_consecutive_job_failures_allowed',
-  'log_retention',
-  'created_at',
-  'updated_at',
-  'terminated_at',
-  // issue 26
-  'build_error_code',
-  'build_error_message',
-  'alert_after_failures',
-  'recover_after_successes',
-] as const;
-
-type SummaryRow = [
-  id: string,
-  name: string,
-  payload: string,
-  kind: WorkflowKind,
-  buildStatus: BuildStatus,
-  intervalMinutes: number,
-  consecutiveJobFailuresCount: number,
-  maxConsecutiveJobFailuresAllowed: number,
-  logRetention: number,
-  createdAt: number,
-  updatedAt: number,
-  terminatedAt: number | null,
-  buildErrorCode: string | null,
-  buildErrorMessage: string | null,
-  alertAfterFailures: number,
-  recoverAfterSuccesses: number,
-];
-
-function toSummary(r: SummaryRow): WorkflowSummary {
-  return {
-    id: r[0],
-    name: r[1],
-    payload: r[2],
-    kind: r[3],
-    buildStatus: r[4],
-    intervalMinutes: r[5],
-    consecutiveJobFailuresCount: r[6],
-    maxConsecutiveJobFailuresAllowed: r[7],
-    logRetention: r[8] === 1,
-    createdAt: r[9],
-    updatedAt: r[10],
-    terminatedAt: r[11],
-    buildError: buildErrorOf(r[12], r[13]),
-    alertAfterFailures: r[14],
-    recoverAfterSuccesses: r[15],
-  };
-}
 
 export class WorkflowsRepo {
   constructor(
@@ -178,6 +126,11 @@ export class WorkflowsRepo {
         // Written only when not the columns' default (1), so an insert also serves a schema before migration 0018 (upgrade tests).
         ...(w.alertAfterFailures !== 1 ? { alert_after_failures: w.alertAfterFailures } : {}),
         ...(w.recoverAfterSuccesses !== 1 ? { recover_after_successes: w.recoverAfterSuccesses } : {}),
+        // The schedule's columns (0017) only where they differ from their defaults.
+        ...(w.cron !== null ? { cron: w.cron } : {}),
+        ...(w.timeZone !== 'UTC' ? { timezone: w.timeZone } : {}),
+        ...(w.jitterSeconds !== 0 ? { jitter_seconds: w.jitterSeconds } : {}),
+        ...(w.pausedAt !== null ? { paused_at: w.pausedAt } : {}),
       })
       .execute();
   }
@@ -294,6 +247,9 @@ export class WorkflowsRepo {
         interval_minutes: u.intervalMinutes,
         max_consecutive_job_failures_allowed: u.maxConsecutiveJobFailuresAllowed,
         log_retention: u.logRetention ? 1 : 0,
+        ...(u.cron !== undefined ? { cron: u.cron } : {}),
+        ...(u.timeZone !== undefined ? { timezone: u.timeZone } : {}),
+        ...(u.jitterSeconds !== undefined ? { jitter_seconds: u.jitterSeconds } : {}),
         consecutive_job_failures_count: 0,
         generation: eb('generation', '+', 1),
         terminated_at: null,
@@ -433,8 +389,35 @@ export class WorkflowsRepo {
     return row?.next_due_at ?? undefined;
   }
 
+  /** Built, active and not paused: the workflows with automatic slots. */
   private scheduled() {
-    return this.db.selectFrom('workflows').where('build_status', '=', 'COMPLETED').where('terminated_at', 'is', null);
+    return this.db.selectFrom('workflows').where('build_status', '=', 'COMPLETED').where('terminated_at', 'is', null).where('paused_at', 'is', null);
+  }
+
+  /**
+   * Pauses an active, unpaused workflow (ADR 0015); false when it is absent,
+   * terminated or paused already (a repeated pause keeps the first one's time).
+   */
+  async pause(userId: string, id: string, now: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('workflows')
+      .set({ paused_at: now, updated_at: now })
+      .where('id', '=', id)
+      .where('user_id', '=', userId)
+      .where('terminated_at', 'is', null)
+      .where('paused_at', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /** Resumes a paused workflow at `nextDueAt` (its next slot, no catch-up); a workflow not paused is left as it is. */
+  async resume(id: string, nextDueAt: number | null, now: number): Promise<void> {
+    await this.db
+      .updateTable('workflows')
+      .set({ paused_at: null, next_due_at: nextDueAt, updated_at: now })
+      .where('id', '=', id)
+      .where('paused_at', 'is not', null)
+      .execute();
   }
 
   async setNextDue(id: string, nextDueAt: number): Promise<void> {

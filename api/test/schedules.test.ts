@@ -1,0 +1,137 @@
+/**
+ * The schedule fields of workflows and the pause and resume commands over HTTP
+ * (issue 25, ADR 0015), on both engines.
+ */
+import assert from 'node:assert/strict';
+import { newJob, type Job } from '@orloj/common/domain';
+import { describeApi, key, workflowBody } from './support/harness.js';
+
+const fields = (res: { json: { errors?: { field: string; message: string }[] } }) => (res.json.errors ?? []).map((e) => e.field).sort();
+
+describeApi('workflow schedules', (h) => {
+  it('creates a cron workflow: interval optional, defaults UTC and no jitter, shown on the resource', async () => {
+    const c = await h().user();
+    const { interval: _, ...body } = workflowBody();
+    const res = await c.post('/workflows', { ...body, cron: '@hourly' }, { headers: key() });
+    assert.equal(res.status, 201);
+    const w = (await c.get(`/workflows/${res.json.id as string}`)).json;
+    assert.deepEqual([w.cron, w.timezone, w.jitter_seconds, w.paused_at, w.interval], ['@hourly', 'UTC', 0, null, 60]);
+    const plain = (await c.get(`/workflows/${(await c.post('/workflows', workflowBody({ interval: 7 }), { headers: key() })).json.id as string}`)).json;
+    assert.deepEqual([plain.cron, plain.timezone, plain.jitter_seconds, plain.paused_at, plain.interval], [null, 'UTC', 0, null, 7], 'an interval workflow as before');
+  });
+
+  it('answers 400 naming the field for a bad cron, time zone or jitter, and for no interval without cron', async () => {
+    const c = await h().user();
+    const cases: [Record<string, unknown>, string[]][] = [
+      [{ cron: '61 * * * *' }, ['cron']],
+      [{ cron: '* * *' }, ['cron']],
+      [{ cron: '0 0 30 2 *' }, ['cron']],
+      [{ cron: '@reboot' }, ['cron']],
+      [{ cron: 5 }, ['cron']],
+      [{ cron: '@daily', timezone: 'Mars/Olympus' }, ['timezone']],
+      [{ timezone: '' }, ['timezone']],
+      [{ cron: '@daily', jitter_seconds: 3601 }, ['jitter_seconds']],
+      [{ jitter_seconds: -1 }, ['jitter_seconds']],
+      [{ cron: 'nope', timezone: 'Nowhere/Land' }, ['cron', 'timezone']],
+    ];
+    for (const [extra, expected] of cases) {
+      const res = await c.post('/workflows', workflowBody(extra), { headers: key() });
+      assert.equal(res.status, 400, JSON.stringify(extra));
+      assert.deepEqual(fields(res), expected, JSON.stringify(extra));
+    }
+    const { interval: _, ...noInterval } = workflowBody();
+    const res = await c.post('/workflows', noInterval, { headers: key() });
+    assert.equal(res.status, 400);
+    assert.deepEqual(fields(res), ['interval']);
+    const withCronNull = await c.post('/workflows', { ...noInterval, cron: null }, { headers: key() });
+    assert.deepEqual(fields(withCronNull), ['interval']);
+  });
+
+  it('PUT keeps the schedule fields it is not sent, and cron: null makes it an interval workflow again', async () => {
+    const c = await h().user();
+    const id = (await c.post('/workflows', workflowBody({ cron: '0 9 * * *', timezone: 'Asia/Kolkata', jitter_seconds: 30 }), { headers: key() })).json.id as string;
+    const put = (extra: Record<string, unknown>) => c.put(`/workflows/${id}`, { name: 'n', payload: workflowBody().payload, interval: 5, max_consecutive_job_failures_allowed: 3, ...extra }, { headers: key() });
+    assert.equal((await put({})).status, 204, 'a contract client’s PUT');
+    let w = (await c.get(`/workflows/${id}`)).json;
+    assert.deepEqual([w.cron, w.timezone, w.jitter_seconds, w.interval], ['0 9 * * *', 'Asia/Kolkata', 30, 1440]);
+    assert.equal((await put({ timezone: 'Bad/Zone' })).status, 400);
+    assert.equal((await put({ cron: null })).status, 204);
+    w = (await c.get(`/workflows/${id}`)).json;
+    assert.deepEqual([w.cron, w.timezone, w.interval], [null, 'Asia/Kolkata', 5]);
+  });
+
+  it('pauses and resumes: 204 each time, 404 for no workflow of yours, 412 once terminated; manual runs of a paused workflow are allowed', async () => {
+    const c = await h().user();
+    const id = (await c.post('/workflows', workflowBody(), { headers: key() })).json.id as string;
+    assert.equal((await c.post(`/workflows/${id}/pause`)).status, 204);
+    const pausedAt = (await c.get(`/workflows/${id}`)).json.paused_at as string;
+    assert.ok(pausedAt);
+    assert.equal((await c.post(`/workflows/${id}/pause`)).status, 204, 'repeating is harmless');
+    assert.equal((await c.get(`/workflows/${id}`)).json.paused_at, pausedAt, 'and keeps the first pause');
+    const list = (await c.get('/workflows')).json.workflows as { id: string; paused_at: string | null }[];
+    assert.equal(list.find((w) => w.id === id)?.paused_at, pausedAt, 'the list shows it paused');
+    const manual = await c.post(`/workflows/${id}/jobs/schedule`, undefined, { headers: key() });
+    assert.equal(manual.status, 201, 'run now is an explicit act');
+    assert.equal((await c.post(`/workflows/${id}/resume`)).status, 204);
+    assert.equal((await c.post(`/workflows/${id}/resume`)).status, 204);
+    assert.equal((await c.get(`/workflows/${id}`)).json.paused_at, null);
+    assert.equal((await c.post(`/workflows/${crypto.randomUUID()}/pause`)).status, 404);
+    assert.equal((await (await h().user()).post(`/workflows/${id}/pause`)).status, 404);
+    assert.equal((await c.patch(`/workflows/${id}`)).status, 204);
+    for (const command of ['pause', 'resume']) {
+      const res = await c.post(`/workflows/${id}/${command}`);
+      assert.equal(res.status, 412);
+      assert.equal(res.json.code, 'workflow_terminated');
+    }
+  });
+});
+
+describeApi('workflow slots', (h) => {
+  const MINUTE = 60_000;
+
+  /** A built 10-minute workflow whose build completed `ago` ms ago, its next due slot set as the leader would have it. */
+  async function builtWorkflow(c: Awaited<ReturnType<ReturnType<typeof h>['user']>>, ago: number) {
+    const id = (await c.post('/workflows', workflowBody({ interval: 10 }), { headers: key() })).json.id as string;
+    const builtAt = Date.now() - ago;
+    await h().db.handle.db.updateTable('workflows').set({ build_status: 'COMPLETED', build_completed_at: builtAt, next_due_at: builtAt + 60 * MINUTE }).where('id', '=', id).execute();
+    return { id, builtAt, w: (await h().db.store.workflows.findById(id))! };
+  }
+
+  it('tells each slot its fate: ran (and how late), still running at the next, skipped, pending, upcoming; paused ones', async () => {
+    const c = await h().user();
+    const { id, builtAt, w } = await builtWorkflow(c, 65 * MINUTE);
+    const job = (k: number, status: Job['status'], startedAfter: number, endedAfter: number | null): Job => ({
+      ...newJob(w, 'AUTOMATIC', builtAt + k * 10 * MINUTE, builtAt),
+      status,
+      startedAt: builtAt + k * 10 * MINUTE + startedAfter,
+      completedAt: endedAfter === null ? null : builtAt + k * 10 * MINUTE + endedAfter,
+    });
+    // slot 1 ran 2 s late and took 15 min (slot 2 skipped: still running); slot 3, 4 never ran; slot 5 ran; slot 6 due now
+    for (const j of [job(1, 'COMPLETED', 2_000, 15 * MINUTE), job(5, 'FAILED', 0, 1_000)]) assert.ok(await h().db.store.jobs.insert(j));
+    const res = await c.get(`/workflows/${id}/slots?from=${new Date(builtAt).toISOString()}&to=${new Date(builtAt + 75 * MINUTE).toISOString()}`);
+    assert.equal(res.status, 200);
+    const slots = res.json.slots as { slot_at: string; fate: string; late_ms?: number; reason?: string; job_id?: string }[];
+    assert.deepEqual(
+      slots.map((s) => [s.fate, s.reason ?? s.late_ms ?? '']),
+      [['ran', 2000], ['skipped', 'still_running'], ['skipped', 'not_run'], ['skipped', 'not_run'], ['ran', 0], ['pending', ''], ['upcoming', '']],
+    );
+    assert.ok(slots[0]!.job_id);
+    assert.equal((await c.post(`/workflows/${id}/pause`)).status, 204);
+    const paused = (await c.get(`/workflows/${id}/slots?from=${new Date(builtAt + 55 * MINUTE).toISOString()}&to=${new Date(builtAt + 90 * MINUTE).toISOString()}`)).json.slots as { fate: string }[];
+    assert.deepEqual(paused.map((s) => s.fate), ['paused', 'paused', 'paused']);
+  });
+
+  it('answers 400 for a range past 1000 slots or the wrong way round or not a date-time, 404 for no workflow of yours', async () => {
+    const c = await h().user();
+    const { id } = await builtWorkflow(c, 0);
+    const far = await c.get(`/workflows/${id}/slots?from=2026-01-01T00:00:00Z&to=2027-01-01T00:00:00Z`);
+    assert.equal(far.status, 400);
+    assert.deepEqual(fields(far), ['to']);
+    assert.deepEqual(fields(await c.get(`/workflows/${id}/slots?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`)), ['to']);
+    assert.deepEqual(fields(await c.get(`/workflows/${id}/slots?from=yesterday`)), ['from']);
+    assert.equal((await c.get(`/workflows/${crypto.randomUUID()}/slots`)).status, 404);
+    assert.equal((await (await h().user()).get(`/workflows/${id}/slots`)).status, 404);
+    const unbuilt = (await c.post('/workflows', workflowBody(), { headers: key() })).json.id as string;
+    assert.deepEqual((await c.get(`/workflows/${unbuilt}/slots`)).json.slots, [], 'no slots before the build');
+  });
+});

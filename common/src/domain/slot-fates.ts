@@ -1,0 +1,91 @@
+import type { Job } from './job.js';
+import type { Schedule } from './schedule.js';
+import type { Workflow } from './workflow.js';
+
+/**
+ * What became of each automatic slot of a workflow (issue 25, ADR 0015),
+ * told from its schedule, its automatic jobs and its scheduler bookkeeping:
+ *
+ * - `ran`: its job finished (COMPLETED or FAILED); `lateMs` is how long after
+ *   the slot the job started.
+ * - `running`, `pending`: its job is RUNNING, or PENDING/QUEUED; a slot that
+ *   has come and is the workflow's next due one, without a job yet, is
+ *   `pending` too.
+ * - `canceled`: its job was canceled (the workflow was updated or terminated).
+ * - `skipped`: no job of its own. `reason`: `still_running` when the previous
+ *   run was still going at the slot (runs never overlap), otherwise
+ *   `not_run` (the runners were behind, or orloj was down: the store cannot
+ *   tell which; only the most recent missed slot runs).
+ * - `paused`: the workflow is paused and the slot came (or comes) since, or
+ *   was due and not yet taken when it was paused.
+ * - `upcoming`: not come yet.
+ *
+ * What cannot be told: slots are those of the current schedule, so before a
+ * change of interval or cron the past reads by today's schedule; a pause that
+ * has since been resumed leaves no trace, its slots read `skipped`/`not_run`;
+ * jobs removed by retention read as `skipped`.
+ */
+export const SLOT_FATES = ['ran', 'running', 'pending', 'canceled', 'skipped', 'paused', 'upcoming'] as const;
+export type SlotFate = (typeof SLOT_FATES)[number];
+export const SKIP_REASONS = ['still_running', 'not_run'] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
+
+export interface SlotRecord {
+  slotAt: number;
+  fate: SlotFate;
+  jobId?: string;
+  lateMs?: number;
+  reason?: SkipReason;
+}
+
+/** The most slots one listing tells of. */
+export const SLOTS_MAX = 1000;
+
+/**
+ * The fate of each slot in [from, to). `jobs`: the workflow's AUTOMATIC jobs
+ * with slots in [from, to), and the last one before `from` (to tell whether
+ * it was still running at the first slots).
+ */
+export function slotFates(
+  w: Pick<Workflow, 'pausedAt' | 'nextDueAt' | 'terminatedAt'>,
+  schedule: Schedule,
+  jobs: readonly Job[],
+  range: { from: number; to: number; now: number },
+): SlotRecord[] {
+  const bySlot = new Map(jobs.map((j) => [j.slotAt, j]));
+  const ordered = [...jobs].sort((a, b) => a.slotAt - b.slotAt);
+  const out: SlotRecord[] = [];
+  let previous: Job | undefined;
+  let k = 0;
+  for (const slotAt of schedule.slotsIn(range.from, range.to, SLOTS_MAX)) {
+    while (k < ordered.length && ordered[k]!.slotAt < slotAt) previous = ordered[k++];
+    const job = bySlot.get(slotAt);
+    if (job) out.push(fateOfJob(job));
+    // while paused: every slot from the pause, and those due before it that the leader had not yet taken
+    else if (w.pausedAt !== null && (slotAt >= w.pausedAt || (w.nextDueAt !== null && slotAt >= w.nextDueAt))) out.push({ slotAt, fate: 'paused' });
+    else if (slotAt > range.now) out.push({ slotAt, fate: 'upcoming' });
+    else if (w.terminatedAt === null && w.nextDueAt !== null && slotAt >= w.nextDueAt && schedule.firstSlotAfter(slotAt) > range.now) out.push({ slotAt, fate: 'pending' });
+    else out.push({ slotAt, fate: 'skipped', reason: previous && ranPast(previous, slotAt) ? 'still_running' : 'not_run' });
+  }
+  return out;
+}
+
+function fateOfJob(job: Job): SlotRecord {
+  const base = { slotAt: job.slotAt, jobId: job.id };
+  switch (job.status) {
+    case 'COMPLETED':
+    case 'FAILED':
+      return { ...base, fate: 'ran', ...(job.startedAt !== null ? { lateMs: Math.max(0, job.startedAt - job.slotAt) } : {}) };
+    case 'RUNNING':
+      return { ...base, fate: 'running', ...(job.startedAt !== null ? { lateMs: Math.max(0, job.startedAt - job.slotAt) } : {}) };
+    case 'CANCELED':
+      return { ...base, fate: 'canceled' };
+    default:
+      return { ...base, fate: 'pending' };
+  }
+}
+
+/** Whether the job was still going at `t`: started (or waiting) before it, and ended after it or not yet. */
+function ranPast(job: Job, t: number): boolean {
+  return job.status !== 'CANCELED' && (job.completedAt === null || job.completedAt > t);
+}

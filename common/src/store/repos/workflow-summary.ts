@@ -1,0 +1,78 @@
+/** A workflow as the list shows it (WorkflowSummary): its columns, in the order of the row the list's compiled reads return. */
+import type { BuildError, BuildStatus, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
+
+/** The columns of a WorkflowSummary, in the order of SummaryRow. */
+export const SUMMARY_COLUMNS = [
+  'id',
+  'name',
+  'payload',
+  'kind',
+  'build_status',
+  'interval_minutes',
+  'consecutive_job_failures_count',
+  'max_consecutive_job_failures_allowed',
+  'log_retention',
+  'created_at',
+  'updated_at',
+  'terminated_at',
+  'cron',
+  'timezone',
+  'jitter_seconds',
+  'paused_at',
+  // issue 26
+  'build_error_code',
+  'build_error_message',
+  'alert_after_failures',
+  'recover_after_successes',
+] as const;
+
+export type SummaryRow = [
+  id: string,
+  name: string,
+  payload: string,
+  kind: WorkflowKind,
+  buildStatus: BuildStatus,
+  intervalMinutes: number,
+  consecutiveJobFailuresCount: number,
+  maxConsecutiveJobFailuresAllowed: number,
+  logRetention: number,
+  createdAt: number,
+  updatedAt: number,
+  terminatedAt: number | null,
+  cron: string | null,
+  timeZone: string,
+  jitterSeconds: number,
+  pausedAt: number | null,
+  buildErrorCode: string | null,
+  buildErrorMessage: string | null,
+  alertAfterFailures: number,
+  recoverAfterSuccesses: number,
+];
+
+export function toSummary(r: SummaryRow): WorkflowSummary {
+  return {
+    id: r[0],
+    name: r[1],
+    payload: r[2],
+    kind: r[3],
+    buildStatus: r[4],
+    intervalMinutes: r[5],
+    consecutiveJobFailuresCount: r[6],
+    maxConsecutiveJobFailuresAllowed: r[7],
+    logRetention: r[8] === 1,
+    createdAt: r[9],
+    updatedAt: r[10],
+    terminatedAt: r[11],
+    cron: r[12],
+    timeZone: r[13],
+    jitterSeconds: r[14],
+    pausedAt: r[15] === null ? null : Number(r[15]),
+    buildError: buildErrorOf(r[16], r[17]),
+    alertAfterFailures: r[18],
+    recoverAfterSuccesses: r[19],
+  };
+}
+
+
+/** A failed build's reason from its two columns; null unless both are set. */
+export const buildErrorOf = (code: string | null, message: string | null): BuildError | null => (code === null || message === null ? null : { code, message });
