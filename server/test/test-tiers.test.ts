@@ -36,8 +36,7 @@ const waitsFor = (file: string) => `
 const fs = require('node:fs');
 it('meets the other lane', async function () {
   this.timeout(120000);
-  // poll interval: the file comes from another mocha process, which announces nothing
-  while (!fs.existsSync(${JSON.stringify(file)})) await new Promise((r) => setTimeout(r, 20));
+  while (!fs.existsSync(${JSON.stringify(file)})) await new Promise((r) => setTimeout(r, 20)); // poll interval: another mocha process writes the file
 });
 `;
 const writes = (file: string) => `it('writes ${path.basename(file)}', () => require('node:fs').writeFileSync(${JSON.stringify(file)}, 'x'));\n`;

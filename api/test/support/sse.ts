@@ -114,7 +114,7 @@ export class SseReader {
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve);
-        timer = setTimeout(resolve, left);
+        timer = setTimeout(resolve, left); // bounds the wait: a new event wakes it first
       });
       clearTimeout(timer);
     }
@@ -129,7 +129,7 @@ export class SseReader {
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve);
-        timer = setTimeout(resolve, left);
+        timer = setTimeout(resolve, left); // bounds the wait: a new event wakes it first
       });
       clearTimeout(timer);
     }
