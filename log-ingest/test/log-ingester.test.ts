@@ -9,6 +9,24 @@ import { describeEachEngine, needService, Inbox } from '@orloj/common/test-suppo
 import { LogIngester, type LogIngesterOptions } from '../src/log-ingester.js';
 import { busFor, generateKeys, insertLogJob, lines, openBus, publishBatch, rowCount, storedLines, until, type TestJob } from './support.js';
 
+/**
+ * `store` whose first `n` transactions fail after their work (rolled back, as if the commit
+ * was lost) with `error()`; `failures` counts them.
+ */
+function failingCommits(store: Store, n: number, error: () => Error): { store: Store; failures: number } {
+  const flaky = { store: Object.create(store) as Store, failures: 0 };
+  flaky.store.transaction = (fn) =>
+    store.transaction(async (tx) => {
+      const result = await fn(tx);
+      if (flaky.failures < n) {
+        flaky.failures += 1;
+        throw error();
+      }
+      return result;
+    });
+  return flaky;
+}
+
 describeEachEngine('log-ingest', (db, engine) => {
   // SQLite with the in-process bus (the embedded default); PostgreSQL with RabbitMQ.
   let closeBus: () => Promise<void>;
@@ -113,21 +131,11 @@ describeEachEngine('log-ingest', (db, engine) => {
     const job = await insertLogJob(db().store);
     // A store whose first two transactions fail after writing (rolled back): as if the commit was lost.
     const store = db().store;
-    let failures = 0;
-    const flaky = Object.create(store) as Store;
-    flaky.transaction = (fn) =>
-      store.transaction(async (tx) => {
-        const result = await fn(tx);
-        if (failures < 2) {
-          failures += 1;
-          throw Object.assign(new Error('connection lost'), { code: 'ECONNRESET' });
-        }
-        return result;
-      });
-    await startIngester({ store: flaky });
+    const flaky = failingCommits(store, 2, () => Object.assign(new Error('connection lost'), { code: 'ECONNRESET' }));
+    await startIngester({ store: flaky.store });
     await publishBatch(runners, job, lines(0, 50));
     await batchesDone(1);
-    assert.equal(failures, 2);
+    assert.equal(flaky.failures, 2);
     assert.equal(ingester!.metrics().retries, 2);
     assert.equal(await rowCount(store, job.jobId), 50);
     assert.equal(await count(job), 50);
@@ -136,21 +144,11 @@ describeEachEngine('log-ingest', (db, engine) => {
   it('hands a batch that keeps failing back to the bus, and stores the redelivery exactly once', async () => {
     const job = await insertLogJob(db().store);
     const store = db().store;
-    let failures = 0;
-    const flaky = Object.create(store) as Store;
-    flaky.transaction = (fn) =>
-      store.transaction(async (tx) => {
-        const result = await fn(tx);
-        if (failures < 1) {
-          failures += 1;
-          throw new Error('not a connection error: the commit "failed" after the rows were written');
-        }
-        return result;
-      });
-    await startIngester({ store: flaky, maxRetryMs: 0 });
+    const flaky = failingCommits(store, 1, () => new Error('not a connection error: the commit "failed" after the rows were written'));
+    await startIngester({ store: flaky.store, maxRetryMs: 0 });
     await publishBatch(runners, job, lines(0, 50));
     await batchesDone(1);
-    assert.equal(failures, 1);
+    assert.equal(flaky.failures, 1);
     assert.equal(await rowCount(store, job.jobId), 50);
     assert.equal(await count(job), 50);
     assert.equal((await live.next('the broadcast')).lines.length, 50);
