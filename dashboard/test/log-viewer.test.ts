@@ -19,7 +19,7 @@ import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 import { services } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj, needBrowser } from './support/orloj.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj, needBrowser, watchedPage } from './support/orloj.js';
 
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 const WAIT = Number(process.env.E2E_WAIT) || 120_000;
@@ -116,15 +116,8 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
     });
     base = `http://127.0.0.1:${orloj.port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    context = await browser.newContext({ baseURL: base, viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-    context.setDefaultTimeout(WAIT);
-    page = await context.newPage();
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' && !(/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate'))) {
-        problems.push(`console error: ${msg.text()} (${msg.location().url})`);
-      }
-    });
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page = await watchedPage(browser, base, WAIT, problems);
+    context = page.context();
     cdp = await context.newCDPSession(page);
     await cdp.send('Performance.enable');
 

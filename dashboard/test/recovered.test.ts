@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj, needBrowser, runNow as runJobNow } from './support/orloj.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj, needBrowser, runNow as runJobNow, watchedPage } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
 describe('dashboard: a recovery on the bell, in a real browser', function () {
@@ -52,15 +52,7 @@ describe('dashboard: a recovery on the bell, in a real browser', function () {
     orloj = await startOrloj({ DATA_DIR: dataDir, PORT: '0', DASHBOARD_DIR: DASHBOARD_DIST, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', RATE_LIMIT_ENABLED: 'false' });
     base = `http://127.0.0.1:${orloj.port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    const context = await browser.newContext({ baseURL: base, viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-    context.setDefaultTimeout(WAIT);
-    page = await context.newPage();
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' && !(/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate'))) {
-        problems.push(`console error: ${msg.text()} (${msg.location().url})`);
-      }
-    });
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page = await watchedPage(browser, base, WAIT, problems);
 
     await api('POST', '/auth/register', { email: `recovered-${Date.now()}@example.com`, password: 'correct horse battery' });
     const { id } = (await api('POST', '/workflows', {

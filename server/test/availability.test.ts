@@ -9,8 +9,8 @@ import { request } from 'undici';
 import { sql } from 'kysely';
 import { newId } from '@orloj/common/core';
 import { openDatabase, Store, type DatabaseHandle } from '@orloj/common/store';
-import { stopChild } from '@orloj/common/test-support';
-import { insertJob, TestClient } from '@orloj/api/test-support';
+import { insertJob, stopChild } from '@orloj/common/test-support';
+import { TestClient } from '@orloj/api/test-support';
 import { OrlojProcess } from './support/orloj-process.js';
 
 /**

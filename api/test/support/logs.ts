@@ -32,9 +32,6 @@ export async function heartbeatWorkflow(c: TestClient): Promise<string> {
   return res.json.id as string;
 }
 
-/** The kit's job factory, which the api's suites have always imported from here. */
-export { insertJob } from '@orloj/common/test-support';
-
 /** Lines with the given messages, numbered from `from`, alternating streams unless told. */
 export function lines(messages: readonly string[], from = 0, stream?: (i: number) => 'stdout' | 'stderr'): Line[] {
   return messages.map((message, i) => ({
