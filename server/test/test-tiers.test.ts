@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from '@orloj/common/test-support';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -43,19 +43,13 @@ const writes = (file: string) => `it('writes ${path.basename(file)}', () => requ
 
 describe('the tiers runner (scripts/test-tiers.mjs)', function () {
   this.timeout(180_000);
-  let dir: string;
-
-  beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-tiers-test-'));
-  });
-
-  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir('orloj-tiers-test-', { each: true });
 
   /** Writes each spec (name → source) into the test's folder; their paths by name. */
   function specs(files: Record<string, string>): Record<string, string> {
     return Object.fromEntries(
       Object.entries(files).map(([name, source]) => {
-        const file = path.join(dir, name);
+        const file = path.join(dir(), name);
         fs.writeFileSync(file, source);
         return [name, file];
       }),
@@ -64,7 +58,7 @@ describe('the tiers runner (scripts/test-tiers.mjs)', function () {
 
   /** Runs the tiers runner on `plan` with the repository's .mocharc.cjs; its exit code, output and closing line. */
   function tiers(plan: Plan, args: string[] = [], env: Record<string, string> = {}): Promise<Outcome> {
-    const planFile = path.join(dir, 'plan.json');
+    const planFile = path.join(dir(), 'plan.json');
     fs.writeFileSync(planFile, JSON.stringify({ floors: {}, ...plan }));
     const options = { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ORLOJ_LEAK_GRACE_MS: '5000', ORLOJ_TEST_TIERS_PLAN: planFile, ...env } };
     return new Promise((resolve) => {
@@ -76,7 +70,7 @@ describe('the tiers runner (scripts/test-tiers.mjs)', function () {
   }
 
   it('runs the lanes of a stage at once and the stages in turn, each tier under its header, and sums the counts', async () => {
-    const met = path.join(dir, 'met');
+    const met = path.join(dir(), 'met');
     const s = specs({
       'a.cjs': waitsFor(met) + "it('a second', () => {});\n",
       'b.cjs': writes(met) + "it('is skipped', function () { this.skip(); });\n",
@@ -119,7 +113,7 @@ describe('the tiers runner (scripts/test-tiers.mjs)', function () {
 
   it('runs only the tiers named (a group by its name), adds the extra counts, and refuses an unknown tier', async () => {
     const s = specs({ 'one.cjs': "it('one', () => {});\n", 'two.cjs': "it('two', () => { throw new Error('not selected, yet ran'); });\n" });
-    const extra = path.join(dir, 'vitest.json');
+    const extra = path.join(dir(), 'vitest.json');
     fs.writeFileSync(extra, JSON.stringify({ name: 'the component tests', passed: 5, failed: 0, skipped: 0 }));
     const plan = { tiers: { one: [s['one.cjs']!], two: [s['two.cjs']!] }, plan: [[['one'], ['two']]], groups: { ones: ['one'] } };
     const r = await tiers(plan, ['ones'], { ORLOJ_EXTRA_COUNTS: extra });

@@ -12,3 +12,4 @@ export * from './logger.js';
 export * from './role-process.js';
 export * from './services.js';
 export * from './stores.js';
+export * from './temp-dir.js';
