@@ -11,6 +11,8 @@
 // Each tier must execute at least the number of tests scripts/test-floors.json keeps for
 // it (the reporter fails it otherwise): a suite that silently stops loading fails the run.
 // ORLOJ_TEST_LANES=1 runs every tier one after another (a quieter machine for timing).
+// ORLOJ_TEST_TIERS_PLAN names a JSON file {tiers, plan, floors, ignore?, groups?} that
+// replaces the repository's (server/test/test-tiers.test.ts runs small fixture suites so).
 /* global process, console, setTimeout */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,8 +24,10 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const require = createRequire(import.meta.url);
 const { readCounts } = require('./mocha-reporter.cjs');
 
+const custom = process.env.ORLOJ_TEST_TIERS_PLAN ? JSON.parse(fs.readFileSync(process.env.ORLOJ_TEST_TIERS_PLAN, 'utf8')) : undefined;
+
 /** What each tier runs. Every *.test.ts under a package's test/ belongs to exactly one. */
-export const TIERS = {
+const REPOSITORY_TIERS = {
   // Each package's code in-process, against the real stores and buses.
   unit: ['common', 'scheduler', 'runners', 'log-ingest', 'notifier'].map((p) => `${p}/test/**/*.test.ts`),
   // The HTTP API in-process, through a real listening server, on both engines.
@@ -38,11 +42,12 @@ export const TIERS = {
   // process is skipped, which a starved process could not promise.
   'system-alone': ['server/test/restart.test.ts', 'server/test/availability.test.ts', 'server/test/fair-share.test.ts'],
 };
-const IGNORE = { 'system-server': ['server/test/restart.test.ts', 'server/test/availability.test.ts', 'server/test/fair-share.test.ts'] };
+export const TIERS = custom?.tiers ?? REPOSITORY_TIERS;
+const IGNORE = custom ? (custom.ignore ?? {}) : { 'system-server': ['server/test/restart.test.ts', 'server/test/availability.test.ts', 'server/test/fair-share.test.ts'] };
 /** Names a caller may use for a group of tiers. */
-const GROUPS = { system: ['system-server', 'system-ui', 'system-alone'] };
+const GROUPS = custom ? (custom.groups ?? {}) : { system: ['system-server', 'system-ui', 'system-alone'] };
 /** Stages run one after another; in a stage, lanes run at once; in a lane, tiers in turn. */
-const PLAN = [[['unit', 'integration'], ['system-server'], ['system-ui']], [['system-alone']]];
+const PLAN = custom?.plan ?? [[['unit', 'integration'], ['system-server'], ['system-ui']], [['system-alone']]];
 
 function selected(names) {
   if (names.length === 0) return new Set(Object.keys(TIERS));
@@ -58,7 +63,7 @@ function selected(names) {
   return out;
 }
 
-const floors = JSON.parse(fs.readFileSync(path.join(ROOT, 'scripts/test-floors.json'), 'utf8'));
+const floors = custom?.floors ?? JSON.parse(fs.readFileSync(path.join(ROOT, 'scripts/test-floors.json'), 'utf8'));
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-tiers-'));
 const results = new Map();
 

@@ -3,14 +3,14 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { systemClock } from '@orloj/common/core';
 import { silentLogger } from '@orloj/common/logging';
-import { waitFor } from '@orloj/common/test-support';
+import { insertJob, waitFor } from '@orloj/common/test-support';
 import { ApiServer } from '@orloj/api';
 import { HeavyRequests } from '../src/http/heavy-requests.js';
 import { LOG_PAGE_MAX_TEXT } from '../src/routes/logs.routes.js';
 import { WORKFLOW_PAGE_MAX_PAYLOAD_BYTES } from '../src/routes/workflows.routes.js';
 import { describeApi, key, testConfig, uniqueEmail, workflowBody } from './support/harness.js';
 import { TestClient } from './support/client.js';
-import { containerWorkflow, insertJob, insertLines, lines, logsPath } from './support/logs.js';
+import { containerWorkflow, insertLines, lines, logsPath } from './support/logs.js';
 
 /**
  * Issue 29: the work one request can cause, and the answer it gets, are

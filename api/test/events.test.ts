@@ -9,9 +9,9 @@ import { ApiServer, LiveTailHub, type LiveTailSettings } from '@orloj/api';
 import { SseStream } from '../src/http/sse.js';
 import { describeApi, testConfig, type ApiHarness } from './support/harness.js';
 import { TestClient } from './support/client.js';
-import { containerWorkflow, entry, heartbeatWorkflow, insertJob, insertLines, lines, type Line } from './support/logs.js';
+import { containerWorkflow, entry, heartbeatWorkflow, insertLines, lines, type Line } from './support/logs.js';
 import { SseReader } from './support/sse.js';
-import { generateKeys, waitFor } from '@orloj/common/test-support';
+import { generateKeys, insertJob, waitFor } from '@orloj/common/test-support';
 
 type Json = Record<string, any>;
 

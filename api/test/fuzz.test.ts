@@ -497,7 +497,7 @@ class Sender {
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+      timer = setTimeout(() => { // bounds one request: its answer is the event; this ends a hung one
         controller.abort();
         reject(new Error(`no response within ${REQUEST_TIMEOUT_MS} ms:\n${describeRequest(req)}`));
       }, REQUEST_TIMEOUT_MS);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
-import { LATE_AFTER_MS, RECENT_RUNS, UPTIME_WINDOW_MS, type CheckResult, type Job, type JobStatus } from '@orloj/common/domain';
+import { LATE_AFTER_MS, RECENT_RUNS, UPTIME_WINDOW_MS, type CheckResult, type JobStatus } from '@orloj/common/domain';
+import { insertJob } from '@orloj/common/test-support';
 import { describeApi, key, workflowBody, type ApiHarness } from './support/harness.js';
 import { schemaAt } from './support/conformance.js';
 import type { TestClient } from './support/client.js';
@@ -42,31 +42,7 @@ describeApi('workflow health', (h) => {
     scheduledAt: number,
     check: CheckResult | null = null,
   ): Promise<string> {
-    const owner = (await harness.db.store.workflows.findById(workflowId))!.userId;
-    const finished = status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELED';
-    const j: Job = {
-      id: crypto.randomUUID(),
-      workflowId,
-      userId: owner,
-      generation: 0,
-      trigger: 'AUTOMATIC',
-      status,
-      slotAt: scheduledAt,
-      scheduledAt,
-      attempts: status === 'PENDING' ? 0 : 1,
-      queuedAt: status === 'PENDING' ? null : scheduledAt,
-      runnerId: null,
-      leaseExpiresAt: null,
-      containerId: null,
-      startedAt: status === 'PENDING' || status === 'QUEUED' ? null : scheduledAt + 10,
-      completedAt: finished ? scheduledAt + 50 : null,
-      statusReasonCode: status === 'FAILED' ? 'UNEXPECTED_STATUS_CODE' : status === 'CANCELED' ? 'WORKFLOW_UPDATED' : null,
-      statusReasonMessage: status === 'FAILED' ? 'The endpoint answered with status 500; expected 200.' : status === 'CANCELED' ? 'The workflow was updated before this job ran.' : null,
-      createdAt: scheduledAt,
-      updatedAt: scheduledAt,
-      check,
-    };
-    await harness.db.store.jobs.insert(j);
+    const j = await insertJob(harness.db.store, workflowId, status, { at: scheduledAt, trigger: 'AUTOMATIC', containerId: null, updatedAt: scheduledAt, check });
     return j.id;
   }
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { newId, toIso } from '@orloj/common/core';
+import { toIso } from '@orloj/common/core';
 import { reasons, type Job, type JobReason, type JobStatus, type JobTrigger, type Workflow } from '@orloj/common/domain';
+import { insertJob } from '@orloj/common/test-support';
 import { describeApi, key, workflowBody, type ApiHarness } from './support/harness.js';
 import type { HttpResponse, TestClient } from './support/client.js';
 
@@ -24,41 +25,6 @@ interface Spec {
   containerId?: string | null;
   attempts?: number;
   reason?: JobReason | null;
-}
-
-/** A job row as the scheduler and runners would leave it in `spec.status`. */
-function jobRow(w: Workflow, spec: Spec, slotAt = spec.scheduledAt): Job {
-  const started = spec.status === 'RUNNING' || spec.status === 'COMPLETED' || spec.status === 'FAILED' ? spec.scheduledAt + 1_000 : null;
-  const ended = spec.status === 'COMPLETED' || spec.status === 'FAILED' || spec.status === 'CANCELED';
-  const reason =
-    spec.reason !== undefined
-      ? spec.reason
-      : spec.status === 'FAILED'
-        ? reasons.nonZeroExit(3)
-        : spec.status === 'CANCELED'
-          ? reasons.workflowTerminated()
-          : null;
-  return {
-    id: newId(),
-    workflowId: w.id,
-    userId: w.userId,
-    generation: w.generation,
-    trigger: spec.trigger ?? 'AUTOMATIC',
-    status: spec.status,
-    slotAt,
-    scheduledAt: spec.scheduledAt,
-    attempts: spec.attempts ?? (spec.status === 'PENDING' ? 0 : 1),
-    queuedAt: spec.status === 'PENDING' ? null : spec.scheduledAt + 500,
-    runnerId: null,
-    leaseExpiresAt: null,
-    containerId: spec.containerId ?? null,
-    startedAt: started,
-    completedAt: ended ? spec.scheduledAt + 5_000 : null,
-    statusReasonCode: reason?.code ?? null,
-    statusReasonMessage: reason?.message ?? null,
-    createdAt: spec.scheduledAt,
-    updatedAt: ended ? spec.scheduledAt + 5_000 : spec.scheduledAt,
-  };
 }
 
 /** The wire shape the contract and the wire conventions prescribe, written out independently of present.ts. */
@@ -89,11 +55,16 @@ describeApi('jobs', (h) => {
     assert.ok(w, `workflow ${id} not in the store`);
     return w;
   };
-  const insert = async (w: Workflow, spec: Spec, slotAt?: number): Promise<Job> => {
-    const job = jobRow(w, spec, slotAt);
-    assert.equal(await store().jobs.insert(job), true);
-    return job;
-  };
+  /** A job row (the kit's) as the scheduler and runners would leave it in `spec.status`. */
+  const insert = (w: Workflow, spec: Spec, slotAt = spec.scheduledAt): Promise<Job> =>
+    insertJob(store(), w, spec.status, {
+      at: spec.scheduledAt,
+      slotAt,
+      trigger: spec.trigger ?? 'AUTOMATIC',
+      containerId: spec.containerId ?? null,
+      ...(spec.attempts === undefined ? {} : { attempts: spec.attempts }),
+      ...(spec.reason === undefined ? {} : { statusReasonCode: spec.reason?.code ?? null, statusReasonMessage: spec.reason?.message ?? null }),
+    });
   const setBuildStatus = (h2: ApiHarness, id: string, status: string) =>
     h2.db.handle.db.updateTable('workflows').set({ build_status: status as Workflow['buildStatus'] }).where('id', '=', id).execute();
 

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import { insertJob } from '@orloj/common/test-support';
 import { describeApi } from './support/harness.js';
 import type { HttpResponse, TestClient } from './support/client.js';
-import { containerWorkflow, entry, heartbeatWorkflow, insertJob, insertLines, lines, logsPath, type Line } from './support/logs.js';
+import { containerWorkflow, entry, heartbeatWorkflow, insertLines, lines, logsPath, type Line } from './support/logs.js';
 
 type Json = Record<string, any>;
 
@@ -69,7 +70,7 @@ describeApi('job logs', (h) => {
     it('pages newest first through every line of the current attempt, with no gap and no repeat', async () => {
       const c = await h().user();
       const wid = await containerWorkflow(c);
-      const job = await insertJob(store(), wid, 'RUNNING', 2);
+      const job = await insertJob(store(), wid, 'RUNNING', { attempts: 2 });
       // An earlier attempt's lines are not the job's lines any more.
       await insertLines(h(), job.id, 1, lines(Array.from({ length: 50 }, (_, i) => `old ${i}`)));
       const rows = lines(Array.from({ length: 250 }, (_, i) => `line ${i}`));
@@ -564,7 +565,7 @@ describeApi('job logs', (h) => {
     it('reads lines by position, oldest first, with the stored count, on the current attempt only', async () => {
       const c = await h().user();
       const wid = await containerWorkflow(c);
-      const job = await insertJob(store(), wid, 'RUNNING', 2);
+      const job = await insertJob(store(), wid, 'RUNNING', { attempts: 2 });
       await insertLines(h(), job.id, 1, lines(Array.from({ length: 400 }, (_, i) => `old ${i}`)));
       const rows = lines(Array.from({ length: 250 }, (_, i) => `line ${i}`), 0, (i) => (i % 3 ? 'stdout' : 'stderr'));
       await insertLines(h(), job.id, 2, rows);

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { newId, systemClock } from '@orloj/common/core';
+import { systemClock } from '@orloj/common/core';
 import { reasons, type Job } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { ApiServer, openApiDocument } from '@orloj/api';
 import { TestClient, type HttpResponse } from './support/client.js';
 import { describeApi, key, testConfig, uniqueEmail, workflowBody } from './support/harness.js';
-import { containerWorkflow, insertJob, insertLines, lines } from './support/logs.js';
+import { insertJob } from '@orloj/common/test-support';
+import { containerWorkflow, insertLines, lines } from './support/logs.js';
 import { seedNotifications, userIdOf } from './support/notifications.js';
 import { endJob } from '@orloj/notifier/test-support';
 import { Conformance, doc, fill, METHODS, newAjv, openApi31Validator, operations, pointer, schemaAt } from './support/conformance.js';
@@ -544,36 +545,6 @@ describeApi('openapi document matches real responses', (h) => {
     const LIST = '/workflows/{workflow_id}/jobs';
     const ONE = '/workflows/{workflow_id}/jobs/{job_id}';
 
-    /** A stored job in a given state, with the fields a runner would have set. */
-    async function storedJob(workflowId: string, status: Job['status'], at: number): Promise<Job> {
-      const w = (await h().db.store.workflows.findById(workflowId))!;
-      const ended = status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELED';
-      const reason = status === 'FAILED' ? reasons.nonZeroExit(2) : status === 'CANCELED' ? reasons.workflowTerminated() : null;
-      const job: Job = {
-        id: newId(),
-        workflowId,
-        userId: w.userId,
-        generation: 0,
-        trigger: 'AUTOMATIC',
-        status,
-        slotAt: at,
-        scheduledAt: at,
-        attempts: status === 'PENDING' ? 0 : 1,
-        queuedAt: status === 'PENDING' ? null : at,
-        runnerId: null,
-        leaseExpiresAt: null,
-        containerId: status === 'PENDING' ? null : 'abc123',
-        startedAt: status === 'PENDING' || status === 'CANCELED' ? null : at + 1,
-        completedAt: ended ? at + 2 : null,
-        statusReasonCode: reason?.code ?? null,
-        statusReasonMessage: reason?.message ?? null,
-        createdAt: at,
-        updatedAt: ended ? at + 2 : at,
-      };
-      assert.ok(await h().db.store.jobs.insert(job));
-      return job;
-    }
-
     it('POST /workflows/{workflow_id}/jobs/schedule: 201 (and replay), 400, 401, 403, 404, 409, 412, 413', async () => {
       const u = await h().user();
       const id = (await u.post('/workflows', workflowBody(), { headers: key() })).json.id as string;
@@ -635,7 +606,7 @@ describeApi('openapi document matches real responses', (h) => {
       const t = Date.now() - 60_000;
       const jobs: Job[] = [];
       for (const [i, status] of (['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED'] as const).entries()) {
-        jobs.push(await storedJob(id, status, t + i * 1000));
+        jobs.push(await insertJob(h().db.store, id, status, { at: t + i * 1000, trigger: 'AUTOMATIC' }));
       }
       const scheduled = (await u.post(`/workflows/${id}/jobs/schedule`, undefined, { headers: key() })).json.id as string;
       for (const q of ['', '?limit=2', '?status=FAILED', '?status=CANCELED&trigger=AUTOMATIC', '?trigger=MANUAL', '?status=QUEUED', '?cache_buster=1']) {

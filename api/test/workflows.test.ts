@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import { insertJob } from '@orloj/common/test-support';
 import { describeApi, key, workflowBody } from './support/harness.js';
 import { rawRequest, TestClient } from './support/client.js';
 import { systemClock } from '@orloj/common/core';
-import type { Job, JobStatus } from '@orloj/common/domain';
+import type { JobStatus } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { openDatabase, Store, type DatabaseHandle } from '@orloj/common/store';
 import { ApiServer } from '@orloj/api';
@@ -494,17 +495,8 @@ describeApi('workflows', (h) => {
   });
 
   describe('effects on jobs', () => {
-    async function job(workflowId: string, status: JobStatus, generation = 0) {
-      const owner = (await h().db.store.workflows.findById(workflowId))!.userId;
-      const j: Job = {
-        id: crypto.randomUUID(), workflowId, userId: owner, generation, trigger: 'MANUAL', status, slotAt: Date.now(), scheduledAt: Date.now(),
-        attempts: status === 'PENDING' ? 0 : 1, queuedAt: null, runnerId: null, leaseExpiresAt: null, containerId: null,
-        startedAt: status === 'RUNNING' ? Date.now() : null, completedAt: null, statusReasonCode: null, statusReasonMessage: null,
-        createdAt: Date.now(), updatedAt: Date.now(),
-      };
-      await h().db.store.jobs.insert(j);
-      return j.id;
-    }
+    const job = async (workflowId: string, status: JobStatus, generation = 0) =>
+      (await insertJob(h().db.store, workflowId, status, { at: Date.now(), generation, containerId: null })).id;
 
     it('PUT cancels PENDING and QUEUED jobs of the older generation with WORKFLOW_UPDATED; a RUNNING job goes on', async () => {
       const c = await h().user();

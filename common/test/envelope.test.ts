@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import crypto, { type KeyObject } from 'node:crypto';
 import fs from 'node:fs';
-import { pino } from 'pino';
+import { recordingLogger } from './support/logger.js';
 import os from 'node:os';
 import path from 'node:path';
 import { MemoryBus, type Bus, type Delivery } from '../src/bus/index.js';
@@ -352,8 +352,7 @@ describe('roleBus', () => {
   it('dead-letters what fails the signature check, logging the claimed role at error level and counting it', async () => {
     const memory = new MemoryBus({ logger: silentLogger, prefix: 'test.' });
     const remote: Bus = { publish: (...a) => memory.publish(...a), consume: (...a) => memory.consume(...a), broadcast: (...a) => memory.broadcast(...a), subscribe: (...a) => memory.subscribe(...a), close: () => memory.close() };
-    const logged: { level: number; msg: string; claimedRole?: string; reason?: string }[] = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as (typeof logged)[number]) });
+    const { logger, lines: logged } = recordingLogger('info');
     try {
       const scheduler = roleBus({ bus: remote, role: 'scheduler', keys, clock, logger: silentLogger });
       // A runner given another installation's scheduler key: it can verify nothing the scheduler sends.

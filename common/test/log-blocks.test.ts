@@ -53,8 +53,6 @@ describe('log block filters', () => {
 });
 
 describeEachEngine('log search with the skip index', (db) => {
-  const insertJob = (store: Store) => insertLogJob(store, { job: { attempts: 1 } });
-
   /** Every page of a search, newest first, through ownedPage (which uses the skip index). */
   async function searchAll(store: Store, j: { jobId: string; userId: string; workflowId: string }, needle: string, limit: number, stream?: 'stdout' | 'stderr'): Promise<number[]> {
     const match = store.logQueries.matcher(needle);
@@ -89,7 +87,7 @@ describeEachEngine('log search with the skip index', (db) => {
         fc.integer({ min: 0, max: 2 ** 31 - 1 }),
         fc.integer({ min: 1, max: 60 }),
         async (batchSizes, seed, limit) => {
-          const j = await insertJob(store);
+          const j = await insertLogJob(store, { job: { attempts: 1 } });
           const rand = mulberry32(seed);
           let seq = 0;
           for (const size of batchSizes) {
@@ -116,7 +114,7 @@ describeEachEngine('log search with the skip index', (db) => {
 
   it('skips the blocks that cannot match, finds needles across block boundaries, and indexes nothing twice on redelivery', async () => {
     const { store } = db();
-    const j = await insertJob(store);
+    const j = await insertLogJob(store, { job: { attempts: 1 } });
     const total = BLOCK_LINES * 5 + 17;
     const message = (i: number) => (i === BLOCK_LINES * 3 - 1 ? 'Rare Needle here' : i % 7 === 0 ? 'common TIMEOUT' : `line ${i} of the job`);
     const all: LogLineInput[] = Array.from({ length: total }, (_, i) => ({ sequence_num: i, stream: 'stdout', message: message(i), timestamp: i }));
@@ -143,7 +141,7 @@ describeEachEngine('log search with the skip index', (db) => {
   it('walks many blocks in growing chunks, a page at a time, exactly as the plain scan', async function () {
     this.timeout(60_000);
     const { store } = db();
-    const j = await insertJob(store);
+    const j = await insertLogJob(store, { job: { attempts: 1 } });
     const total = BLOCK_LINES * 75 + 5;
     const hits = new Set([3, BLOCK_LINES * 9 + 1, BLOCK_LINES * 9 + 2, BLOCK_LINES * 64 - 1, BLOCK_LINES * 64, BLOCK_LINES * 70 + 7, total - 1]);
     const all: LogLineInput[] = Array.from({ length: total }, (_, i) => ({ sequence_num: i, stream: i % 3 ? 'stdout' : 'stderr', message: hits.has(i) ? `x Needle ${i}` : `l ${i % 97}`, timestamp: i }));
@@ -159,7 +157,7 @@ describeEachEngine('log search with the skip index', (db) => {
 
   it('scans lines stored without blocks (before the migration) as before', async () => {
     const { store } = db();
-    const j = await insertJob(store);
+    const j = await insertLogJob(store, { job: { attempts: 1 } });
     const all: LogLineInput[] = Array.from({ length: 3000 }, (_, i) => ({ sequence_num: i, stream: 'stdout', message: i === 10 ? 'old needle' : i === 2999 ? 'new needle' : `line ${i}`, timestamp: i }));
     await store.transaction((tx) => tx.logs.insertBatch(j.jobId, 1, all.slice(0, 1500)));
     await store.db.deleteFrom('job_log_blocks').where('job_id', '=', j.jobId).execute(); // as if logged before 0013
@@ -175,7 +173,7 @@ describeEachEngine('log search with the skip index', (db) => {
 
   it('finds nothing, like the plain scan, in a job that is not the caller\'s', async () => {
     const { store } = db();
-    const j = await insertJob(store);
+    const j = await insertLogJob(store, { job: { attempts: 1 } });
     await store.transaction((tx) => tx.logs.insertBatch(j.jobId, 1, Array.from({ length: 2000 }, (_, i) => ({ sequence_num: i, stream: 'stdout' as const, message: `line ${i}`, timestamp: i }))));
     assert.equal(await store.logQueries.ownedPage({ userId: newId(), workflowId: j.workflowId }, { jobId: j.jobId, match: store.logQueries.matcher('line 5'), limit: 10 }), undefined);
     assert.equal((await store.logQueries.ownedPage(j, { jobId: j.jobId, match: store.logQueries.matcher('line 5'), limit: 10 }))?.lines.length, 10);

@@ -1,23 +1,12 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { createLogger, lazyChild, RequestContext } from '@orloj/common/logging';
 import { duplicateKeys, jsonLines } from './support/json-lines.js';
-
-function capture(level: string) {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString('utf8').split('\n')) if (l) lines.push(JSON.parse(l) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { logger: pino({ level }, sink), lines };
-}
+import { recordingLogger } from './support/logger.js';
 
 describe('lazyChild', () => {
   it('writes lines at enabled levels with the bindings, as a child would', async () => {
-    const { logger, lines } = capture('info');
+    const { logger, lines } = recordingLogger('info');
     const log = lazyChild(logger, { jobId: 'j1' });
     log.info({ kind: 'HEARTBEAT' }, 'job started');
     log.warn('plain message');
@@ -33,7 +22,7 @@ describe('lazyChild', () => {
   });
 
   it('makes no child while nothing it is asked to write is enabled', () => {
-    const { logger } = capture('warn');
+    const { logger } = recordingLogger('warn');
     let children = 0;
     const child = logger.child.bind(logger);
     logger.child = ((...args: Parameters<typeof child>) => (children++, child(...args))) as typeof logger.child;

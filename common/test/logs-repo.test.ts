@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { newId } from '@orloj/common/core';
-import { foldCase, type LogLineInput, type Store } from '@orloj/common/store';
+import { foldCase, type LogLineInput } from '@orloj/common/store';
 import { describeEachEngine } from './support/stores.js';
 import { insertLogJob } from './support/fixtures.js';
 
@@ -40,19 +40,17 @@ describe('foldCase (log search)', () => {
 describeEachEngine('logs repo and log search', (db, engine) => {
   let jobId: string;
 
-  const insertJob = async (store: Store): Promise<string> => (await insertLogJob(store)).jobId;
-
   function lines(from: number, to: number): LogLineInput[] {
     return Array.from({ length: to - from }, (_, i) => ({ sequence_num: from + i, stream: 'stdout' as const, message: `m${from + i}`, timestamp: from + i }));
   }
 
   before(async () => {
-    jobId = await insertJob(db().store);
+    jobId = (await insertLogJob(db().store)).jobId;
   });
 
   it('inserts a batch idempotently, in chunks of any size, returning the lines newly stored', async () => {
     const { store } = db();
-    const id = await insertJob(store);
+    const id = (await insertLogJob(store)).jobId;
     assert.equal(await store.transaction((tx) => tx.logs.insertBatch(id, 1, lines(0, 1_500))), 1_500);
     assert.equal(await store.transaction((tx) => tx.logs.insertBatch(id, 1, lines(0, 1_500))), 0, 'a repeated batch inserts nothing');
     assert.equal(await store.transaction((tx) => tx.logs.insertBatch(id, 1, lines(1_000, 7_000))), 5_500, 'overlap: only the new lines');
@@ -64,7 +62,7 @@ describeEachEngine('logs repo and log search', (db, engine) => {
 
   it('records the count as the highest sequence seen: monotonic and idempotent', async () => {
     const { store } = db();
-    const id = await insertJob(store);
+    const id = (await insertLogJob(store)).jobId;
     const owner = await store.logs.jobOwner(id);
     assert.ok(owner);
     const record = (lines: number) => store.logs.recordCount({ jobId: id, attempt: 1, workflowId: owner.workflowId, userId: owner.userId, lines });
@@ -80,7 +78,7 @@ describeEachEngine('logs repo and log search', (db, engine) => {
 
   it('stores NUL as U+FFFD on both engines', async () => {
     const { store } = db();
-    const id = await insertJob(store);
+    const id = (await insertLogJob(store)).jobId;
     await store.logs.insertBatch(id, 1, [{ sequence_num: 0, stream: 'stderr', message: 'a\u0000b', timestamp: 0 }]);
     const row = await store.db.selectFrom('job_logs').select('message').where('job_id', '=', id).executeTakeFirstOrThrow();
     assert.equal(row.message, 'a\ufffdb');

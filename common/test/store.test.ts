@@ -4,10 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { newId } from '@orloj/common/core';
-import { newJob, type Workflow } from '@orloj/common/domain';
+import type { Workflow } from '@orloj/common/domain';
 import { createWorkflow, deleteWorkflow, openDatabase, terminateWorkflow } from '@orloj/common/store';
 import { describeEachEngine } from './support/stores.js';
-import { workflowFixture } from './support/fixtures.js';
+import { insertJob, workflowFixture } from './support/fixtures.js';
 
 function workflow(userId: string, overrides: Partial<Workflow> = {}): Workflow {
   const now = Date.UTC(2026, 0, 1);
@@ -212,8 +212,7 @@ describeEachEngine('store', (db) => {
     it("runs compiled statements in the transaction: its writes are seen in it and undone with it", async () => {
       const w = workflow(userId, { name: 'Tx' });
       await db().store.workflows.insert(w);
-      const job = newJob(w, 'MANUAL', 1, 1);
-      await db().store.jobs.insert(job);
+      const job = await insertJob(db().store, w, 'PENDING', { at: 1 });
       await assert.rejects(
         db().store.transaction(async (tx) => {
           // transition and logAccess are compiled statements; findById goes through Kysely

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { Migrator, sql } from 'kysely';
 import { newId } from '@orloj/common/core';
-import { newJob, type JobStatus } from '@orloj/common/domain';
+import type { JobStatus } from '@orloj/common/domain';
 import { DatabaseTooNewError, openDatabase, Store } from '@orloj/common/store';
 import { MIGRATION_NAMES, migrationProvider } from '../src/store/migrations/index.js';
-import { workflowFixture } from './support/fixtures.js';
+import { insertJob, workflowFixture } from './support/fixtures.js';
 import { createTestDatabase, ENGINES, type TestDatabase } from './support/stores.js';
 
 /** A migrator over the test database's own schema, to stop at a given migration. */
@@ -82,8 +82,7 @@ for (const engine of ENGINES) {
       for (const x of [w, fresh]) await store.workflows.insert(x);
       const jobs: Record<string, string> = {};
       const job = async (name: string, wf: typeof w, status: JobStatus, at: number) => {
-        const j = newJob(wf, 'MANUAL', at, at);
-        await store.jobs.insert({ ...j, status, completedAt: at });
+        const j = await insertJob(store, wf, status, { at, completedAt: at });
         jobs[name] = j.id;
       };
       // w: C F F (canceled) C F — down twice; fresh: its first run failed — down.

@@ -16,9 +16,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
-import { requireServices, services } from '@orloj/common/test-support';
+import { services } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, DASHBOARD_DIST, SCREENSHOTS, startOrloj } from './support/orloj.js';
+import { CHROMIUM, DASHBOARD_DIST, SCREENSHOTS, startOrloj, needBrowser } from './support/orloj.js';
 
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 /** Generous: a shared two-core machine builds, pulls and runs containers while the browser renders (E2E_WAIT shortens it when debugging a failure). */
@@ -35,13 +35,6 @@ const SCRIPT = [
 ].join('; ');
 
 /** Why the browser suite cannot run here, or undefined when it can. */
-function missing(): string | undefined {
-  if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
-  if (!services.docker) return 'no container runtime (TEST_DOCKER_HOST)';
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
-  return undefined;
-}
-
 /** A local HEARTBEAT target that records the requests it gets. */
 function heartbeatTarget() {
   const seen: http.IncomingHttpHeaders[] = [];
@@ -86,11 +79,7 @@ describe('dashboard in a real browser', function () {
   const badge = () => page.locator('.page-head .badge').first();
 
   before(async function () {
-    const why = missing();
-    if (why) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
-      this.skip();
-    }
+    needBrowser(this, { docker: true });
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-e2e-'));
     targetUrl = await target.url();
     orloj = await startOrloj({

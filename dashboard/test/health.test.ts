@@ -14,17 +14,10 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { openDatabase, Store } from '@orloj/common/store';
-import { requireServices } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, outlastRetryRound, pollUntil, startOrloj, stopOrloj, watchedPage, type RunningOrloj } from './support/orloj.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, outlastRetryRound, pollUntil, startOrloj, stopOrloj, watchedPage, type RunningOrloj, needBrowser, runNow as runJobNow } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
-function missing(): string | undefined {
-  if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
-  return undefined;
-}
-
 /** /ok answers 200 after a few milliseconds, /fail answers 500. */
 async function target(): Promise<{ server: http.Server; base: string }> {
   const server = http.createServer((req, res) => {
@@ -74,17 +67,10 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
   }
 
   /** Runs the workflow now, and waits for the run to finish. */
-  async function runNow(workflowId: string): Promise<any> {
-    const { id } = (await api('POST', `/workflows/${workflowId}/jobs/schedule`)) as { id: string };
-    return until('the run to finish', () => api('GET', `/workflows/${workflowId}/jobs/${id}`), (j) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(j.status));
-  }
+  const runNow = (workflowId: string) => runJobNow(page, base, workflowId, WAIT);
 
   before(async function () {
-    const why = missing();
-    if (why) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
-      this.skip();
-    }
+    needBrowser(this);
     http0 = await target();
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-health-'));
     // A fixed free port: the last step stops this server and starts it again where the page expects it.

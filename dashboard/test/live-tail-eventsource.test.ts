@@ -14,8 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { openDatabase, Store, type DatabaseHandle } from '@orloj/common/store';
-import { workflowFixture, requireServices } from '@orloj/common/test-support';
-import { insertJob, TestClient } from '@orloj/api/test-support';
+import { insertJob, workflowFixture, requireServices } from '@orloj/common/test-support';
+import { TestClient } from '@orloj/api/test-support';
 import { OrlojProcess } from '@orloj/server/test-support';
 
 const CHROMIUM = process.env.TEST_CHROMIUM || '/usr/bin/chromium';

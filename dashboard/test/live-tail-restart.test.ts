@@ -19,8 +19,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { createTestDatabase, deleteBusObjects, requireServices, RoleProcess, services, type TestDatabase } from '@orloj/common/test-support';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, callApi, outlastRetryRound, pollUntil, saveScreenshot, watchedPage } from './support/orloj.js';
+import { createTestDatabase, deleteBusObjects, RoleProcess, services, type TestDatabase } from '@orloj/common/test-support';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, callApi, outlastRetryRound, pollUntil, saveScreenshot, watchedPage, needBrowser } from './support/orloj.js';
 
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
@@ -30,14 +30,6 @@ const WAIT = Number(process.env.E2E_WAIT) || 90_000;
  * restart took most of 40 s (CI, issue 24); the test waits for every line, so this is its length.
  */
 const LINES = 400;
-
-function missing(): string | undefined {
-  if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
-  if (!services.docker) return 'no container runtime (TEST_DOCKER_HOST)';
-  if (!services.postgres || !services.amqp) return 'no PostgreSQL or RabbitMQ (TEST_DATABASE_URL, TEST_AMQP_URL)';
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
-  return undefined;
-}
 
 async function freePort(): Promise<number> {
   const probe = http.createServer();
@@ -72,11 +64,7 @@ describe('dashboard: a live tail through a restart of the api, in a real browser
   const api = (method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> => callApi(page, base, method, route, body);
 
   before(async function () {
-    const why = missing();
-    if (why) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
-      this.skip();
-    }
+    needBrowser(this, { docker: true, postgresAndAmqp: true });
     db = await createTestDatabase('postgres', this);
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-tail-'));
     const port = await freePort();

@@ -17,9 +17,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
-import { requireServices, services } from '@orloj/common/test-support';
+import { services } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj, needBrowser, watchedPage } from './support/orloj.js';
 
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 const WAIT = Number(process.env.E2E_WAIT) || 120_000;
@@ -33,13 +33,6 @@ const MAX_HEAP_GROWTH = 24 * 1024 * 1024;
 const BIG_SCRIPT = `awk 'BEGIN { for (i = 0; i < ${LINES}; i++) { if (i % 1000 == 0) printf "{\\"line\\":%d,\\"level\\":\\"info\\"}\\n", i; else printf "line %06d of the big log, some text to make it look real\\n", i } }'`;
 /** 300 lines, a pause to scroll the live tail, then the end. */
 const LIVE_SCRIPT = `awk 'BEGIN { for (i = 0; i < 300; i++) printf "live %03d\\n", i }'; sleep 10; echo done`;
-
-function missing(): string | undefined {
-  if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
-  if (!services.docker) return 'no container runtime (TEST_DOCKER_HOST)';
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
-  return undefined;
-}
 
 describe('dashboard: the log viewer with a 200,000-line log, in a real browser', function () {
   this.timeout(5 * WAIT);
@@ -109,11 +102,7 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
   }
 
   before(async function () {
-    const why = missing();
-    if (why) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
-      this.skip();
-    }
+    needBrowser(this, { docker: true });
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-logs-'));
     orloj = await startOrloj({
       DATA_DIR: dataDir,
@@ -127,15 +116,8 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
     });
     base = `http://127.0.0.1:${orloj.port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    context = await browser.newContext({ baseURL: base, viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-    context.setDefaultTimeout(WAIT);
-    page = await context.newPage();
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' && !(/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate'))) {
-        problems.push(`console error: ${msg.text()} (${msg.location().url})`);
-      }
-    });
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page = await watchedPage(browser, base, WAIT, problems);
+    context = page.context();
     cdp = await context.newCDPSession(page);
     await cdp.send('Performance.enable');
 

@@ -14,17 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { requireServices } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj, needBrowser, runNow as runJobNow, watchedPage } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
-function missing(): string | undefined {
-  if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
-  return undefined;
-}
-
 describe('dashboard: a recovery on the bell, in a real browser', function () {
   this.timeout(4 * WAIT);
   let orloj: RunningOrloj | undefined;
@@ -45,17 +38,10 @@ describe('dashboard: a recovery on the bell, in a real browser', function () {
   const until = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> => pollUntil(WAIT, what, read, done);
 
   /** Runs the workflow now, and waits for the run to finish. */
-  async function runNow(workflowId: string): Promise<{ status: string }> {
-    const { id } = (await api('POST', `/workflows/${workflowId}/jobs/schedule`)) as { id: string };
-    return until('the run to finish', () => api('GET', `/workflows/${workflowId}/jobs/${id}`), (j) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(j.status));
-  }
+  const runNow = (workflowId: string) => runJobNow(page, base, workflowId, WAIT);
 
   before(async function () {
-    const why = missing();
-    if (why) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
-      this.skip();
-    }
+    needBrowser(this);
     target = http.createServer((_req, res) => {
       res.statusCode = targetUp ? 200 : 500;
       res.end(targetUp ? 'ok' : 'broken');
@@ -66,15 +52,7 @@ describe('dashboard: a recovery on the bell, in a real browser', function () {
     orloj = await startOrloj({ DATA_DIR: dataDir, PORT: '0', DASHBOARD_DIR: DASHBOARD_DIST, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', RATE_LIMIT_ENABLED: 'false' });
     base = `http://127.0.0.1:${orloj.port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    const context = await browser.newContext({ baseURL: base, viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-    context.setDefaultTimeout(WAIT);
-    page = await context.newPage();
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' && !(/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate'))) {
-        problems.push(`console error: ${msg.text()} (${msg.location().url})`);
-      }
-    });
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page = await watchedPage(browser, base, WAIT, problems);
 
     await api('POST', '/auth/register', { email: `recovered-${Date.now()}@example.com`, password: 'correct horse battery' });
     const { id } = (await api('POST', '/workflows', {

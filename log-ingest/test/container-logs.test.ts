@@ -11,7 +11,7 @@ import { startOrloj, type RunningOrloj } from '@orloj/server';
 import { BusLogSink, ContainerExecutor, HttpCheckExecutor, Runner } from '@orloj/runners';
 import { createTestDatabase, type Engine, type TestDatabase, needService, deferred } from '@orloj/common/test-support';
 import { LogIngester } from '../src/log-ingester.js';
-import { busFor, generateKeys, insertJob, openBus, storedLines, until } from './support.js';
+import { busFor, generateKeys, insertLogJob, openBus, storedLines, until } from './support.js';
 
 /** Built by scripts/container-runtime.sh: static busybox, no CMD. */
 const IMAGE = 'localhost/orloj-test/busybox:1';
@@ -99,7 +99,7 @@ for (const combo of combos) {
       await ingester.start();
       await runner.start();
 
-      const job = await insertJob(db.store);
+      const job = await insertLogJob(db.store);
       const run: JobRunMessage = {
         job_id: job.jobId,
         workflow_id: job.workflowId,

@@ -9,7 +9,7 @@ import { QUEUES } from '@orloj/common/messages';
 import { ensureKeyDir, type RoleKeys } from '@orloj/common/envelope';
 import { AmqpBus, createBus } from '@orloj/common/bus';
 import { createTestDatabase, type TestDatabase, needService, deleteBusObjects, RoleProcess } from '@orloj/common/test-support';
-import { busFor, insertJob, lines, publishBatch, until, type TestJob } from './support.js';
+import { busFor, insertLogJob, lines, publishBatch, until, type TestJob } from './support.js';
 
 const JOBS = 4;
 const BATCHES = 120; // per job
@@ -54,7 +54,7 @@ describe('log-ingest killed with SIGKILL mid-stream', function () {
 
   it('loses no acknowledged line and stores every line exactly once after a restart', async () => {
     const jobs: TestJob[] = [];
-    for (let j = 0; j < JOBS; j++) jobs.push(await insertJob(db.store));
+    for (let j = 0; j < JOBS; j++) jobs.push(await insertLogJob(db.store));
 
     await ingest.start();
 

@@ -7,7 +7,25 @@ import type { Subscription } from '@orloj/common/bus';
 import { Store } from '@orloj/common/store';
 import { describeEachEngine, needService, Inbox } from '@orloj/common/test-support';
 import { LogIngester, type LogIngesterOptions } from '../src/log-ingester.js';
-import { busFor, generateKeys, insertJob, lines, openBus, publishBatch, rowCount, storedLines, until, type TestJob } from './support.js';
+import { busFor, generateKeys, insertLogJob, lines, openBus, publishBatch, rowCount, storedLines, until, type TestJob } from './support.js';
+
+/**
+ * `store` whose first `n` transactions fail after their work (rolled back, as if the commit
+ * was lost) with `error()`; `failures` counts them.
+ */
+function failingCommits(store: Store, n: number, error: () => Error): { store: Store; failures: number } {
+  const flaky = { store: Object.create(store) as Store, failures: 0 };
+  flaky.store.transaction = (fn) =>
+    store.transaction(async (tx) => {
+      const result = await fn(tx);
+      if (flaky.failures < n) {
+        flaky.failures += 1;
+        throw error();
+      }
+      return result;
+    });
+  return flaky;
+}
 
 describeEachEngine('log-ingest', (db, engine) => {
   // SQLite with the in-process bus (the embedded default); PostgreSQL with RabbitMQ.
@@ -56,7 +74,7 @@ describeEachEngine('log-ingest', (db, engine) => {
   const batchesDone = (n: number) => until(async () => ingester!.metrics(), (m) => m.batches + m.orphaned >= n, `${n} batches applied`);
 
   it('stores a batch, counts its lines and broadcasts them for live tails', async () => {
-    const job = await insertJob(db().store);
+    const job = await insertLogJob(db().store);
     await startIngester();
     const sent = lines(0, 250);
     await publishBatch(runners, job, sent);
@@ -68,7 +86,7 @@ describeEachEngine('log-ingest', (db, engine) => {
   });
 
   it('keeps no line past the per-job cap (maxLinesPerJob), counting it, for a runner that does not cap', async () => {
-    const job = await insertJob(db().store);
+    const job = await insertLogJob(db().store);
     await startIngester({ maxLinesPerJob: 100 });
     await publishBatch(runners, job, lines(0, 150));
     await batchesDone(1);
@@ -78,7 +96,7 @@ describeEachEngine('log-ingest', (db, engine) => {
   });
 
   it('stores a batch packed by column (as runners send it) like the same lines one by one', async () => {
-    const job = await insertJob(db().store);
+    const job = await insertLogJob(db().store);
     await startIngester();
     const sent = lines(10, 14, (i) => `packed ${i}`);
     const columns = { first: 10, streams: sent.map((l) => (l.stream === 'stderr' ? 'e' : 'o')).join(''), messages: sent.map((l) => l.message), timestamps: sent.map((l) => l.timestamp) };
@@ -94,7 +112,7 @@ describeEachEngine('log-ingest', (db, engine) => {
   });
 
   it('writes nothing twice for a redelivered or overlapping batch, and never doubles or lowers the count', async () => {
-    const job = await insertJob(db().store);
+    const job = await insertLogJob(db().store);
     await startIngester();
     await publishBatch(runners, job, lines(100, 200));
     await publishBatch(runners, job, lines(100, 200)); // the same lines again (a runner's retry after a lost confirm)
@@ -110,47 +128,27 @@ describeEachEngine('log-ingest', (db, engine) => {
   });
 
   it('waits out a store that loses its connection and stores the batch exactly once', async () => {
-    const job = await insertJob(db().store);
+    const job = await insertLogJob(db().store);
     // A store whose first two transactions fail after writing (rolled back): as if the commit was lost.
     const store = db().store;
-    let failures = 0;
-    const flaky = Object.create(store) as Store;
-    flaky.transaction = (fn) =>
-      store.transaction(async (tx) => {
-        const result = await fn(tx);
-        if (failures < 2) {
-          failures += 1;
-          throw Object.assign(new Error('connection lost'), { code: 'ECONNRESET' });
-        }
-        return result;
-      });
-    await startIngester({ store: flaky });
+    const flaky = failingCommits(store, 2, () => Object.assign(new Error('connection lost'), { code: 'ECONNRESET' }));
+    await startIngester({ store: flaky.store });
     await publishBatch(runners, job, lines(0, 50));
     await batchesDone(1);
-    assert.equal(failures, 2);
+    assert.equal(flaky.failures, 2);
     assert.equal(ingester!.metrics().retries, 2);
     assert.equal(await rowCount(store, job.jobId), 50);
     assert.equal(await count(job), 50);
   });
 
   it('hands a batch that keeps failing back to the bus, and stores the redelivery exactly once', async () => {
-    const job = await insertJob(db().store);
+    const job = await insertLogJob(db().store);
     const store = db().store;
-    let failures = 0;
-    const flaky = Object.create(store) as Store;
-    flaky.transaction = (fn) =>
-      store.transaction(async (tx) => {
-        const result = await fn(tx);
-        if (failures < 1) {
-          failures += 1;
-          throw new Error('not a connection error: the commit "failed" after the rows were written');
-        }
-        return result;
-      });
-    await startIngester({ store: flaky, maxRetryMs: 0 });
+    const flaky = failingCommits(store, 1, () => new Error('not a connection error: the commit "failed" after the rows were written'));
+    await startIngester({ store: flaky.store, maxRetryMs: 0 });
     await publishBatch(runners, job, lines(0, 50));
     await batchesDone(1);
-    assert.equal(failures, 1);
+    assert.equal(flaky.failures, 1);
     assert.equal(await rowCount(store, job.jobId), 50);
     assert.equal(await count(job), 50);
     assert.equal((await live.next('the broadcast')).lines.length, 50);
@@ -159,7 +157,7 @@ describeEachEngine('log-ingest', (db, engine) => {
   });
 
   it('only counts the lines of a job without retention', async () => {
-    const job = await insertJob(db().store, { logRetention: false });
+    const job = await insertLogJob(db().store, { workflow: { logRetention: false } });
     await startIngester();
     // Count-only batches (what runners send), and the older full shape with retain: false.
     await publishBatch(runners, job, [], { retain: false, line_count: 500 });
@@ -168,14 +166,14 @@ describeEachEngine('log-ingest', (db, engine) => {
     await batchesDone(3);
     assert.equal(await rowCount(db().store, job.jobId), 0);
     assert.equal(await count(job), 600);
-    const retained = await insertJob(db().store);
+    const retained = await insertLogJob(db().store);
     await publishBatch(runners, retained, lines(0, 1));
     const message = await live.next('a live broadcast');
     assert.equal(message.job_id, retained.jobId, 'lines that were not retained were broadcast');
   });
 
   it('stores unicode, empty, 16 KiB and awkward lines exactly (NUL becomes U+FFFD)', async () => {
-    const job = await insertJob(db().store);
+    const job = await insertLogJob(db().store);
     await startIngester();
     const texts = [
       '',
@@ -197,8 +195,8 @@ describeEachEngine('log-ingest', (db, engine) => {
   });
 
   it('drops (acks) a batch for a job that no longer exists, without blocking later batches', async () => {
-    const gone = await insertJob(db().store);
-    const kept = await insertJob(db().store);
+    const gone = await insertLogJob(db().store);
+    const kept = await insertLogJob(db().store);
     await db().store.db.deleteFrom('workflows').where('id', '=', gone.workflowId).execute();
     await startIngester();
     await publishBatch(runners, gone, lines(0, 10));
@@ -211,7 +209,7 @@ describeEachEngine('log-ingest', (db, engine) => {
   });
 
   it('drops malformed batches and batches not signed by runners', async () => {
-    const job = await insertJob(db().store);
+    const job = await insertLogJob(db().store);
     await startIngester();
     await runners.publish(QUEUES.logs, MESSAGE_TYPES.logBatch, { job_id: job.jobId, attempt: 1, lines: 'nope' } as unknown as LogBatchMessage);
     await runners.publish(QUEUES.logs, MESSAGE_TYPES.logBatch, {
@@ -230,7 +228,7 @@ describeEachEngine('log-ingest', (db, engine) => {
   });
 
   it("broadcasts one attempt's batches in order, each attempt separately", async () => {
-    const job = await insertJob(db().store);
+    const job = await insertLogJob(db().store);
     await startIngester({ prefetch: 16 });
     const n = 40;
     for (let b = 0; b < n; b++) {
@@ -246,7 +244,7 @@ describeEachEngine('log-ingest', (db, engine) => {
   });
 
   it('merges batches of one attempt that queued up, storing each line once and broadcasting each batch in order', async () => {
-    const job = await insertJob(db().store);
+    const job = await insertLogJob(db().store);
     const n = 30;
     // Queued before the ingester starts: they arrive together and wait behind the first write.
     for (let b = 0; b < n; b++) await publishBatch(runners, job, lines(b * 20, b * 20 + 20));
@@ -262,7 +260,7 @@ describeEachEngine('log-ingest', (db, engine) => {
   });
 
   it('stores a large batch in chunks (over the SQLite parameter limit in one statement)', async () => {
-    const job = await insertJob(db().store);
+    const job = await insertLogJob(db().store);
     await startIngester();
     const sent = lines(0, 7_000, (i) => `chunked ${i}`);
     await publishBatch(runners, job, sent);

@@ -1,15 +1,12 @@
 import crypto from 'node:crypto';
 import { systemClock, type Clock } from '@orloj/common/core';
-import type { Workflow } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES, type LogBatchMessage, type LogLineMessage } from '@orloj/common/messages';
 import { roleBus, type ProducerRole, type RoleKeys, type SignedBus } from '@orloj/common/envelope';
 import { AmqpBus, createBus, type Bus } from '@orloj/common/bus';
 import type { Store } from '@orloj/common/store';
-import { generateKeys, insertLogJob, type LogJob } from '@orloj/common/test-support';
-export { until } from '@orloj/common/test-support';
-
-export { generateKeys };
+import type { LogJob } from '@orloj/common/test-support';
+export { generateKeys, insertLogJob, until } from '@orloj/common/test-support';
 
 /** The in-process bus, or RabbitMQ under a random prefix (deleted by close()). */
 export async function openBus(amqpUrl?: string): Promise<{ bus: Bus; prefix: string; close(): Promise<void> }> {
@@ -23,11 +20,6 @@ export function busFor(bus: Bus, role: ProducerRole, keys: RoleKeys, clock: Cloc
 }
 
 export type TestJob = LogJob;
-
-/** A user, a CONTAINER workflow retaining logs, and one job of it (the kit's insertLogJob). */
-export function insertJob(store: Store, overrides: Partial<Workflow> = {}): Promise<TestJob> {
-  return insertLogJob(store, { workflow: overrides });
-}
 
 export function lines(from: number, to: number, text: (i: number) => string = (i) => `line ${i}`): LogLineMessage[] {
   const out: LogLineMessage[] = [];

@@ -1,12 +1,12 @@
 import crypto from 'node:crypto';
 import { newId, systemClock, type Clock } from '@orloj/common/core';
-import { newJob, type Job, type JobReason, type Workflow } from '@orloj/common/domain';
+import { type Job, type JobReason, type Workflow } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { roleBus, type RoleKeys } from '@orloj/common/envelope';
 import { AmqpBus, createBus, type Bus } from '@orloj/common/bus';
 import { applyJobOutcome, createWorkflow, type Store } from '@orloj/common/store';
 import { Notifier } from '@orloj/notifier';
-import { workflowFixture, generateKeys, insertUser, until } from '@orloj/common/test-support';
+import { workflowFixture, generateKeys, insertJob, insertUser, until } from '@orloj/common/test-support';
 
 export { insertUser, until };
 
@@ -33,11 +33,10 @@ export interface JobEnd {
 /** A job of the workflow that ends as given, through the transition and applyJobOutcome (as the scheduler does). */
 export async function endJob(store: Store, w: Workflow, end: JobEnd, clock: Clock = systemClock): Promise<Job> {
   const now = clock.now();
-  const job = newJob(w, 'MANUAL', now, now);
   const started = end.ranMs !== undefined;
   // a job that never started ends from QUEUED (COMPLETED, FAILED) or PENDING (CANCELED)
   const from = started ? 'RUNNING' : end.status === 'CANCELED' ? 'PENDING' : 'QUEUED';
-  await store.jobs.insert({ ...job, status: from, attempts: started ? 1 : 0, startedAt: started ? now : null, requestId: end.requestId ?? null });
+  const job = await insertJob(store, w, from, { at: now, attempts: started ? 1 : 0, startedAt: started ? now : null, requestId: end.requestId ?? null });
   return store.transaction(async (tx) => {
     const ended = await tx.jobs.transition(job.id, end.status, now + (end.ranMs ?? 0), {
       completedAt: now + (end.ranMs ?? 0),

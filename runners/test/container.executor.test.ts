@@ -392,19 +392,18 @@ describe('ContainerExecutor against a real runtime', function () {
   });
 
   it('kills a container that overruns its time limit: TIME_LIMIT_EXCEEDED', async () => {
-    const t0 = Date.now();
-    const { result, out } = await run(spec(['sh', '-c', 'echo going to sleep; sleep 30'], { timeoutMs: 1000 }));
+    // Killed before its sleep ends: a kill that waited it out would print "woke".
+    const { result, out } = await run(spec(['sh', '-c', 'echo going to sleep; sleep 30; echo woke'], { timeoutMs: 1000 }));
     assert.equal(result.status, 'FAILED');
     assert.ok(result.status === 'FAILED');
     assert.deepEqual(result.reason, reasons.timeLimitExceeded(1000));
     assert.equal(result.reason.code, 'TIME_LIMIT_EXCEEDED');
     assert.deepEqual(out, ['going to sleep']);
-    assert.ok(Date.now() - t0 < 10_000, 'the container was not killed promptly');
   });
 
   it('returns CANCELED when the signal aborts a running container, keeping the lines so far', async () => {
     const controller = new AbortController();
-    const t0 = Date.now();
+    // Killed before its sleep ends: a kill that waited it out would print "never".
     const { result, out } = await run(spec(['sh', '-c', 'echo started; sleep 30; echo never']), {
       onLine: (l) => {
         if (l.message === 'started') controller.abort();
@@ -414,7 +413,6 @@ describe('ContainerExecutor against a real runtime', function () {
     assert.equal(result.status, 'CANCELED');
     assert.deepEqual(out, ['started']);
     assert.ok(result.containerId);
-    assert.ok(Date.now() - t0 < 10_000, 'the container was not killed promptly');
   });
 
   it('returns CANCELED without creating anything for an already aborted signal', async () => {

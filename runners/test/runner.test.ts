@@ -474,7 +474,7 @@ describe('runner role', () => {
       assert.match(h.runner.keyProblem!, /ORLOJ_SCHEDULER_PUBLIC_KEY/);
       const after = await h.runJob({ payload: heartbeat(target.url('/ok?after')) });
       // Absence takes some waiting: long enough for an in-process delivery many times over.
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, 500)); // ruling out a hand-out: an absence announces nothing
       assert.deepEqual(h.events.forJob(after.job_id), [], 'a runner that took itself out takes no more jobs');
     });
 

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { ManualClock, newId } from '@orloj/common/core';
-import { newJob, type Job, type Workflow } from '@orloj/common/domain';
+import type { Job, Workflow } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import type { Store } from '@orloj/common/store';
 import { RetentionSweeper, type RetentionConfig } from '@orloj/scheduler';
-import { describeEachEngine, workflowFixture } from '@orloj/common/test-support';
+import { describeEachEngine, insertJob, workflowFixture } from '@orloj/common/test-support';
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 10, 1);
@@ -23,8 +23,7 @@ const CONFIG: Partial<RetentionConfig> = {
 /** An ended job of `w` that ran `daysAgo` days before NOW, with its log lines and their count. */
 async function endedJob(store: Store, w: Workflow, daysAgo: number, status: Job['status'] = 'COMPLETED'): Promise<Job> {
   const at = NOW - daysAgo * DAY;
-  const job: Job = { ...newJob(w, 'AUTOMATIC', at, at), status, attempts: 1, startedAt: at, completedAt: at + 5_000, updatedAt: at + 5_000 };
-  assert.ok(await store.jobs.insert(job));
+  const job = await insertJob(store, w, status, { at, trigger: 'AUTOMATIC', startedAt: at, completedAt: at + 5_000, updatedAt: at + 5_000 });
   const lines = Array.from({ length: LINES_PER_JOB }, (_, i) => ({ sequence_num: i, stream: 'stdout' as const, message: `line ${i}`, timestamp: at + i }));
   await store.logs.insertBatch(job.id, 1, lines);
   await store.logs.recordCount({ jobId: job.id, attempt: 1, workflowId: w.id, userId: w.userId, lines: LINES_PER_JOB });
@@ -69,9 +68,7 @@ describeEachEngine('retention sweep', (db) => {
     for (let d = 60; d > 50; d--) jobs.middle!.push(await endedJob(store, daily, d, d % 3 ? 'COMPLETED' : 'CANCELED'));
     for (let d = 5; d > 0; d--) jobs.recent!.push(await endedJob(store, daily, d));
     // Never ended: whatever its age, it stays (the scheduler's recovery deals with it).
-    const at = NOW - 300 * DAY;
-    stuck = { ...newJob(daily, 'MANUAL', at, at), status: 'RUNNING', attempts: 1, startedAt: at };
-    assert.ok(await store.jobs.insert(stuck));
+    stuck = await insertJob(store, daily, 'RUNNING', { at: NOW - 300 * DAY });
     for (let d = 203; d > 200; d--) jobs.rare!.push(await endedJob(store, rare, d));
     for (let d = 208; d > 200; d--) jobs.stopped!.push(await endedJob(store, stopped, d));
     for (let i = 0; i < 7; i++) await notification(store, daily, 100 + i);

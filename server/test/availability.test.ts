@@ -9,8 +9,8 @@ import { request } from 'undici';
 import { sql } from 'kysely';
 import { newId } from '@orloj/common/core';
 import { openDatabase, Store, type DatabaseHandle } from '@orloj/common/store';
-import { stopChild } from '@orloj/common/test-support';
-import { insertJob, TestClient } from '@orloj/api/test-support';
+import { insertJob, stopChild } from '@orloj/common/test-support';
+import { TestClient } from '@orloj/api/test-support';
 import { OrlojProcess } from './support/orloj-process.js';
 
 /**
@@ -61,7 +61,7 @@ function ask() {
     res.on('end', () => {
       if (res.statusCode !== 200) { console.log('status ' + res.statusCode); process.exit(1); }
       console.log((performance.now() - started).toFixed(1));
-      setTimeout(ask, 10);
+      setTimeout(ask, 10); // paces the prober: one probe every 10 ms
     });
   }).on('error', (e) => { console.log('error ' + e.message); process.exit(1); });
 }
@@ -96,7 +96,7 @@ class LivezProbe {
     const target = this.times.length + n;
     while (this.times.length < target) {
       assert.equal(this.child.exitCode, null, 'the prober stopped');
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 5)); // poll interval: the answers arrive on a pipe from the prober
     }
   }
 
@@ -286,7 +286,7 @@ function one() {
     const s = net.connect({ port, host: '127.0.0.1' });
     let connected = false;
     // A connect the server's backlog keeps waiting counts as tried after 5 s.
-    const gaveUp = setTimeout(() => s.destroy(), 5000);
+    const gaveUp = setTimeout(() => s.destroy(), 5000); // gives up a connect the server's backlog holds (see above)
     s.on('connect', () => { clearTimeout(gaveUp); connected = true; open++; s.write('GET /livez HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n'); resolve(); });
     s.on('error', () => {});
     s.on('close', () => { clearTimeout(gaveUp); if (connected) { open--; report(); } resolve(); });
@@ -395,7 +395,7 @@ describe('availability under a connection flood: the embedded server [SQLite]', 
     // None is kept past HTTP_HEADERS_TIMEOUT (2 s here): the flood ends up holding nothing.
     for (let deadline = Date.now() + 60_000; floods.some((f) => f.open > 0); ) {
       assert.ok(Date.now() < deadline, `still open: ${floods.map((f) => f.open).join(', ')}`);
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 100)); // poll interval: the flood processes report on their pipes
     }
     assert.ok(probes > 0);
   });

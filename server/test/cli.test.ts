@@ -1,17 +1,13 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { tempDir } from '@orloj/common/test-support';
 import { parseRoles } from '@orloj/server';
 import { finish, orloj, waitForLine } from './support/cli.js';
 
 describe('orloj command', function () {
   this.timeout(60_000);
-  let dir: string;
-  beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-cli-'));
-  });
-  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir('orloj-cli-', { each: true });
 
   it('prints help with --help', async () => {
     const r = await finish(orloj(['--help'], {}));
@@ -21,7 +17,7 @@ describe('orloj command', function () {
   });
 
   it('migrates a new database and reports it up to date the second time', async () => {
-    const env = { DATA_DIR: dir };
+    const env = { DATA_DIR: dir() };
     const first = await finish(orloj(['migrate'], env));
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /applied: 0001-initial/);
@@ -30,7 +26,7 @@ describe('orloj command', function () {
   });
 
   it('refuses to start with invalid configuration, naming the variable', async () => {
-    const r = await finish(orloj(['start'], { DATA_DIR: dir, PORT: 'x', SERVER_SAME_SITE_MODE: 'Maybe' }));
+    const r = await finish(orloj(['start'], { DATA_DIR: dir(), PORT: 'x', SERVER_SAME_SITE_MODE: 'Maybe' }));
     assert.equal(r.code, 1);
     assert.match(r.stderr, /PORT must be an integer/);
     assert.match(r.stderr, /SERVER_SAME_SITE_MODE/);
@@ -38,19 +34,19 @@ describe('orloj command', function () {
   });
 
   it('refuses an unknown command and a role that does not exist', async () => {
-    assert.equal((await finish(orloj(['launch'], { DATA_DIR: dir }))).code, 2);
-    const r = await finish(orloj(['start', '--roles', 'api,nonsense'], { DATA_DIR: dir }));
+    assert.equal((await finish(orloj(['launch'], { DATA_DIR: dir() }))).code, 2);
+    const r = await finish(orloj(['start', '--roles', 'api,nonsense'], { DATA_DIR: dir() }));
     assert.equal(r.code, 1);
     assert.match(r.stderr, /unknown role "nonsense"/);
   });
 
   it('starts on the embedded default with no setup, serves requests, and drains on SIGTERM', async () => {
-    const child = orloj(['start'], { DATA_DIR: dir, PORT: '0' });
+    const child = orloj(['start'], { DATA_DIR: dir(), PORT: '0' });
     const exit = finish(child);
     await waitForLine(child, /orloj is running \(api, scheduler, runners, log-ingest, notifier\)/);
-    const secrets = JSON.parse(fs.readFileSync(path.join(dir, 'secrets.json'), 'utf8')) as Record<string, string>;
+    const secrets = JSON.parse(fs.readFileSync(path.join(dir(), 'secrets.json'), 'utf8')) as Record<string, string>;
     assert.ok(secrets.sessionSecret && secrets.csrfSecret);
-    assert.ok(fs.existsSync(path.join(dir, 'orloj.db')));
+    assert.ok(fs.existsSync(path.join(dir(), 'orloj.db')));
     child.kill('SIGTERM');
     const r = await exit;
     assert.equal(r.code, 0, JSON.stringify(r));
@@ -58,7 +54,7 @@ describe('orloj command', function () {
   });
 
   it('serves the API on the port it reports', async () => {
-    const child = orloj(['start', '--roles', 'api'], { DATA_DIR: dir, PORT: '0' });
+    const child = orloj(['start', '--roles', 'api'], { DATA_DIR: dir(), PORT: '0' });
     const exit = finish(child);
     const line = await waitForLine(child, /orloj is running \(api\) at http:\/\/localhost:\d+ \(listening on 127\.0\.0\.1:\d+\)/);
     const [, advertised, port] = /at http:\/\/localhost:(\d+) .*:(\d+)\)"/.exec(line)!.map(Number);
@@ -73,15 +69,11 @@ describe('orloj command', function () {
 
 describe('orloj invite and orloj user add: adding people to a closed installation', function () {
   this.timeout(120_000);
-  let dir: string;
-  beforeEach(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-cli-'));
-  });
-  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir('orloj-cli-', { each: true });
 
   /** `orloj start --roles api` with `env`; its base URL and a way to stop it. */
   async function api(env: Record<string, string>): Promise<{ base: string; stop: () => Promise<unknown> }> {
-    const child = orloj(['start', '--roles', 'api'], { DATA_DIR: dir, PORT: '0', ...env });
+    const child = orloj(['start', '--roles', 'api'], { DATA_DIR: dir(), PORT: '0', ...env });
     const exit = finish(child);
     const line = await waitForLine(child, /orloj is running/);
     const port = /listening on 127\.0\.0\.1:(\d+)/.exec(line)![1];
@@ -106,21 +98,21 @@ describe('orloj invite and orloj user add: adding people to a closed installatio
       const refused = await register(server.base, { email: 'second@example.com', password: 'battery staple' });
       assert.equal(refused.status, 403);
       assert.equal(((await refused.json()) as { code: string }).code, 'registration_closed');
-      const passwordFile = path.join(dir, 'password');
+      const passwordFile = path.join(dir(), 'password');
       fs.writeFileSync(passwordFile, 'battery staple\n', { mode: 0o600 });
-      const added = await finish(orloj(['user', 'add', 'Second@Example.com', '--password-file', passwordFile], { DATA_DIR: dir }));
+      const added = await finish(orloj(['user', 'add', 'Second@Example.com', '--password-file', passwordFile], { DATA_DIR: dir() }));
       assert.equal(added.code, 0, added.stderr);
       assert.match(added.stdout, /account created: second@example.com/);
       assert.equal((await login(server.base, 'second@example.com', 'battery staple')).status, 200);
       // Taken, and refused input, named on stderr.
-      const again = await finish(orloj(['user', 'add', 'second@example.com', '--password-file', passwordFile], { DATA_DIR: dir }));
+      const again = await finish(orloj(['user', 'add', 'second@example.com', '--password-file', passwordFile], { DATA_DIR: dir() }));
       assert.equal(again.code, 1);
       assert.match(again.stderr, /email is already registered/);
       fs.writeFileSync(passwordFile, 'short\n');
-      const short = await finish(orloj(['user', 'add', 'third@example.com', '--password-file', passwordFile], { DATA_DIR: dir }));
+      const short = await finish(orloj(['user', 'add', 'third@example.com', '--password-file', passwordFile], { DATA_DIR: dir() }));
       assert.equal(short.code, 1);
       assert.match(short.stderr, /password must be 8 to 128 characters/);
-      assert.equal((await finish(orloj(['user', 'add', 'x@example.com'], { DATA_DIR: dir }))).code, 2);
+      assert.equal((await finish(orloj(['user', 'add', 'x@example.com'], { DATA_DIR: dir() }))).code, 2);
     } finally {
       await server.stop();
     }
@@ -130,14 +122,14 @@ describe('orloj invite and orloj user add: adding people to a closed installatio
     const server = await api({ REGISTRATION: 'invitation', SERVER_HOST_URL: 'https://orloj.example.com' });
     try {
       assert.equal((await register(server.base, { email: 'first@example.com', password: 'correct horse' })).status, 201, 'the first account');
-      const minted = await finish(orloj(['invite', 'Guest@Example.com', '--expires', '2d'], { DATA_DIR: dir, SERVER_HOST_URL: 'https://orloj.example.com' }));
+      const minted = await finish(orloj(['invite', 'Guest@Example.com', '--expires', '2d'], { DATA_DIR: dir(), SERVER_HOST_URL: 'https://orloj.example.com' }));
       assert.equal(minted.code, 0, minted.stderr);
       const invitation = /^(\d+\.[A-Za-z0-9_-]{43})$/m.exec(minted.stdout)?.[1];
       assert.ok(invitation, minted.stdout);
       assert.match(minted.stdout, new RegExp(`sign-up link: https://orloj\\.example\\.com/signup\\?invitation=${invitation.replace('.', '\\.')}`));
       assert.equal((await register(server.base, { email: 'other@example.com', password: 'correct horse', invitation })).status, 403);
       assert.equal((await register(server.base, { email: 'guest@example.com', password: 'correct horse', invitation })).status, 201);
-      const tooLong = await finish(orloj(['invite', 'x@example.com', '--expires', '100d'], { DATA_DIR: dir }));
+      const tooLong = await finish(orloj(['invite', 'x@example.com', '--expires', '100d'], { DATA_DIR: dir() }));
       assert.equal(tooLong.code, 1);
       assert.match(tooLong.stderr, /--expires/);
     } finally {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { tempDir } from '@orloj/common/test-support';
 import { startOrloj, type RunningOrloj } from '../src/main.js';
 import { signalSection } from './support/operations-doc.js';
 
@@ -70,14 +71,10 @@ describe('embedded process: probes and metrics on the api port', function () {
 
 describe('a process without the api: probes and metrics on OPS_PORT', function () {
   this.timeout(60_000);
-  let dir: string;
-  before(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-ops-port-'));
-  });
-  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir('orloj-ops-port-');
 
   it('serves them on OPS_PORT, and refuses to start naming OPS_PORT when it is taken', async () => {
-    const runners = await startOrloj({ roles: ['runners'], env: { DATA_DIR: dir, OPS_PORT: '0', LOG_LEVEL: 'silent' } });
+    const runners = await startOrloj({ roles: ['runners'], env: { DATA_DIR: dir(), OPS_PORT: '0', LOG_LEVEL: 'silent' } });
     try {
       assert.equal(runners.port, undefined);
       const base = `http://127.0.0.1:${runners.opsPort}`;
@@ -86,7 +83,7 @@ describe('a process without the api: probes and metrics on OPS_PORT', function (
       assert.match(await (await fetch(`${base}/metrics`)).text(), /^orloj_runner_jobs_running 0$/m);
       assert.equal((await fetch(`${base}/api/workflows`)).status, 404);
       await assert.rejects(
-        startOrloj({ roles: ['runners'], env: { DATA_DIR: dir, OPS_PORT: String(runners.opsPort), LOG_LEVEL: 'silent' } }),
+        startOrloj({ roles: ['runners'], env: { DATA_DIR: dir(), OPS_PORT: String(runners.opsPort), LOG_LEVEL: 'silent' } }),
         /cannot listen on OPS_PORT \d+ at 127\.0\.0\.1 \(EADDRINUSE\)/,
       );
     } finally {

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { newId } from '@orloj/common/core';
 import { openDatabase, Store, type DatabaseHandle } from '@orloj/common/store';
+import { tempDir } from '@orloj/common/test-support';
 import { QUEUE_FLOOR } from '@orloj/scheduler';
 import { OrlojProcess } from './support/orloj-process.js';
 import { insertDueWorkflows, slowTarget } from './support/slow-target.js';
@@ -19,15 +20,10 @@ const WORKFLOWS = 30;
  */
 describe('recovery: a distributed process without its keys refuses to start', function () {
   this.timeout(120_000);
-  let dataDir: string;
-
-  before(() => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-keys-'));
-  });
-  after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const dataDir = tempDir('orloj-keys-');
 
   const run = async (roles: string, env: Record<string, string> = {}) => {
-    const p = new OrlojProcess(['--roles', roles], { DATA_DIR: dataDir, BUS_URL: 'amqp://127.0.0.1:1', DATABASE_URL: 'postgres://127.0.0.1:1/none', ...env });
+    const p = new OrlojProcess(['--roles', roles], { DATA_DIR: dataDir(), BUS_URL: 'amqp://127.0.0.1:1', DATABASE_URL: 'postgres://127.0.0.1:1/none', ...env });
     p.spawn();
     return { code: await p.exitCode(), output: p.output };
   };
@@ -37,7 +33,7 @@ describe('recovery: a distributed process without its keys refuses to start', fu
     assert.equal(code, 1, output);
     assert.match(output, /ORLOJ_RUNNERS_PRIVATE_KEY/);
     assert.match(output, /ORLOJ_SCHEDULER_PUBLIC_KEY/);
-    assert.equal(fs.existsSync(path.join(dataDir, 'keys')), false, 'made no keys of its own');
+    assert.equal(fs.existsSync(path.join(dataDir(), 'keys')), false, 'made no keys of its own');
   });
 
   it('a scheduler with only its own private key names the public keys it lacks', async () => {

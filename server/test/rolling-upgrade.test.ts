@@ -5,13 +5,13 @@ import os from 'node:os';
 import path from 'node:path';
 import amqp from 'amqplib';
 import { AcceleratedClock, newId } from '@orloj/common/core';
-import { domainEvents, newJob, type Job, type Workflow } from '@orloj/common/domain';
+import { domainEvents, type Job, type Workflow } from '@orloj/common/domain';
 import { ensureKeyDir, roleBus } from '@orloj/common/envelope';
 import { createBus, DEAD_LETTER_SUFFIX, type Bus } from '@orloj/common/bus';
 import { silentLogger } from '@orloj/common/logging';
 import { DOMAIN_EVENT_TTL_MS, LOG_BATCH_TTL_MS, MESSAGE_TYPES, QUEUES, TOPICS } from '@orloj/common/messages';
 import { terminateWorkflow } from '@orloj/common/store';
-import { createTestDatabase, deleteBusObjects, needService, RoleProcess, until, type TestDatabase } from '@orloj/common/test-support';
+import { createTestDatabase, deleteBusObjects, insertJob, needService, RoleProcess, until, type TestDatabase } from '@orloj/common/test-support';
 import { insertWorkflow } from '@orloj/notifier/test-support';
 import { SseReader, TestClient } from '@orloj/api/test-support';
 import { startTarget, type Target } from '../../scripts/harness/target.js';
@@ -320,8 +320,7 @@ describe('rolling upgrade: every replica of a distributed fleet replaced in turn
       updatedAt: now,
       nextDueAt: now + 365 * 24 * 3_600_000,
     });
-    const job: Job = { ...newJob(w, 'MANUAL', now, now), status: 'RUNNING', attempts: 1, queuedAt: now, runnerId: 'runner-elsewhere', leaseExpiresAt: now + 365 * 24 * 3_600_000, startedAt: now };
-    await db.store.jobs.insert(job);
+    const job = await insertJob(db.store, w, 'RUNNING', { at: now, containerId: null, runnerId: 'runner-elsewhere', leaseExpiresAt: now + 365 * 24 * 3_600_000, startedAt: now });
     const line = (n: number) => ({ sequence_num: n, stream: 'stdout' as const, message: `line ${n}`, timestamp: now + n });
 
     // log.live, both forms, to a live tail on an api replica.

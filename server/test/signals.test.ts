@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { newId } from '@orloj/common/core';
 import { openDatabase, Store } from '@orloj/common/store';
+import { until } from '@orloj/common/test-support';
 import { orloj, waitForLine } from './support/cli.js';
 import { insertDueWorkflows, slowTarget } from './support/slow-target.js';
 
@@ -12,7 +13,7 @@ import { insertDueWorkflows, slowTarget } from './support/slow-target.js';
 async function exitWithin(child: ReturnType<typeof orloj>, ms: number): Promise<number | null | undefined> {
   if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)));
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined))); // bounds the wait: the exit event comes first
   const exited = once(child, 'exit').then(([code]) => code as number | null);
   const result = await Promise.race([exited, timeout]);
   clearTimeout(timer);
@@ -63,18 +64,13 @@ describe('signals: a process whose output pipe is closed', function () {
       child = orloj(['start'], { DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info', RUNNER_ALLOW_TARGETS: '127.0.0.0/8', RUNNER_SHUTDOWN_GRACE: '10m', DOCKER_HOST: 'unix:///nonexistent.sock' });
       const line = await waitForLine(child, /orloj is running/);
       const port = Number(/listening on [^:]+:(\d+)/.exec(line)![1]);
-      for (let deadline = Date.now() + 60_000; !(await store.db.selectFrom('jobs').select('id').where('status', '=', 'RUNNING').executeTakeFirst()); ) {
-        assert.ok(Date.now() < deadline, 'the job never started');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await until(() => store.db.selectFrom('jobs').select('id').where('status', '=', 'RUNNING').executeTakeFirst(), (row) => row !== undefined, 'the job to start', 60_000, { everyMs: 100 });
       child.stdout!.destroy();
       child.stderr!.destroy();
       child.kill('SIGTERM');
       // The ordered shutdown closes the api first: once it refuses connections, the first signal was taken.
-      for (let deadline = Date.now() + 30_000; await fetch(`http://127.0.0.1:${port}/livez`).then(() => true, () => false); ) {
-        assert.ok(Date.now() < deadline, 'the api still answers 30 s after SIGTERM');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      const answers = () => fetch(`http://127.0.0.1:${port}/livez`).then(() => true, () => false);
+      await until(answers, (up) => !up, 'the api to refuse connections after SIGTERM', 30_000, { everyMs: 50 });
       assert.equal(await exitWithin(child, 1_000), undefined, 'the first SIGTERM waits for the running job');
       child.kill('SIGTERM');
       // "At once", allowing for a busy machine: the drain itself would take ten minutes.

@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { tempDir } from '@orloj/common/test-support';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const run = promisify(execFile);
@@ -22,17 +22,11 @@ interface Outcome {
 
 describe('the test gate', function () {
   this.timeout(120_000);
-  let dir: string;
-
-  before(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-gate-'));
-  });
-
-  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir('orloj-gate-');
 
   /** Runs mocha with the repository's config (as `npm test` does) on one spec; exit code and all output. */
   async function mocha(name: string, spec: string, env: Record<string, string> = {}): Promise<Outcome> {
-    const file = path.join(dir, name);
+    const file = path.join(dir(), name);
     fs.writeFileSync(file, spec);
     const args = [path.join(ROOT, 'node_modules/mocha/bin/mocha.js'), '--config', path.join(ROOT, '.mocharc.cjs'), file];
     const options = { cwd: ROOT, env: { PATH: process.env.PATH ?? '', REQUIRE_SERVICES: '1', ORLOJ_LEAK_GRACE_MS: '5000', ...env } };

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ensureKeyDir } from '@orloj/common/envelope';
-import { deleteBusObjects, RoleProcess, needService, createTestDatabase, type TestDatabase } from '@orloj/common/test-support';
+import { deleteBusObjects, RoleProcess, needService, createTestDatabase, until, type TestDatabase } from '@orloj/common/test-support';
 import { insertUser } from '@orloj/notifier/test-support';
 import { insertDueWorkflows } from './support/slow-target.js';
 import { probePort, probeUntil } from './support/role-fleet.js';
@@ -83,10 +83,9 @@ describe('a runner that cannot verify the scheduler takes itself out', function 
 
     // Two more rounds of every workflow's slots (a clock minute is 6 s here), all run by the good runner.
     const base = await completed();
-    for (const deadline = Date.now() + 120_000; (await completed()) < base + 2 * WORKFLOWS; ) {
-      assert.ok(Date.now() < deadline, `jobs stopped completing:\n${good.output.slice(-3000)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await until(completed, (n) => n >= base + 2 * WORKFLOWS, 'two more rounds of jobs completed by the good runner', 120_000, { everyMs: 200 }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${good.output.slice(-3000)}`);
+    });
     assert.equal((bad.output.match(REFUSAL) ?? []).length, refusedAtWithdrawal, 'the wrong-key runner took more jobs after taking itself out');
     assert.doesNotMatch(bad.output, /"msg":"[^"]*job (started|finished)/);
   });

@@ -1,7 +1,4 @@
 import assert from 'node:assert/strict';
-import { newId } from '@orloj/common/core';
-import { reasons, type Job } from '@orloj/common/domain';
-import type { Store } from '@orloj/common/store';
 import type { ApiHarness } from './harness.js';
 import { key, workflowBody } from './harness.js';
 import type { TestClient } from './client.js';
@@ -33,38 +30,6 @@ export async function heartbeatWorkflow(c: TestClient): Promise<string> {
   const res = await c.post('/workflows', workflowBody(), { headers: key() });
   assert.equal(res.status, 201, res.text);
   return res.json.id as string;
-}
-
-/** A job row as the scheduler and a runner leave it in `status`, on attempt `attempts`. */
-export async function insertJob(store: Store, workflowId: string, status: Job['status'], attempts = 1, completedAt?: number): Promise<Job> {
-  const w = await store.workflows.findById(workflowId);
-  assert.ok(w, 'workflow');
-  const at = Date.now() - 60_000;
-  const ended = status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELED';
-  const reason = status === 'FAILED' ? reasons.nonZeroExit(1) : status === 'CANCELED' ? reasons.workflowTerminated() : null;
-  const job: Job = {
-    id: newId(),
-    workflowId,
-    userId: w.userId,
-    generation: w.generation,
-    trigger: 'MANUAL',
-    status,
-    slotAt: at,
-    scheduledAt: at,
-    attempts: status === 'PENDING' ? 0 : attempts,
-    queuedAt: status === 'PENDING' ? null : at,
-    runnerId: null,
-    leaseExpiresAt: null,
-    containerId: status === 'PENDING' ? null : 'c0ffee',
-    startedAt: status === 'PENDING' || status === 'QUEUED' ? null : at + 1,
-    completedAt: ended ? (completedAt ?? at + 2) : null,
-    statusReasonCode: reason?.code ?? null,
-    statusReasonMessage: reason?.message ?? null,
-    createdAt: at,
-    updatedAt: at,
-  };
-  assert.ok(await store.jobs.insert(job));
-  return job;
 }
 
 /** Lines with the given messages, numbered from `from`, alternating streams unless told. */

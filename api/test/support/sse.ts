@@ -106,30 +106,25 @@ export class SseReader {
 
   /** Waits until `predicate` holds (checked on every chunk received), failing after `ms`. */
   async until(predicate: (r: SseReader) => boolean, what: string, ms = WAIT_MS): Promise<void> {
+    await this.waitFor(predicate, what, ms, true);
+  }
+
+  /** Waits for the server to end the stream. */
+  async closed(ms = WAIT_MS): Promise<void> {
+    await this.waitFor((r) => r.ended, 'the stream to end', ms, false);
+  }
+
+  /** Sleeps until a chunk arrives or the stream ends, until `done` holds; `failOnEnd`: an end before it fails. */
+  private async waitFor(done: (r: SseReader) => boolean, what: string, ms: number, failOnEnd: boolean): Promise<void> {
     const deadline = Date.now() + ms;
-    while (!predicate(this)) {
-      if (this.ended) throw new Error(`the stream ended while waiting for ${what}; events: ${this.describe()}`);
+    while (!done(this)) {
+      if (failOnEnd && this.ended) throw new Error(`the stream ended while waiting for ${what}; events: ${this.describe()}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`timed out after ${ms} ms waiting for ${what}; events: ${this.describe()}`);
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve);
-        timer = setTimeout(resolve, left);
-      });
-      clearTimeout(timer);
-    }
-  }
-
-  /** Waits for the server to end the stream. */
-  async closed(ms = WAIT_MS): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!this.ended) {
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out after ${ms} ms waiting for the stream to end; events: ${this.describe()}`);
-      let timer: NodeJS.Timeout | undefined;
-      await new Promise<void>((resolve) => {
-        this.waiters.push(resolve);
-        timer = setTimeout(resolve, left);
+        timer = setTimeout(resolve, left); // bounds the wait: a new event wakes it first
       });
       clearTimeout(timer);
     }

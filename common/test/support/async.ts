@@ -42,7 +42,7 @@ export async function within<T>(promise: Promise<T>, what: string, ms = 30_000):
     return await Promise.race([
       promise,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+        timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms); // bounds the wait: the promise settling is the event
       }),
     ]);
   } finally {

@@ -1,5 +1,5 @@
 import { newId } from '@orloj/common/core';
-import { newJob, newWorkflow, type Job, type Workflow } from '@orloj/common/domain';
+import { newJob, newWorkflow, reasons, type Job, type JobStatus, type Workflow } from '@orloj/common/domain';
 import type { Store } from '@orloj/common/store';
 
 /**
@@ -21,6 +21,48 @@ export async function insertUser(store: Store): Promise<string> {
   const id = newId();
   await store.users.insert({ id, email: `${id}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
   return id;
+}
+
+/** What a job fixture may set: `at`, when it was scheduled (a minute ago by default), and any field of the row. */
+export type JobFixtureOptions = Partial<Job> & { at?: number };
+
+/**
+ * A job row of `w` as the scheduler and a runner leave it in `status`: MANUAL, scheduled at
+ * `at`; on attempt 1 once queued (0 while PENDING), in container `c0ffee` and started at
+ * `at + 1` once past QUEUED, ended at `at + 2` with the reason a FAILED (by the workflow's kind)
+ * or CANCELED job carries. `options` override any field (`attempts`, `trigger`, `completedAt`, …).
+ */
+export function jobFixture(w: Workflow, status: JobStatus = 'PENDING', options: JobFixtureOptions = {}): Job {
+  const { at = Date.now() - 60_000, ...overrides } = options;
+  const ended = status === 'COMPLETED' || status === 'FAILED' || status === 'CANCELED';
+  const failure = w.kind === 'HEARTBEAT' ? reasons.unexpectedStatusCode(200, 500) : reasons.nonZeroExit(1);
+  const reason = status === 'FAILED' ? failure : status === 'CANCELED' ? reasons.workflowTerminated() : null;
+  const queued = status !== 'PENDING';
+  return {
+    ...newJob(w, 'MANUAL', at, at),
+    status,
+    attempts: queued ? 1 : 0,
+    queuedAt: queued ? at : null,
+    containerId: queued ? 'c0ffee' : null,
+    startedAt: queued && status !== 'QUEUED' ? at + 1 : null,
+    completedAt: ended ? at + 2 : null,
+    statusReasonCode: reason?.code ?? null,
+    statusReasonMessage: reason?.message ?? null,
+    ...overrides,
+  };
+}
+
+/**
+ * The test kit's one job factory: inserts `jobFixture(workflow, status, options)` (the
+ * workflow by record or by id) and returns the row. A test that needs the job's events
+ * goes through the store's transitions instead.
+ */
+export async function insertJob(store: Store, workflow: Workflow | string, status: JobStatus = 'PENDING', options: JobFixtureOptions = {}): Promise<Job> {
+  const w = typeof workflow === 'string' ? await store.workflows.findById(workflow) : workflow;
+  if (!w) throw new Error(`insertJob: no workflow ${String(workflow)}`);
+  const job = jobFixture(w, status, options);
+  if (!(await store.jobs.insert(job))) throw new Error(`insertJob: the store refused job ${job.id} (a second AUTOMATIC job of slot ${job.slotAt}, or a second QUEUED or RUNNING one of the workflow?)`);
+  return job;
 }
 
 export interface LogJob {
@@ -47,7 +89,6 @@ export async function insertLogJob(store: Store, overrides: { workflow?: Partial
     ...overrides.workflow,
   });
   await store.workflows.insert(w);
-  const job = { ...newJob(w, 'MANUAL', 0, 0), ...overrides.job };
-  await store.jobs.insert(job);
+  const job = await insertJob(store, w, 'PENDING', { at: 0, ...overrides.job });
   return { jobId: job.id, workflowId: w.id, userId };
 }

@@ -8,6 +8,8 @@ export * from './fixtures.js';
 export * from './forwarding-bus.js';
 export * from './json-lines.js';
 export * from './keys.js';
+export * from './logger.js';
 export * from './role-process.js';
 export * from './services.js';
 export * from './stores.js';
+export * from './temp-dir.js';

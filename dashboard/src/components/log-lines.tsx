@@ -158,6 +158,10 @@ export function useLogVirtualizer(box: { readonly current: HTMLDivElement | null
     overscan: 20,
     // Before the box is measured (and in jsdom, where nothing has a size) assume a screenful.
     initialRect: { width: 800, height: 600 },
+    // Its default flushes a re-render synchronously when a row's measured size changes, which
+    // React refuses while it is rendering (the row's ref measures during commit); a normal
+    // update is enough, and React batches it.
+    useFlushSync: false,
     ...(key ? { getItemKey: key } : {}),
   });
 }

@@ -169,7 +169,8 @@ describe('LogViewer', () => {
     expect(results.textContent).not.toContain(TOKEN);
   });
 
-  it('opens a search hit in context: the whole log around the hit, the hit marked', async () => {
+  /** A 900-line log whose line 700 is the one hit of a search for "needle", opened in context from the results. */
+  async function needleInContext() {
     const all = Array.from({ length: 900 }, (_, i) => logEntry(i, i === 700 ? 'the needle' : `line ${i}`));
     const { source } = fakeSource((filters) => (filters.q ? logPage([{ ...all[700]!, message: `the ${hl('needle')}` }], '', TOKEN) : logPage([])), all);
     const user = userEvent.setup();
@@ -178,6 +179,11 @@ describe('LogViewer', () => {
     await user.click(screen.getByRole('button', { name: 'Search' }));
     await screen.findByLabelText('Matching log lines');
     await user.click(screen.getByRole('button', { name: 'Show line 700 in context' }));
+    return { source, user };
+  }
+
+  it('opens a search hit in context: the whole log around the hit, the hit marked', async () => {
+    await needleInContext();
     const log = await screen.findByLabelText('Log');
     await waitFor(() => expect(log.querySelector('li[aria-current="true"]')?.textContent).toContain('the needle'));
     expect(within(log).getByText('line 699')).toBeTruthy();
@@ -185,14 +191,7 @@ describe('LogViewer', () => {
   });
 
   it('keeps the term of a search a hit was opened from, says so, and leads back to its results', async () => {
-    const all = Array.from({ length: 900 }, (_, i) => logEntry(i, i === 700 ? 'the needle' : `line ${i}`));
-    const { source } = fakeSource((filters) => (filters.q ? logPage([{ ...all[700]!, message: `the ${hl('needle')}` }], '', TOKEN) : logPage([])), all);
-    const user = userEvent.setup();
-    view(source);
-    await user.type(screen.getByLabelText('Search'), 'needle');
-    await user.click(screen.getByRole('button', { name: 'Search' }));
-    await screen.findByLabelText('Matching log lines');
-    await user.click(screen.getByRole('button', { name: 'Show line 700 in context' }));
+    const { source, user } = await needleInContext();
     await screen.findByLabelText('Log');
     // The box keeps the term, and the bar above the log says what it is: the search the hit came from.
     expect((screen.getByLabelText('Search') as HTMLInputElement).value).toBe('needle');

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { stopChild, until } from '@orloj/common/test-support';
+import { requireServices, services, stopChild, until } from '@orloj/common/test-support';
 import { OrlojProcess } from '@orloj/server/test-support';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -15,6 +15,31 @@ export const DASHBOARD_DIST = path.join(ROOT, 'dashboard/dist');
 export const SCREENSHOTS = path.join(ROOT, 'artifacts/screenshots');
 export const CHROMIUM = process.env.TEST_CHROMIUM || '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/** What a browser suite needs beyond Chromium and the dashboard build. */
+export interface BrowserNeeds {
+  /** The container runtime (TEST_DOCKER_HOST). */
+  docker?: boolean;
+  /** PostgreSQL and RabbitMQ (TEST_DATABASE_URL, TEST_AMQP_URL). */
+  postgresAndAmqp?: boolean;
+}
+
+/** What a browser suite needs that is missing, or undefined. */
+export function missingForBrowser(needs: BrowserNeeds = {}): string | undefined {
+  if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
+  if (needs.docker && !services.docker) return 'no container runtime (TEST_DOCKER_HOST)';
+  if (needs.postgresAndAmqp && (!services.postgres || !services.amqp)) return 'no PostgreSQL or RabbitMQ (TEST_DATABASE_URL, TEST_AMQP_URL)';
+  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
+  return undefined;
+}
+
+/** In a suite's `before`: skips the suite when something it needs is missing, or fails it where every service is required. */
+export function needBrowser(ctx: Mocha.Context, needs: BrowserNeeds = {}): void {
+  const why = missingForBrowser(needs);
+  if (!why) return;
+  if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
+  ctx.skip();
+}
 
 export interface RunningOrloj {
   child: ChildProcess;
@@ -51,6 +76,13 @@ export async function callApi(page: Page, base: string, method: 'GET' | 'POST', 
 /** Polls (no fixed sleep) until `done` holds of what `read` returns, for at most `wait` ms. */
 export function pollUntil<T>(wait: number, what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
   return until(read, done, what, wait, { everyMs: 200 });
+}
+
+/** Runs the workflow now through the page's session, and waits (up to `wait` ms) for the run to finish; the job as read last. */
+export async function runNow(page: Page, base: string, workflowId: string, wait: number): Promise<any> {
+  const { id } = (await callApi(page, base, 'POST', `/workflows/${workflowId}/jobs/schedule`)) as { id: string };
+  const job = () => callApi(page, base, 'GET', `/workflows/${workflowId}/jobs/${id}`);
+  return pollUntil(wait, 'the run to finish', job, (j) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(j.status));
 }
 
 /**

@@ -35,7 +35,7 @@ function runLogged(cmd: string, args: string[], timeout: number): Promise<void> 
     const keep = (b: Buffer) => (tail = (tail + b.toString()).slice(-6000));
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
-    const timer = setTimeout(() => child.kill('SIGTERM'), timeout);
+    const timer = setTimeout(() => child.kill('SIGTERM'), timeout); // bounds the command: its exit is the event
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);

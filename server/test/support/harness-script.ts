@@ -52,7 +52,7 @@ export class HarnessScript {
     const running = () => this.child.exitCode === null && this.child.signalCode === null;
     if (!running()) return;
     this.child.kill('SIGTERM');
-    await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, graceMs))]);
+    await Promise.race([this.exited, new Promise((resolve) => setTimeout(resolve, graceMs))]); // bounds the grace: the exit event comes first
     if (thenKill && running()) this.child.kill('SIGKILL');
   }
 }

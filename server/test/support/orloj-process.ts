@@ -52,7 +52,7 @@ export class OrlojProcess {
   async exitCode(timeoutMs = 60_000): Promise<number | null> {
     const c = this.child!;
     if (c.exitCode === null && c.signalCode === null) {
-      const timer = setTimeout(() => c.kill('SIGKILL'), timeoutMs);
+      const timer = setTimeout(() => c.kill('SIGKILL'), timeoutMs); // bounds the wait: the exit event comes first
       await once(c, 'exit');
       clearTimeout(timer);
     }
