@@ -12,6 +12,9 @@ export default mergeConfig(
       restoreMocks: true,
       // A focused test (.only) fails the run instead of hiding the rest (docs/testing.md, "A strict gate").
       allowOnly: false,
+      // Bounds, not assertions: the tests wait on what the page shows (findBy…), and CI's machine is
+      // busy (Vitest's 5 s ran out at a load of 19). Testing Library's waits get theirs in setup.ts.
+      testTimeout: 60_000,
     },
   }),
 );

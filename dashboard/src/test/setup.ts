@@ -1,9 +1,12 @@
 import { format } from 'node:util';
-import { cleanup } from '@testing-library/react';
+import { cleanup, configure } from '@testing-library/react';
 import { afterAll, afterEach } from 'vitest';
 import { installFakeApi } from './fake-api';
 
 installFakeApi();
+
+// findBy… and waitFor wait for what the page shows; 1 s (the default) runs out on a busy machine.
+configure({ asyncUtilTimeout: 15_000 });
 
 /**
  * React reports misuse (an update outside act, flushSync while rendering, a missing key, …)
