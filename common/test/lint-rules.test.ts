@@ -91,7 +91,7 @@ describe('lint rules of the repository', function () {
           { files: ['**/*.ts', '**/*.tsx'], languageOptions: { parser: tseslint.parser as Linter.Parser }, rules: { 'max-lines': ['error', config.MAX_LINES] } },
         ],
       });
-      assert.ok(config.OVER_CAP.length <= 4, 'the allow-list only shrinks');
+      assert.deepEqual(config.OVER_CAP, [], 'the allow-list is empty (issue 23): a file over the cap is split, not listed');
       for (const file of config.OVER_CAP) {
         const text = fs.readFileSync(path.join(root, file), 'utf8');
         const [counted] = await counting.lintText(text, { filePath: path.join(root, file) });

@@ -1,17 +1,17 @@
 /**
  * Runs one job attempt: a HEARTBEAT check over HTTP, or a CONTAINER job
  * (image policy, pull, leftovers of earlier runs removed, log lines capped
- * and sent to the log sink). Returns the Outcome; reporting it is the
- * runner's.
+ * and sent to the log sink). Returns the Outcome; settling and reporting
+ * it is the attempt's (attempt.ts).
  */
-import type { Cancellation } from '@orloj/common/core';
+import { onAbort, type AbortLike, type Cancellation } from '@orloj/common/core';
 import { parsePayload, reasons, type CheckResultMessage, type ContainerPayload } from '@orloj/common/domain';
 import type { Logger } from '@orloj/common/logging';
 import type { JobRunMessage } from '@orloj/common/messages';
 import { DEFAULT_MEMORY_MB, JOB_ID_LABEL, type ContainerExecutor, type ContainerRunSpec, type EnsureImageResult } from './executors/container.executor.js';
 import type { HttpCheckExecutor } from './executors/http-check.executor.js';
 import type { ImagePolicy } from './executors/image-policy.js';
-import { ABORTED, untilAborted, type Attempt, type Outcome } from './attempt.js';
+import type { AttemptContext, Outcome } from './attempt.js';
 import { ATTEMPT_LABEL, INSTALLATION_LABEL, RUNNER_ID_LABEL, WORKFLOW_ID_LABEL } from './container-labels.js';
 import type { LogSink } from './log-sink.js';
 import { LogCap } from './log-cap.js';
@@ -35,7 +35,7 @@ export class AttemptExecution {
     return this.deps.installationId === undefined ? {} : { [INSTALLATION_LABEL]: this.deps.installationId };
   }
 
-  async execute(attempt: Attempt): Promise<Outcome> {
+  async execute(attempt: AttemptContext): Promise<Outcome> {
     const { job, log, cancel } = attempt;
     if (attempt.problem !== undefined) {
       log.error({ problem: attempt.problem }, 'the job.run message is unusable');
@@ -69,7 +69,7 @@ export class AttemptExecution {
     return containers.ensureImage(image, { beforePull: decision.beforePull });
   }
 
-  private async runContainer(attempt: Attempt, payload: ContainerPayload, cancel: Cancellation): Promise<Outcome> {
+  private async runContainer(attempt: AttemptContext, payload: ContainerPayload, cancel: Cancellation): Promise<Outcome> {
     const { job } = attempt;
     const { containers, imagePolicy } = this.deps;
     if (!containers) return { status: 'FAILED', reason: reasons.runtimeUnavailable(), systemFailure: true };
@@ -97,7 +97,7 @@ export class AttemptExecution {
   }
 
   /** Runs the container, its lines numbered, capped and written to the log sink, which is closed in any case. */
-  private async runCapturing(attempt: Attempt, containers: ContainerExecutor, spec: ContainerRunSpec, cancel: Cancellation): Promise<Outcome> {
+  private async runCapturing(attempt: AttemptContext, containers: ContainerExecutor, spec: ContainerRunSpec, cancel: Cancellation): Promise<Outcome> {
     const { job } = attempt;
     const writer = this.deps.logSink.open({
       job_id: job.job_id,
@@ -162,5 +162,25 @@ export class AttemptExecution {
     } catch (err) {
       log.warn({ err, jobId: job.job_id }, 'could not look for leftover containers of this workflow');
     }
+  }
+}
+
+export const ABORTED = Symbol('aborted');
+
+/** The promise's value, or ABORTED as soon as the signal aborts (the work itself carries on unobserved). */
+export async function untilAborted<T>(promise: Promise<T>, signal: AbortLike): Promise<T | typeof ABORTED> {
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return ABORTED;
+  }
+  let stopListening: () => void = () => undefined;
+  const aborted = new Promise<typeof ABORTED>((resolve) => {
+    stopListening = onAbort(signal, () => resolve(ABORTED));
+  });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    stopListening();
+    promise.catch(() => undefined);
   }
 }

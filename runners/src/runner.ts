@@ -12,12 +12,12 @@
  * and job.finished, which is retried until the bus takes it.
  *
  * This file is the role itself: what it does with each inbound message
- * (job.run, job.stop, build.run) and how it starts and drains. One
- * attempt's state is attempt.ts, running it attempt-execution.ts, its
- * heartbeats and result attempt-reporting.ts; its options runner-options.ts.
+ * (job.run, job.stop, build.run), its slots, and how it starts and drains.
+ * One attempt's life, from job.started to job.finished, is attempt.ts
+ * (running it: attempt-execution.ts); the options are runner-options.ts.
  */
 import { setMaxListeners } from 'node:events';
-import { Cancellation, type Clock, nonNegativeInt, positiveInt, retryPolicies } from '@orloj/common/core';
+import { type Clock, nonNegativeInt, positiveInt, retryPolicies } from '@orloj/common/core';
 import { reasons, heartbeatInterval } from '@orloj/common/domain';
 import { lazyChild, type LazyLogger, type Logger } from '@orloj/common/logging';
 import {
@@ -33,13 +33,12 @@ import {
 import type { Envelope, SignedBus } from '@orloj/common/envelope';
 import type { Subscription } from '@orloj/common/bus';
 import type { ContainerExecutor } from './executors/container.executor.js';
-import { ABORTED, finishedMessage, settle, untilAborted, type Attempt, type Outcome } from './attempt.js';
-import { AttemptExecution } from './attempt-execution.js';
-import { AttemptReporting } from './attempt-reporting.js';
+import { attemptKey, JobAttempt, type AttemptDeps } from './attempt.js';
+import { ABORTED, AttemptExecution, untilAborted } from './attempt-execution.js';
 import { RUNNER_ID_LABEL } from './container-labels.js';
 import { ExpiringSet } from './expiring-set.js';
 import { discardingLogSink, type LogSink } from './log-sink.js';
-import { Semaphore, type Release } from './semaphore.js';
+import { Semaphore } from './semaphore.js';
 import {
   DEFAULT_ABORT_GRACE_MS,
   DEFAULT_BUILD_CONCURRENCY,
@@ -91,18 +90,17 @@ export class Runner {
   private readonly containers: ContainerExecutor | undefined;
   private readonly logSink: LogSink;
   private readonly execution: AttemptExecution;
-  private readonly reporting: AttemptReporting;
+  /** What every attempt shares (attempt.ts). */
+  private readonly attemptDeps: AttemptDeps;
   private readonly concurrency: number;
   private readonly buildConcurrency: number;
   private readonly heartbeatMs: number;
-  /** 0: job.started goes out before the attempt runs; else held back this long (RunnerOptions.startReportDelayMs). */
-  private readonly startReportDelayMs: number;
   private readonly shutdownGraceMs: number;
   private readonly abortGraceMs: number;
 
   private readonly slots: Semaphore;
   private readonly stoppedJobs: ExpiringSet;
-  private readonly attempts = new Map<string, Attempt>();
+  private readonly attempts = new Map<string, JobAttempt>();
   private readonly counts = { completed: 0, failed: 0, canceled: 0, dropped: 0, unreported: 0, logLines: 0 };
 
   /** Aborted by stop(): no new work is taken. */
@@ -135,7 +133,7 @@ export class Runner {
     const leaseTtlMs = positiveInt('leaseTtlMs', options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS);
     this.heartbeatMs = heartbeatInterval(leaseTtlMs);
     // Under half the heartbeat interval: job.started always goes out before the first heartbeat.
-    this.startReportDelayMs = Math.min(nonNegativeInt('startReportDelayMs', options.startReportDelayMs ?? 0), Math.floor(this.heartbeatMs / 2));
+    const startReportDelayMs = Math.min(nonNegativeInt('startReportDelayMs', options.startReportDelayMs ?? 0), Math.floor(this.heartbeatMs / 2));
     this.shutdownGraceMs = nonNegativeInt('shutdownGraceMs', options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
     this.abortGraceMs = nonNegativeInt('abortGraceMs', options.abortGraceMs ?? DEFAULT_ABORT_GRACE_MS);
     const retryInitialMs = positiveInt('resultRetry.initialMs', options.resultRetry?.initialMs ?? retryPolicies.resultPublish.initialMs);
@@ -156,15 +154,18 @@ export class Runner {
       logSink: this.logSink,
       counts: this.counts,
     });
-    this.reporting = new AttemptReporting({
+    this.attemptDeps = {
+      runnerId: this.runnerId,
       bus: this.bus,
       clock: this.clock,
-      runnerId: this.runnerId,
+      execution: this.execution,
       heartbeatMs: this.heartbeatMs,
+      startReportDelayMs,
       resultRetry: { ...retryPolicies.resultPublish, initialMs: retryInitialMs, maxMs: retryMaxMs },
+      handingBack: this.handingBack.signal,
       abandoning: this.abandoning.signal,
       counts: this.counts,
-    });
+    };
   }
 
   /**
@@ -271,10 +272,7 @@ export class Runner {
         );
       }
       this.handingBack.abort(new RunnerStoppingError());
-      for (const attempt of handedBack) {
-        attempt.handedBack = true;
-        attempt.cancel.abort();
-      }
+      for (const attempt of handedBack) attempt.handBack();
       if ((await this.raceClock(drained, this.abortGraceMs)) === 'timeout') {
         this.log.error(
           { jobs: [...this.attempts.keys()] },
@@ -306,51 +304,29 @@ export class Runner {
 
   private async onJobRun(envelope: Envelope<JobRunRead>): Promise<void> {
     const { problem, ...job } = envelope.body;
-    const key = `${job.job_id}:${job.attempt}`;
+    const key = attemptKey(job);
     const log = lazyChild(this.log, { jobId: job.job_id, workflowId: job.workflow_id, attempt: job.attempt });
     if (this.skip(job, key, log)) return;
 
     // Held unacked until a slot is free; stop() rejects the wait and the message goes back.
     const release = await this.slots.acquire(this.accepting.signal);
-    let attempt: Attempt | undefined;
-    try {
-      if (this.accepting.signal.aborted) throw new RunnerStoppingError();
-      if (this.skip(job, key, log)) {
-        release();
-        return;
-      }
-      let markDone!: () => void;
-      const done = new Promise<void>((resolve) => (markDone = resolve));
-      attempt = {
-        key,
-        job,
-        problem,
-        startedAt: this.clock.now(),
-        routine: envelope.req_id === undefined,
-        log,
-        cancel: new Cancellation(),
-        handedBack: false,
-        done,
-        markDone,
-      };
-      // Registered before job.started goes out, so a job.stop from now on reaches it.
-      this.attempts.set(key, attempt);
-      if (this.startReportDelayMs === 0) await this.reporting.start(attempt);
-    } catch (err) {
-      if (attempt) {
-        this.attempts.delete(key);
-        attempt.markDone();
-      }
+    if (this.accepting.signal.aborted) {
       release();
-      throw err; // redelivered: nothing ran
+      throw new RunnerStoppingError(); // redelivered: nothing ran
     }
-    if (this.handingBack.signal.aborted) {
-      attempt.handedBack = true;
-      attempt.cancel.abort();
+    if (this.skip(job, key, log)) {
+      release();
+      return;
     }
-    log[attempt.routine ? 'debug' : 'info']({ kind: job.kind }, 'job started');
-    // Returning acks the message; the attempt runs on in the background.
-    this.runAttempt(attempt, release).catch((err: unknown) => log.error({ err }, 'the job attempt crashed'));
+    const ended = () => {
+      this.attempts.delete(key);
+      release();
+    };
+    const attempt = new JobAttempt(this.attemptDeps, { job, problem, log, routine: envelope.req_id === undefined, ended });
+    // Registered before job.started goes out, so a job.stop from now on reaches it.
+    this.attempts.set(key, attempt);
+    // Returning acks the message; the attempt lives on in the background. A throw redelivers it: nothing ran.
+    await attempt.start();
   }
 
   /** True when the message must be dropped (acked without running). */
@@ -367,43 +343,6 @@ export class Runner {
     return false;
   }
 
-  private async runAttempt(attempt: Attempt, release: Release): Promise<void> {
-    const finished = new Cancellation();
-    const started = this.startReportDelayMs === 0 ? undefined : this.reporting.startDeferred(attempt, this.startReportDelayMs, finished);
-    const heartbeatsOff = new Cancellation();
-    const heartbeats = this.reporting.sendHeartbeats(attempt, heartbeatsOff);
-    let outcome: Outcome;
-    try {
-      outcome = await this.execution.execute(attempt);
-    } catch (err) {
-      attempt.log.error({ err }, 'the job attempt failed unexpectedly');
-      outcome = { status: 'FAILED', reason: reasons.failureUnavailable(), systemFailure: true };
-    } finally {
-      heartbeatsOff.abort();
-      await heartbeats;
-    }
-    const finishedAt = this.clock.now();
-    const settled = settle(attempt, outcome);
-    if (settled.status === 'COMPLETED') this.counts.completed += 1;
-    else if (settled.status === 'FAILED') this.counts.failed += 1;
-    else this.counts.canceled += 1;
-
-    const result = finishedMessage(attempt, this.runnerId, outcome, settled, finishedAt);
-    const level = attempt.routine && result.status === 'COMPLETED' ? 'debug' : 'info';
-    attempt.log[level]({ status: result.status, reason: result.reason?.code, systemFailure: result.system_failure }, 'job finished');
-    finished.abort();
-    await started;
-    try {
-      await this.reporting.report(attempt, result);
-    } finally {
-      // The slot is freed only once the result is out: the scheduler never sees
-      // more than `concurrency` started-but-unfinished attempts from one runner.
-      this.attempts.delete(attempt.key);
-      release();
-      attempt.markDone();
-    }
-  }
-
   // ---- job.stop -----------------------------------------------------------
 
   private onControl(stop: JobStopMessage): void {
@@ -413,9 +352,7 @@ export class Runner {
     for (const attempt of this.attempts.values()) {
       if (attempt.job.job_id !== stop.job_id) continue;
       if (stop.attempt !== undefined && attempt.job.attempt !== stop.attempt) continue;
-      attempt.stopReason ??= stop.reason;
-      attempt.cancel.abort();
-      attempt.log.info({ reason: stop.reason.code }, 'stopping the job');
+      attempt.stop(stop.reason);
     }
   }
 

@@ -1,59 +1,21 @@
 /**
  * The `jobs` table's SQL. Inserts, guarded state transitions (the
  * allowed moves come from domain/job-state.ts), leases, the scheduler's
- * dispatch and sweep queries and the health read-outs, with the
- * row-to-domain mapping; no lifecycle decisions are made here.
+ * dispatch and sweep queries; the row mapping is job-rows.ts, the health
+ * read-outs job-health.reads.ts. No lifecycle decisions are made here.
  */
-import { type Expression, type ExpressionBuilder, type Insertable, type Kysely, type Selectable, type SqlBool, type Updateable } from 'kysely';
+import { type Kysely, type Selectable, type Updateable } from 'kysely';
 import { openJobOf } from './open-jobs.js';
 import { unnestUpdate } from './unnest-update.js';
+import { onAttempts, PG_TYPES, toJob, toRow, transitionValues } from './job-rows.js';
+import { JobHealthReads } from './job-health.reads.js';
 import type { DialectHelpers } from '../dialect.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 import type { Database, JobsTable } from '../schema.js';
 import type { Job, JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js';
-import type { CheckFailure, CheckResult } from '../../domain/check.js';
 import { RECENT_RUNS, type OpenRun, type RunCounts, type RunSummary } from '../../domain/health.js';
 import { ALLOWED_FROM, CANCELED_WITH_WORKFLOW, LEASED_STATUS, type JobTransition, type TransitionFields, type TransitionGuard } from '../../domain/job-state.js';
 import type { KeysetPosition } from '../../core/cursor.js';
-
-export function toJob(r: Selectable<JobsTable>): Job {
-  return {
-    id: r.id,
-    workflowId: r.workflow_id,
-    userId: r.user_id,
-    generation: r.generation,
-    trigger: r.trigger,
-    status: r.status,
-    slotAt: r.slot_at,
-    scheduledAt: r.scheduled_at,
-    attempts: r.attempts,
-    queuedAt: r.queued_at,
-    runnerId: r.runner_id,
-    leaseExpiresAt: r.lease_expires_at,
-    containerId: r.container_id,
-    startedAt: r.started_at,
-    completedAt: r.completed_at,
-    statusReasonCode: r.status_reason_code as ReasonCode | null,
-    statusReasonMessage: r.status_reason_message,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    logTruncated: r.log_truncated === 1,
-    check: toCheck(r),
-    requestId: r.request_id ?? null,
-  };
-}
-
-type CheckColumns = Pick<Selectable<JobsTable>, 'check_status_code' | 'check_response_ms' | 'check_failure'>;
-
-function toCheck(r: CheckColumns): CheckResult | null {
-  return r.check_response_ms === null
-    ? null
-    : { statusCode: r.check_status_code, responseTimeMs: r.check_response_ms, failure: r.check_failure as CheckFailure | null };
-}
-
-function checkColumns(c: CheckResult | null): CheckColumns {
-  return { check_status_code: c?.statusCode ?? null, check_response_ms: c?.responseTimeMs ?? null, check_failure: c?.failure ?? null };
-}
 
 export interface JobListFilter {
   workflowId: string;
@@ -72,102 +34,6 @@ export interface JobLogAccess {
 
 const INSERT_CHUNK = 1_000;
 
-function toRow(job: Job): Insertable<JobsTable> {
-  return {
-    id: job.id,
-    workflow_id: job.workflowId,
-    user_id: job.userId,
-    generation: job.generation,
-    trigger: job.trigger,
-    status: job.status,
-    slot_at: job.slotAt,
-    scheduled_at: job.scheduledAt,
-    attempts: job.attempts,
-    queued_at: job.queuedAt,
-    runner_id: job.runnerId,
-    lease_expires_at: job.leaseExpiresAt,
-    stop_requested_at: null,
-    container_id: job.containerId,
-    started_at: job.startedAt,
-    completed_at: job.completedAt,
-    status_reason_code: job.statusReasonCode,
-    status_reason_message: job.statusReasonMessage,
-    created_at: job.createdAt,
-    updated_at: job.updatedAt,
-    ...checkColumns(job.check ?? null),
-    request_id: job.requestId ?? null,
-  };
-}
-
-/**
- * `(attempts = 1 and id in (…)) or (attempts = 2 and id in (…)) …`: one
- * condition for many (job, attempt) pairs that the primary key serves (a chain
- * of `(id = ? and attempts = ?) or …` is evaluated row by row instead).
- */
-function onAttempts(eb: ExpressionBuilder<Database, 'jobs'>, attempts: readonly { id: string; attempts: number }[]): Expression<SqlBool> {
-  const byAttempt = new Map<number, string[]>();
-  for (const a of attempts) {
-    const ids = byAttempt.get(a.attempts);
-    if (ids) ids.push(a.id);
-    else byAttempt.set(a.attempts, [a.id]);
-  }
-  return eb.or([...byAttempt].map(([n, ids]) => eb.and([eb('attempts', '=', n), eb('id', 'in', ids)])));
-}
-
-/** The columns a transition to `to` sets, and their values. */
-function transitionValues(to: JobStatus, now: number, fields: TransitionFields): Updateable<JobsTable> {
-  return {
-    status: to,
-    updated_at: now,
-    // a new attempt is not sent until the bus confirms it
-    ...(to === 'QUEUED' ? { dispatched_at: null } : {}),
-    ...(fields.attempts !== undefined ? { attempts: fields.attempts } : {}),
-    ...(fields.queuedAt !== undefined ? { queued_at: fields.queuedAt } : {}),
-    ...(fields.runnerId !== undefined ? { runner_id: fields.runnerId } : {}),
-    ...(fields.leaseExpiresAt !== undefined ? { lease_expires_at: fields.leaseExpiresAt } : {}),
-    ...(fields.containerId !== undefined ? { container_id: fields.containerId } : {}),
-    ...(fields.startedAt !== undefined ? { started_at: fields.startedAt } : {}),
-    ...(fields.check !== undefined ? checkColumns(fields.check) : {}),
-    ...(fields.completedAt !== undefined ? { completed_at: fields.completedAt } : {}),
-    ...(fields.logTruncated !== undefined ? { log_truncated: fields.logTruncated ? 1 : 0 } : {}),
-    ...(fields.reason !== undefined ? { status_reason_code: fields.reason?.code ?? null, status_reason_message: fields.reason?.message ?? null } : {}),
-  };
-}
-
-/**
- * PostgreSQL element types of the jobs columns (for applyMany's arrays). Every
- * column is listed, so a column added to JobsTable does not compile until its
- * type is here.
- */
-const PG_TYPES: Readonly<Record<keyof JobsTable, string>> = {
-  id: 'uuid',
-  workflow_id: 'uuid',
-  user_id: 'uuid',
-  generation: 'integer',
-  trigger: 'text',
-  status: 'text',
-  slot_at: 'bigint',
-  scheduled_at: 'bigint',
-  attempts: 'integer',
-  queued_at: 'bigint',
-  dispatched_at: 'bigint',
-  runner_id: 'text',
-  lease_expires_at: 'bigint',
-  stop_requested_at: 'bigint',
-  container_id: 'text',
-  started_at: 'bigint',
-  completed_at: 'bigint',
-  status_reason_code: 'text',
-  status_reason_message: 'text',
-  created_at: 'bigint',
-  updated_at: 'bigint',
-  log_truncated: 'integer',
-  check_status_code: 'integer',
-  check_response_ms: 'integer',
-  check_failure: 'text',
-  request_id: 'text',
-};
-
 /** One job's lifecycle move, for applyMany. */
 export interface JobMove {
   id: string;
@@ -175,11 +41,15 @@ export interface JobMove {
 }
 
 export class JobsRepo {
+  private readonly health: JobHealthReads;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly runner: ReadRunner,
     private readonly dialect: DialectHelpers,
-  ) {}
+  ) {
+    this.health = new JobHealthReads(db);
+  }
 
   /**
    * Inserts a job. For AUTOMATIC jobs the unique (workflow, slot) index makes a
@@ -614,7 +484,6 @@ export class JobsRepo {
     return rows.map(toJob);
   }
 
-  /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */
   /** How many jobs each of these users has handed to the runners (QUEUED or RUNNING); absent: none. */
   async activeCountsByUser(userIds: readonly string[]): Promise<Map<string, number>> {
     if (userIds.length === 0) return new Map();
@@ -628,6 +497,7 @@ export class JobsRepo {
     return new Map(rows.map((r) => [r.user_id, Number(r.n)]));
   }
 
+  /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */
   async workflowsWithOpenJobs(workflowIds: readonly string[]): Promise<Set<string>> {
     if (workflowIds.length === 0) return new Set();
     const rows = await this.db
@@ -658,94 +528,19 @@ export class JobsRepo {
     await this.db.updateTable('jobs').set({ stop_requested_at: now }).where('id', '=', id).execute();
   }
 
-  /**
-   * The latest finished runs of each workflow, newest first by slot, at most
-   * `perWorkflow` each: one query for a page of workflows (the dashboard's
-   * strip of recent runs), served by jobs_workflow_list_idx.
-   */
-  async recentRuns(workflowIds: readonly string[], perWorkflow = RECENT_RUNS): Promise<Map<string, RunSummary[]>> {
-    const out = new Map<string, RunSummary[]>();
-    if (workflowIds.length === 0) return out;
-    const rows = await this.db
-      .selectFrom((db) =>
-        db
-          .selectFrom('jobs')
-          .select((eb) => [
-            'id',
-            'workflow_id',
-            'status',
-            'scheduled_at',
-            'completed_at',
-            'check_status_code',
-            'check_response_ms',
-            'check_failure',
-            eb.fn.agg<number>('row_number').over((ob) => ob.partitionBy('workflow_id').orderBy('scheduled_at', 'desc').orderBy('id', 'desc')).as('rn'),
-          ])
-          .where('workflow_id', 'in', workflowIds)
-          .where('status', 'in', ['COMPLETED', 'FAILED', 'CANCELED'])
-          .as('r'),
-      )
-      .selectAll()
-      .where('rn', '<=', perWorkflow)
-      .orderBy('workflow_id')
-      .orderBy('rn')
-      .execute();
-    for (const r of rows) {
-      const run: RunSummary = {
-        jobId: r.id,
-        status: r.status as RunSummary['status'],
-        scheduledAt: Number(r.scheduled_at),
-        completedAt: r.completed_at === null ? null : Number(r.completed_at),
-        check: toCheck(r),
-      };
-      const list = out.get(r.workflow_id);
-      if (list) list.push(run);
-      else out.set(r.workflow_id, [run]);
-    }
-    return out;
+  /** The latest finished runs of each workflow, newest first, at most `perWorkflow` each (job-health.reads.ts). */
+  recentRuns(workflowIds: readonly string[], perWorkflow: number = RECENT_RUNS): Promise<Map<string, RunSummary[]>> {
+    return this.health.recentRuns(workflowIds, perWorkflow);
   }
 
-  /** Per workflow, its runs scheduled since `since` that finished, by outcome (uptime). */
-  async outcomeCounts(workflowIds: readonly string[], since: number): Promise<Map<string, RunCounts>> {
-    const out = new Map<string, RunCounts>();
-    if (workflowIds.length === 0) return out;
-    const rows = await this.db
-      .selectFrom('jobs')
-      .select((eb) => ['workflow_id', 'status', eb.fn.countAll<number | string>().as('n')])
-      .where('workflow_id', 'in', workflowIds)
-      .where('scheduled_at', '>=', since)
-      .where('status', 'in', ['COMPLETED', 'FAILED', 'CANCELED'])
-      .groupBy(['workflow_id', 'status'])
-      .execute();
-    for (const r of rows) {
-      const counts = out.get(r.workflow_id) ?? { completed: 0, failed: 0, canceled: 0 };
-      const n = Number(r.n);
-      if (r.status === 'COMPLETED') counts.completed = n;
-      else if (r.status === 'FAILED') counts.failed = n;
-      else counts.canceled = n;
-      out.set(r.workflow_id, counts);
-    }
-    return out;
+  /** Per workflow, its runs scheduled since `since` that finished, by outcome (job-health.reads.ts). */
+  outcomeCounts(workflowIds: readonly string[], since: number): Promise<Map<string, RunCounts>> {
+    return this.health.outcomeCounts(workflowIds, since);
   }
 
-  /** Per workflow, its jobs not yet finished. */
-  async openRuns(workflowIds: readonly string[]): Promise<Map<string, OpenRun[]>> {
-    const out = new Map<string, OpenRun[]>();
-    if (workflowIds.length === 0) return out;
-    const rows = await this.db
-      .selectFrom('jobs')
-      .select(['id', 'workflow_id', 'status', 'scheduled_at'])
-      .where('workflow_id', 'in', workflowIds)
-      .where('status', 'in', ['PENDING', 'QUEUED', 'RUNNING'])
-      .orderBy('scheduled_at')
-      .execute();
-    for (const r of rows) {
-      const run: OpenRun = { jobId: r.id, status: r.status as OpenRun['status'], scheduledAt: Number(r.scheduled_at) };
-      const list = out.get(r.workflow_id);
-      if (list) list.push(run);
-      else out.set(r.workflow_id, [run]);
-    }
-    return out;
+  /** Per workflow, its jobs not yet finished (job-health.reads.ts). */
+  openRuns(workflowIds: readonly string[]): Promise<Map<string, OpenRun[]>> {
+    return this.health.openRuns(workflowIds);
   }
 
   /**
