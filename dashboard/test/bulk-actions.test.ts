@@ -90,6 +90,14 @@ describe('dashboard: bulk actions on the workflow list, in a real browser', func
       await saveScreenshot(page, `51-${scheme}-bulk-terminate-confirm`);
       await page.keyboard.press('Escape');
       await page.getByRole('button', { name: 'Terminate' }).waitFor();
+      // A phone: compact rows with the checkbox at each card's corner, nothing wider than the screen.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.getByRole('checkbox', { name: 'Select bulk-1' }).waitFor();
+      const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+      assert.ok(overflow <= 0, `sideways scroll on a phone (${scheme}): ${overflow} px`);
+      for (const v of await axeViolations(page)) found.push(`phone (${scheme}): ${v}`);
+      await saveScreenshot(page, `52-phone-${scheme}-bulk`);
+      await page.setViewportSize({ width: 1440, height: 900 });
     }
     await page.emulateMedia({ colorScheme: 'light' });
     assert.deepEqual(found, []);
