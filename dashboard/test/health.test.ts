@@ -125,7 +125,7 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     const rows = table.locator('tbody tr');
     await table.getByRole('link', { name: 'healthy check' }).waitFor();
     assert.deepEqual(
-      (await rows.locator('td:nth-child(2) a').allTextContents()).slice(0, 2).sort(),
+      (await rows.locator('td[data-label="Name"] a').allTextContents()).slice(0, 2).sort(),
       ['doomed check', 'failing check'],
       'the two down workflows come first',
     );
@@ -189,7 +189,7 @@ describe('dashboard: workflows at a glance, in a real browser', function () {
     await table.getByRole('link', { name: 'healthy check' }).waitFor();
     assert.equal(await table.locator('tbody tr').count(), 3);
     await page.getByLabel('Order').selectOption('newest');
-    assert.deepEqual(await table.locator('tbody tr td:nth-child(2) a').allTextContents(), ['healthy check', 'failing check', 'doomed check']);
+    assert.deepEqual(await table.locator('tbody tr td[data-label="Name"] a').allTextContents(), ['healthy check', 'failing check', 'doomed check']);
   });
 
   it("shows a HEARTBEAT workflow's request, response-time chart and uptime, and each job's response", async () => {

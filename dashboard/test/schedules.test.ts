@@ -5,55 +5,26 @@
  * in light and dark.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { requireServices } from '@orloj/common/test-support';
+import type { Page } from 'playwright-core';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, callApi, pollUntil, saveScreenshot, startOrloj, tearDown, watchedPage, type RunningOrloj } from './support/orloj.js';
+import { browserSuite, pollUntil, saveScreenshot } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
 
 describe('dashboard: schedules, in a real browser', function () {
   this.timeout(6 * WAIT);
-  let orloj: RunningOrloj | undefined;
-  let dataDir: string | undefined;
-  let browser: Browser | undefined;
+  const suite = browserSuite('schedules', WAIT, { RATE_LIMIT_ENABLED: 'false' });
   let page: Page;
-  let base: string;
-  let target: http.Server | undefined;
   let endpoint: string;
-  const problems: string[] = [];
   let workflowId = '';
 
   const shot = (name: string) => saveScreenshot(page, name);
-  const api = (method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> => callApi(page, base, method, route, body);
+  const api = (method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> => suite.api(method, route, body);
 
-  before(async function () {
-    const why = !fs.existsSync(CHROMIUM) ? `no Chromium at ${CHROMIUM}` : !fs.existsSync(path.join(DASHBOARD_DIST, 'index.html')) ? 'the dashboard is not built (npm run build)' : undefined;
-    if (why) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
-      this.skip();
-    }
-    target = http.createServer((_req, res) => res.end('ok'));
-    await new Promise<void>((r) => target!.listen(0, '127.0.0.1', r));
-    endpoint = `http://127.0.0.1:${(target.address() as AddressInfo).port}/ok`;
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-schedules-'));
-    orloj = await startOrloj({ DATA_DIR: dataDir, DASHBOARD_DIR: DASHBOARD_DIST, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', RATE_LIMIT_ENABLED: 'false' });
-    base = `http://127.0.0.1:${orloj.port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    page = await watchedPage(browser, base, WAIT, problems, () => false);
+  before(async () => {
+    ({ page, endpoint } = suite);
     await api('POST', '/auth/register', { email: `schedules-${Date.now()}@example.com`, password: 'correct horse battery' });
   });
-
-  afterEach(function () {
-    if (problems.length) assert.fail(problems.splice(0).join('\n'));
-  });
-
-  after(() => tearDown({ browser, orloj, target, dataDir }));
 
   it('creates a cron workflow in a time zone, after previewing its next five runs there and in the viewer’s zone', async () => {
     await page.goto('/workflows/new');

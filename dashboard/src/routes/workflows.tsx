@@ -1,8 +1,9 @@
-import { useInfiniteQuery } from '@tanstack/react-query';
+import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, BUILD_STATUSES, call, isBuilding, WORKFLOW_KINDS, type BuildStatus, type Workflow, type WorkflowKind } from '../api/client';
 import { EmptyState, Spinner, StatusBadge } from '../components/badges';
+import { BulkActions, SelectAll } from '../components/bulk-actions';
 import { DataTable } from '../components/data-table';
 import { SelectField, TextField } from '../components/fields';
 import { attentionRank, HealthBadge, MissedMark, RelativeTime, RunStrip, Uptime } from '../components/health';
@@ -154,8 +155,8 @@ function AutoTerminatedCallout({ autoTerminated }: { autoTerminated: Workflow[] 
   );
 }
 
-/** One row per workflow: its state, name, recent runs and timings. */
-function WorkflowTable({ workflows }: { workflows: Workflow[] }) {
+/** One row per workflow: a checkbox to select it, its state, name, recent runs and timings. */
+function WorkflowTable({ workflows, selected, onToggle }: { workflows: Workflow[]; selected: ReadonlySet<string>; onToggle: (id: string) => void }) {
   return (
     <DataTable
       label="Workflows"
@@ -163,6 +164,10 @@ function WorkflowTable({ workflows }: { workflows: Workflow[] }) {
       rowKey={(w) => w.id}
       rowClass={(w) => (w.health ? `row-${w.health.state}` : '')}
       columns={[
+        {
+          header: 'Select',
+          cell: (w) => <input type="checkbox" aria-label={`Select ${w.name}`} checked={selected.has(w.id)} onChange={() => onToggle(w.id)} />,
+        },
         {
           header: 'State',
           cell: (w) => (
@@ -202,6 +207,16 @@ export function WorkflowsPage() {
   const { params } = filters;
   const { list, workflows, autoTerminated } = useWorkflowList(params);
   const filtered = FILTERS.some((f) => params.get(f));
+  const client = useQueryClient();
+  const [selectedIds, setSelectedIds] = useState<Set<string>>(() => new Set());
+  // Only what is on screen can be acted on: a workflow a filter hides is not in the selection.
+  const selected = workflows.filter((w) => selectedIds.has(w.id));
+  const toggle = (id: string) =>
+    setSelectedIds((old) => {
+      const next = new Set(old);
+      if (!next.delete(id)) next.add(id);
+      return next;
+    });
 
   return (
     <div>
@@ -232,7 +247,9 @@ export function WorkflowsPage() {
         )
       ) : (
         <div className="workflow-list">
-          <WorkflowTable workflows={workflows} />
+          <BulkActions selected={selected} onClear={() => setSelectedIds(new Set())} onFinished={() => void client.invalidateQueries({ queryKey: ['workflows'] })} />
+          <SelectAll workflows={workflows} selected={selectedIds} onChange={setSelectedIds} />
+          <WorkflowTable workflows={workflows} selected={selectedIds} onToggle={toggle} />
         </div>
       )}
       <LoadMore hasMore={list.hasNextPage} loading={list.isFetchingNextPage} onLoad={() => void list.fetchNextPage()} />

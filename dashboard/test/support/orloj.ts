@@ -3,9 +3,12 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { requireServices, services, stopChild, until } from '@orloj/common/test-support';
 import { OrlojProcess } from '@orloj/server/test-support';
 
@@ -133,4 +136,45 @@ export async function tearDown(parts: { browser?: Browser; orloj?: RunningOrloj;
   await stopOrloj(parts.orloj);
   parts.target?.close();
   if (parts.dataDir) fs.rmSync(parts.dataDir, { recursive: true, force: true });
+}
+
+/** The parts of a browser suite that `browserSuite` starts; read them in tests and in the suite's own hooks. */
+export interface BrowserSuite {
+  page: Page;
+  /** The server's origin, `http://127.0.0.1:<port>`. */
+  base: string;
+  /** A local HTTP target answering 200 `ok`, for HTTP checks (RUNNER_ALLOW_TARGETS covers it). */
+  endpoint: string;
+  /** What the watched page reported; a test that expects some removes them before its end. */
+  problems: string[];
+  /** `callApi` through the page's session. */
+  api: (method: 'GET' | 'POST', route: string, body?: unknown) => Promise<any>;
+}
+
+/**
+ * Registers, in the calling describe, the hooks most browser suites repeat: in
+ * `before`, a local target, `orloj start` on a fresh data folder (`env` added),
+ * Chromium and a watched page; after each test, a failure for what the page
+ * reported; in `after`, the teardown. The suite's own `before` runs after it.
+ */
+export function browserSuite(name: string, wait: number, env: Record<string, string> = {}): BrowserSuite {
+  const suite = { problems: [] as string[] } as BrowserSuite;
+  const parts: { orloj?: RunningOrloj; dataDir?: string; browser?: Browser; target?: http.Server } = {};
+  suite.api = (method, route, body) => callApi(suite.page, suite.base, method, route, body);
+  before(async function () {
+    needBrowser(this);
+    parts.target = http.createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((r) => parts.target!.listen(0, '127.0.0.1', r));
+    suite.endpoint = `http://127.0.0.1:${(parts.target.address() as AddressInfo).port}/ok`;
+    parts.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `orloj-dashboard-${name}-`));
+    parts.orloj = await startOrloj({ DATA_DIR: parts.dataDir, DASHBOARD_DIR: DASHBOARD_DIST, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', ...env });
+    suite.base = `http://127.0.0.1:${parts.orloj.port}`;
+    parts.browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    suite.page = await watchedPage(parts.browser, suite.base, wait, suite.problems);
+  });
+  afterEach(function () {
+    if (suite.problems.length) assert.fail(suite.problems.splice(0).join('\n'));
+  });
+  after(() => tearDown(parts));
+  return suite;
 }
