@@ -1,15 +1,22 @@
 /** The fewest jobs the hand-out keeps waiting for the runners, whatever they took lately. */
 export const QUEUE_FLOOR = 4;
-/** The hand-out keeps about this much (real time: the runners' work takes real time whatever the scheduler's clock) of the runners' recent work waiting for them. */
-const DEPTH_WINDOW_MS = 1_000;
+/**
+ * The hand-out keeps about this much (real time: the runners' work takes real
+ * time whatever the scheduler's clock) of the runners' recent work waiting for
+ * them. It must be longer than a job takes from the hand-out to its start being
+ * applied (the bus, the runner, its job.started, a scheduler's batch): a job
+ * still on that way counts as waiting, and with a shorter window the room would
+ * shrink pass after pass on a busy fleet (CI: 5 jobs a second where 30 were due).
+ */
+const DEPTH_WINDOW_MS = 5_000;
 /** A job handed out and not started for this long (real time: the runners' work takes real time whatever the scheduler's clock) no longer holds room: it is stuck, not waiting for a slot. */
 const STUCK_AFTER_MS = 60_000;
 
 /**
  * How many more jobs the leader may hand out now (docs/adr/0014-work-conserving-fair-hand-out.md).
  *
- * The queue is kept about one second deep: as many of the jobs this leader
- * handed out may wait unstarted as the runners started in the last second,
+ * The queue is kept about five seconds deep: as many of the jobs this leader
+ * handed out may wait unstarted as the runners started in the last five seconds,
  * and at least `floor`. A runner that frees a slot finds the next job waiting
  * (no slot idles while work waits), yet nothing queues far ahead of the
  * runners, so the order in which users' jobs run stays the hand-out's fair

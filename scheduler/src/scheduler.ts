@@ -101,7 +101,7 @@ export interface SchedulerDeps {
   replicaId?: string;
   /**
    * The time runners' work takes: real time (the default), even when `clock`
-   * runs faster, for the hand-out keeps about a second of the runners' work
+   * runs faster, for the hand-out keeps a few seconds of the runners' work
    * waiting (queue-room.ts). Tests whose fake runners play jobs on a manual
    * clock pass that clock.
    */

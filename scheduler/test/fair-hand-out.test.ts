@@ -10,7 +10,7 @@ import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 const MINUTE = 60_000;
 /** The runners the test plays: four slots, as RUNNER_CONCURRENCY's default. */
 const SLOTS = 4;
-/** Each job the test's runners take "lasts" this long on the manual clock, so the hand-out's one-second depth is measured in jobs, not in the machine's speed. */
+/** Each job the test's runners take "lasts" this long on the manual clock, so the hand-out's five-second depth is measured in jobs, not in the machine's speed. */
 const JOB_MS = 2_000;
 /** Generous for a loaded machine: each wait is for events applied, never for time to pass. */
 const WAIT_MS = 30_000;

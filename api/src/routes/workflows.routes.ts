@@ -84,7 +84,7 @@ function readCreateWithPayload(raw: unknown, limits: ContainerLimits): CreateWor
   try {
     return readCreate(raw);
   } catch (thrown) {
-    if (!(thrown instanceof OrlojError) || thrown.code !== 'validation_failed' || !thrown.fields || typeof raw !== 'object' || raw === null) throw thrown;
+    if (!(thrown instanceof OrlojError) || thrown.code !== 'validation_failed' || !thrown.fields || typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw thrown;
     const { kind, payload, log_retention: logRetention, interval, cron } = raw as Record<string, unknown>;
     // interval is required unless cron is set (readSchedule): named with the schema's findings
     const err = interval === undefined && typeof cron !== 'string' ? validationError([...thrown.fields, { field: 'interval', message: 'is required unless cron is set' }]) : thrown;

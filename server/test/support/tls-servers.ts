@@ -177,6 +177,8 @@ export interface Postgres {
   url(user: string): string;
   /** Runs SQL in the orloj database as the superuser (local socket); its output, unaligned. */
   psql(sql: string): Promise<string>;
+  /** The logins the server accepted so far, from its log. */
+  loggedIn(): { user: string; database: string }[];
   stop(): Promise<void>;
 }
 
@@ -209,7 +211,7 @@ export async function startPostgres(ctx: Mocha.Context, dir: string, certs: stri
   const tlsConf = fs.readFileSync(path.join(deployDir, 'postgres', 'postgresql.tls.conf'), 'utf8').replaceAll('/etc/postgresql/tls/', `${tls}/`);
   fs.appendFileSync(
     path.join(data, 'postgresql.conf'),
-    `\n${tlsConf}\nport = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${socketDir}'\nfsync = off\nmax_connections = 60\n`,
+    `\n${tlsConf}\nport = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${socketDir}'\nfsync = off\nmax_connections = 60\nlog_connections = on\n`,
   );
   const pgCtl = path.join(bin, 'pg_ctl');
   await asPostgres(pgCtl, ['-D', data, '-l', path.join(data, 'server.log'), '-w', '-t', '60', 'start']);
@@ -224,5 +226,7 @@ export async function startPostgres(ctx: Mocha.Context, dir: string, certs: stri
     await stop();
     throw err;
   }
-  return { url: (user) => `postgres://${encodeURIComponent(user)}@localhost:${port}/orloj`, psql: (sql) => psql('orloj', ['-Atc', sql]), stop };
+  // Every login the server accepted (log_connections): a pool that closed its idle connections still shows.
+  const loggedIn = () => [...fs.readFileSync(path.join(data, 'server.log'), 'utf8').matchAll(/connection authorized: user=(\S+) database=(\S+)/g)].map((m) => ({ user: m[1]!, database: m[2]! }));
+  return { url: (user) => `postgres://${encodeURIComponent(user)}@localhost:${port}/orloj`, psql: (sql) => psql('orloj', ['-Atc', sql]), loggedIn, stop };
 }
