@@ -38,6 +38,7 @@ const workflow = (id: string): WorkflowRow => ({
   alert_after_failures: 1,
   recover_after_successes: 1,
   alert_down: 0,
+  attention: 3,
 });
 
 /** The job of slot k of workflow `w`: created 100 ms into its slot, ran 5 s. */

@@ -5,6 +5,7 @@ import {
   FAILURE_LIMIT_MIN,
   ALERT_POLICY_MIN,
   ALERT_POLICY_MAX,
+  ATTENTION_STATES,
   HEALTH_STATES,
   INTERVAL_MAX,
   INTERVAL_MIN,
@@ -184,6 +185,26 @@ export const workflowSchema = named('Workflow', {
       maximum: ALERT_POLICY_MAX,
       description: 'Alert policy: a down workflow is up again (its incident closes) after this many consecutive completed runs. Default 1. An addition to the contract.',
     },
+    attention: {
+      enum: [...ATTENTION_STATES],
+      description: 'How much the workflow needs attention, by its alert policy as the bell (docs/api.md, "Attention"); what sort=attention orders by. An addition to the contract.',
+    },
+  },
+  additionalProperties: false,
+} as const);
+
+export const attentionSummarySchema = named('AttentionSummary', {
+  type: 'object',
+  required: ['attention', 'total'],
+  properties: {
+    attention: {
+      type: 'object',
+      description: 'Workflows per attention state.',
+      required: [...ATTENTION_STATES],
+      properties: Object.fromEntries(ATTENTION_STATES.map((s) => [s, { type: 'integer', minimum: 0 }])) as Record<(typeof ATTENTION_STATES)[number], { type: 'integer'; minimum: 0 }>,
+      additionalProperties: false,
+    },
+    total: { type: 'integer', minimum: 0, description: 'All of the user\'s workflows, terminated ones included.' },
   },
   additionalProperties: false,
 } as const);

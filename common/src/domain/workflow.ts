@@ -120,6 +120,7 @@ export type WorkflowSummary = Pick<
   | 'buildError'
   | 'alertAfterFailures'
   | 'recoverAfterSuccesses'
+  | 'alertDown'
 >;
 
 export interface HeartbeatPayload {

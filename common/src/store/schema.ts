@@ -1,4 +1,4 @@
-import type { Generated, Selectable } from 'kysely';
+import type { Generated, GeneratedAlways, Selectable } from 'kysely';
 
 /**
  * Table shapes as both engines store them. Timestamps are integer epoch
@@ -56,6 +56,8 @@ export interface WorkflowsTable {
   recover_after_successes: Generated<number>;
   /** 1 while down by that policy. */
   alert_down: Generated<number>;
+  /** Migration 0019: generated from the columns above (domain/attention.ts); never written. */
+  attention: GeneratedAlways<number>;
 }
 
 export interface JobsTable {

@@ -16,6 +16,7 @@ import * as m0014 from './0014-job-request-id.js';
 import * as m0015 from './0015-notification-state-changes.js';
 import * as m0016 from './0016-user-workflow-counts.js';
 import * as m0018 from './0018-incidents.js';
+import * as m0019 from './0019-workflow-attention.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0015-notification-state-changes': m0015,
   '0016-user-workflow-counts': m0016,
   '0018-incidents': m0018,
+  '0019-workflow-attention': m0019,
 };
 
 /** The names of the migrations this build knows, in application order. */
