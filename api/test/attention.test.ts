@@ -47,15 +47,17 @@ describeApi('workflow attention', (h) => {
     await set(ids['degraded']!, { consecutive_job_failures_count: 1 });
     await set(ids['down-policy']!, { alert_down: 1 });
     assert.equal((await c.patch(`/workflows/${ids['gone']}`)).status, 204);
+    ids['stopped'] = await create(c, 'stopped');
+    await set(ids['stopped']!, { build_status: 'COMPLETED', terminated_at: Date.now(), consecutive_job_failures_count: 3 });
 
     const all = await c.get('/workflows?sort=attention&include_terminated=true&limit=100');
     assert.equal(all.status, 200, all.text);
     conforms('WorkflowPage', all.json);
-    const order = ['down-policy', 'down-build', 'degraded', 'building', 'healthy-new', 'healthy-old', 'gone'];
+    const order = ['stopped', 'down-policy', 'down-build', 'degraded', 'building', 'healthy-new', 'healthy-old', 'gone'];
     assert.deepEqual(names(all.json), order, 'by attention, newest first within a state');
     assert.deepEqual(
       all.json.workflows.map((w: { attention: string }) => w.attention),
-      ['down', 'down', 'degraded', 'building', 'healthy', 'healthy', 'terminated'],
+      ['down', 'down', 'down', 'degraded', 'building', 'healthy', 'healthy', 'terminated'],
     );
 
     const paged: string[] = [];
@@ -74,13 +76,14 @@ describeApi('workflow attention', (h) => {
     assert.equal(foreign.json.errors[0].field, 'cursor');
 
     const down = await c.get('/workflows?attention=down&include=health');
-    assert.deepEqual(names(down.json).sort(), ['down-build', 'down-policy']);
+    assert.deepEqual(names(down.json).sort(), ['down-build', 'down-policy'], 'active ones only, by default');
     assert.deepEqual(down.json.workflows.map((w: { health: { state: string } }) => w.health.state), ['down', 'down']);
+    assert.equal((await c.get('/workflows?attention=down&include_terminated=true')).json.workflows[0].name, 'stopped', 'terminated by the failure limit: down');
 
     const summary = await c.get('/workflow-summary');
     assert.equal(summary.status, 200, summary.text);
     conforms('AttentionSummary', summary.json);
-    assert.deepEqual(summary.json, { attention: { down: 2, degraded: 1, building: 1, healthy: 2, terminated: 1 }, total: 7 });
+    assert.deepEqual(summary.json, { attention: { down: 3, degraded: 1, building: 1, healthy: 2, terminated: 1 }, total: 8 });
 
     const other = await h().user();
     assert.deepEqual((await other.get('/workflow-summary')).json.total, 0, 'only the user\'s own');

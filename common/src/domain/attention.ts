@@ -8,11 +8,12 @@ import type { WorkflowSummary } from './workflow.js';
  * - `down`: its build failed or was canceled, or it is down by its alert
  *   policy (`alert_after_failures` failed runs in a row; up again after
  *   `recover_after_successes` completed ones), the state the bell announced;
+ *   or the failure limit terminated it (until its owner updates or deletes it);
  * - `degraded`: its latest run failed, but not (yet) enough runs for the policy to call it down;
  * - `building`: its build is queued or running;
  * - `healthy`: every other active workflow (up, pending, or late: lateness moves
  *   with time and is read by `include=health`);
- * - `terminated`: terminated, by its owner or by the failure limit.
+ * - `terminated`: terminated by its owner.
  *
  * The store keeps the same rule as a generated, indexed column
  * (migration 0019, `workflows.attention` = the index in this list), so the list
@@ -21,10 +22,10 @@ import type { WorkflowSummary } from './workflow.js';
 export const ATTENTION_STATES = ['down', 'degraded', 'building', 'healthy', 'terminated'] as const;
 export type AttentionState = (typeof ATTENTION_STATES)[number];
 
-type AttentionInput = Pick<WorkflowSummary, 'terminatedAt' | 'buildStatus' | 'alertDown' | 'consecutiveJobFailuresCount'>;
+type AttentionInput = Pick<WorkflowSummary, 'terminatedAt' | 'buildStatus' | 'alertDown' | 'consecutiveJobFailuresCount' | 'maxConsecutiveJobFailuresAllowed'>;
 
 export function attentionOf(w: AttentionInput): AttentionState {
-  if (w.terminatedAt !== null) return 'terminated';
+  if (w.terminatedAt !== null) return w.consecutiveJobFailuresCount >= w.maxConsecutiveJobFailuresAllowed ? 'down' : 'terminated';
   if (w.buildStatus === 'FAILED' || w.buildStatus === 'CANCELED' || w.alertDown) return 'down';
   if (w.consecutiveJobFailuresCount > 0) return 'degraded';
   if (w.buildStatus === 'QUEUED' || w.buildStatus === 'STARTED') return 'building';

@@ -6,11 +6,12 @@ import type { DialectHelpers } from '../dialect.js';
  * workflow needs its owner's eyes, as a small rank the list sorts, filters and
  * counts by over all of a user's workflows (domain/attention.ts):
  *
- *   0 down       its build failed or was canceled, or it is down by its alert policy (`alert_down`)
+ *   0 down       its build failed or was canceled, it is down by its alert policy (`alert_down`),
+ *                or the failure limit terminated it (until its owner acts on it)
  *   1 degraded   its latest run(s) failed but not (yet) enough to be down by the policy
  *   2 building   its build is queued or running
  *   3 healthy    everything else that is active (up, pending; late is a matter of time, read by `health`)
- *   4 terminated
+ *   4 terminated by its owner
  *
  * A generated column over the columns the lifecycle already keeps where
  * results are applied (`alert_down`, `consecutive_job_failures_count`,
@@ -24,6 +25,7 @@ import type { DialectHelpers } from '../dialect.js';
  * the list shows, and a kept page must not go on showing the workflow down.
  */
 export const ATTENTION_SQL = `case
+  when terminated_at is not null and consecutive_job_failures_count >= max_consecutive_job_failures_allowed then 0
   when terminated_at is not null then 4
   when build_status in ('FAILED', 'CANCELED') or alert_down = 1 then 0
   when consecutive_job_failures_count > 0 then 1
