@@ -5,7 +5,7 @@ import { Layout } from './components/layout';
 import { Spinner } from './components/badges';
 import { Toasts } from './components/toasts';
 import { createQueryClient } from './query-client';
-import { useSession } from './session';
+import { probablySignedIn, useSession } from './session';
 import { AuthPage } from './routes/auth';
 import { attentionSummaryQuery, WorkflowsPage, workflowListQuery } from './routes/workflows';
 import { EditWorkflowPage, NewWorkflowPage } from './routes/workflow-editor';
@@ -20,10 +20,10 @@ function RequireSession({ children }: { children: ReactNode }) {
   const location = useLocation();
   const client = useQueryClient();
   // The list (and its counts) are asked for at once with the session check, not after it: the
-  // first screen waits for the slower of the two, not for their sum (issue 26). A dead session
-  // answers both with 401, which signs out as the check would.
+  // first screen waits for the slower of the two, not for their sum (issue 26).
+  // Only when this browser was signed in when last seen (no 401 for a visitor).
   useEffect(() => {
-    if (location.pathname !== '/' && location.pathname !== '/workflows') return;
+    if ((location.pathname !== '/' && location.pathname !== '/workflows') || !probablySignedIn()) return;
     void client.prefetchInfiniteQuery(workflowListQuery(new URLSearchParams(location.search)));
     void client.prefetchQuery(attentionSummaryQuery);
     // eslint-disable-next-line react-hooks/exhaustive-deps
