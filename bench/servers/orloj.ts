@@ -34,6 +34,14 @@ serveParent(
       await seedWorkflows(store, user.id, arg.count);
       return { ms: Math.round(performance.now() - started), total: await store.users.workflowCount(user.id) };
     },
+    /** Marks the user's oldest workflow down by its alert policy, as a failed run leaves it; returns its name. */
+    async markOldestDown(arg: { email: string }) {
+      const user = await store.users.findByEmail(arg.email);
+      if (!user) throw new Error(`no user ${arg.email}`);
+      const oldest = await store.db.selectFrom('workflows').select(['id', 'name']).where('user_id', '=', user.id).orderBy('created_at', 'asc').limit(1).executeTakeFirstOrThrow();
+      await store.db.updateTable('workflows').set({ alert_down: 1, consecutive_job_failures_count: 1 }).where('id', '=', oldest.id).execute();
+      return { name: oldest.name };
+    },
     async seedJobLogs(arg: { email: string; total: number; jobs: number }) {
       const user = await store.users.findByEmail(arg.email);
       if (!user) throw new Error(`no user ${arg.email}`);

@@ -118,7 +118,7 @@ describe('dashboard: the failing workflow first among 1,000, in a real browser',
     const box = await first.boundingBox();
     assert.ok(box && box.y + box.height <= 900, `the failing row is on the first screen (at y = ${box?.y})`);
 
-    const states = page.getByRole('group', { name: 'Show workflows by state' });
+    const states = page.getByRole('group', { name: 'Workflows by state' });
     await states.getByRole('button', { name: /^Down\s*1$/ }).waitFor();
     await states.getByRole('button', { name: new RegExp(`^Healthy\\s*${HEALTHY.toLocaleString('en-US').replace(',', '[,.\\s\\u00a0\\u202f]?')}$`) }).waitFor();
     for (const scheme of ['light', 'dark'] as const) {

@@ -121,7 +121,7 @@ function AttentionFilter({ filters }: { filters: Filters }) {
   const current = filters.params.get('attention') ?? '';
   const counts = summary.data?.attention;
   return (
-    <div className="attention-filter" role="group" aria-label="Show workflows by state">
+    <div className="attention-filter" role="group" aria-label="Workflows by state">
       {ATTENTION_STATES.map((s) => (
         <button
           key={s}
