@@ -17,7 +17,8 @@ const config = resolveSecrets(loadConfig(process.env));
 const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
 await database.migrate();
 const store = Store.fromHandle(database);
-const api = new ApiServer({ store, config, clock: systemClock, logger: createLogger({ level: config.logLevel }) });
+// DASHBOARD_DIR (the dashboard-first-row suite): the built dashboard at /, the api below /api, as `orloj start` serves them.
+const api = new ApiServer({ store, config, clock: systemClock, logger: createLogger({ level: config.logLevel }), dashboardDir: config.dashboardDir });
 const { port } = await api.start();
 let bare: http.Server | undefined;
 
