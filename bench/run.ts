@@ -17,6 +17,7 @@ import { machineInfo } from './lib/machine.js';
 import { renderSection, writeSection } from './lib/markdown.js';
 import type { BenchSuite } from './lib/suite.js';
 import { containers } from './containers.bench.js';
+import { dashboardFirstRow } from './dashboard-first-row.bench.js';
 import { embeddedApi } from './embedded-api.bench.js';
 import { liveTail } from './live-tail.bench.js';
 import { logIngest } from './log-ingest.bench.js';
@@ -27,7 +28,7 @@ import { transportFloor } from './transport-floor.bench.js';
 import { workflowsList } from './workflows-list.bench.js';
 
 /** Every suite, in run order. Add new ones here. */
-const SUITES: BenchSuite[] = [workflowsList, scheduling, embeddedApi, transportFloor, containers, logIngest, logSearch, liveTail, retention];
+const SUITES: BenchSuite[] = [workflowsList, scheduling, embeddedApi, transportFloor, containers, logIngest, logSearch, liveTail, retention, dashboardFirstRow];
 
 async function main(filters: string[]): Promise<number> {
   if (filters.includes('--list')) {

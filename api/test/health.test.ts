@@ -66,6 +66,8 @@ describeApi('workflow health', (h) => {
     await built(failing, now + 4 * MINUTE);
     await run(h(), failing, 'COMPLETED', now - 15 * MINUTE, ok(9));
     await run(h(), failing, 'FAILED', now - 10 * MINUTE, { statusCode: null, responseTimeMs: 3, failure: 'connect' });
+    // Down by its alert policy (N = 1), as applying the outcome leaves it (issue 26).
+    await h().db.store.db.updateTable('workflows').set({ alert_down: 1 }).where('id', '=', failing).execute();
 
     const late = await create(c, 'late');
     await built(late, now - LATE_AFTER_MS - 5 * MINUTE);
@@ -170,6 +172,7 @@ describeApi('workflow health', (h) => {
     assert.equal(byName(first.json).get('changing').state, 'up');
     await c.get('/workflows');
     await run(h(), id, 'FAILED', now - 2 * MINUTE, down(7));
+    await h().db.store.db.updateTable('workflows').set({ alert_down: 1 }).where('id', '=', id).execute();
     const second = await c.get('/workflows?include=health');
     assert.equal(byName(second.json).get('changing').state, 'down');
     assert.equal(byName(second.json).get('changing').recent_runs.length, 2);

@@ -373,6 +373,8 @@ describeApi('openapi document matches real responses', (h) => {
         '?interval_min=0&interval_max=0',
         '?kind=CONTAINER',
         '?cache_buster=1',
+        '?sort=attention&attention=building&limit=1',
+        '?sort=newest&include_terminated=true',
       ];
       for (const q of queries) {
         const res = await u.get(`/workflows${q}`);
@@ -392,6 +394,16 @@ describeApi('openapi document matches real responses', (h) => {
         check('get', '/workflows', r);
       }
       check('get', '/workflows', await h().client().get('/workflows'));
+      const byAttention = await u.get('/workflows?sort=attention&limit=1');
+      check('get', '/workflows', await u.get(`/workflows?sort=attention&limit=1&cursor=${byAttention.json.cursor}`));
+      for (const q of ['?sort=worst', '?attention=late', `?sort=attention&cursor=${first.json.cursor}`]) {
+        const r = await u.get(`/workflows${q}`);
+        assert.equal(r.status, 400, q);
+        check('get', '/workflows', r);
+      }
+      // issue 26: the counts per attention state
+      check('get', '/workflow-summary', await u.get('/workflow-summary'));
+      check('get', '/workflow-summary', await h().client().get('/workflow-summary'));
     });
 
     it('GET /workflows/{workflow_id}: 200 (with generation), 400, 401, 404', async () => {

@@ -17,7 +17,8 @@ const config = resolveSecrets(loadConfig(process.env));
 const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
 await database.migrate();
 const store = Store.fromHandle(database);
-const api = new ApiServer({ store, config, clock: systemClock, logger: createLogger({ level: config.logLevel }) });
+// DASHBOARD_DIR (the dashboard-first-row suite): the built dashboard at /, the api below /api, as `orloj start` serves them.
+const api = new ApiServer({ store, config, clock: systemClock, logger: createLogger({ level: config.logLevel }), dashboardDir: config.dashboardDir });
 const { port } = await api.start();
 let bare: http.Server | undefined;
 
@@ -33,6 +34,14 @@ serveParent(
       const started = performance.now();
       await seedWorkflows(store, user.id, arg.count);
       return { ms: Math.round(performance.now() - started), total: await store.users.workflowCount(user.id) };
+    },
+    /** Marks the user's oldest workflow down by its alert policy, as a failed run leaves it; returns its name. */
+    async markOldestDown(arg: { email: string }) {
+      const user = await store.users.findByEmail(arg.email);
+      if (!user) throw new Error(`no user ${arg.email}`);
+      const oldest = await store.db.selectFrom('workflows').select(['id', 'name']).where('user_id', '=', user.id).orderBy('created_at', 'asc').limit(1).executeTakeFirstOrThrow();
+      await store.db.updateTable('workflows').set({ alert_down: 1, consecutive_job_failures_count: 1 }).where('id', '=', oldest.id).execute();
+      return { name: oldest.name };
     },
     async seedJobLogs(arg: { email: string; total: number; jobs: number }) {
       const user = await store.users.findByEmail(arg.email);

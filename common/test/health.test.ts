@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { checkFromMessage, checkToMessage, LATE_AFTER_MS, workflowHealth, type RunFacts, type RunSummary } from '@orloj/common/domain';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
-const active = { buildStatus: 'COMPLETED', terminatedAt: null, consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3 } as const;
+const active = { buildStatus: 'COMPLETED', terminatedAt: null, consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3, alertDown: false } as const;
 const run = (status: RunSummary['status'], minutesAgo: number): RunSummary => ({
   jobId: `job-${minutesAgo}`,
   status,
@@ -19,12 +19,18 @@ const facts = (f: Partial<RunFacts> = {}): RunFacts => ({
 });
 
 describe('workflow health', () => {
+  it('is down by the alert policy, not by one failed run: degraded until then, down until recovered by it', () => {
+    assert.equal(workflowHealth(active, facts({ recent: [run('FAILED', 1)] }), NOW).state, 'degraded');
+    assert.equal(workflowHealth({ ...active, alertDown: true }, facts({ recent: [run('FAILED', 1)] }), NOW).state, 'down');
+    assert.equal(workflowHealth({ ...active, alertDown: true }, facts({ recent: [run('COMPLETED', 1), run('FAILED', 2)] }), NOW).state, 'down');
+  });
+
   it('decides by the first rule that holds: paused, building, down, late, up, pending', () => {
     assert.equal(workflowHealth({ ...active, terminatedAt: NOW }, facts({ recent: [run('FAILED', 1)] }), NOW).state, 'paused');
     assert.equal(workflowHealth({ ...active, buildStatus: 'STARTED' }, facts(), NOW).state, 'building');
     assert.equal(workflowHealth({ ...active, buildStatus: 'FAILED' }, facts(), NOW).state, 'down');
     const overdue = NOW - LATE_AFTER_MS - 1;
-    assert.equal(workflowHealth(active, facts({ recent: [run('FAILED', 2)], nextDueAt: overdue }), NOW).state, 'down');
+    assert.equal(workflowHealth({ ...active, alertDown: true }, facts({ recent: [run('FAILED', 2)], nextDueAt: overdue }), NOW).state, 'down');
     assert.equal(workflowHealth(active, facts({ recent: [run('COMPLETED', 2)], nextDueAt: overdue }), NOW).state, 'late');
     assert.equal(workflowHealth(active, facts({ recent: [run('COMPLETED', 2)], nextDueAt: NOW - LATE_AFTER_MS }), NOW).state, 'up', 'within the grace');
     assert.equal(workflowHealth(active, facts({ recent: [run('CANCELED', 1), run('COMPLETED', 2)] }), NOW).state, 'up');

@@ -1,13 +1,13 @@
-import { QueryClientProvider } from '@tanstack/react-query';
-import { useState, type ReactNode } from 'react';
+import { QueryClientProvider, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState, type ReactNode } from 'react';
 import { BrowserRouter, Navigate, Route, Routes, useLocation } from 'react-router';
 import { Layout } from './components/layout';
 import { Spinner } from './components/badges';
 import { Toasts } from './components/toasts';
 import { createQueryClient } from './query-client';
-import { useSession } from './session';
+import { probablySignedIn, useSession } from './session';
 import { AuthPage } from './routes/auth';
-import { WorkflowsPage } from './routes/workflows';
+import { attentionSummaryQuery, WorkflowsPage, workflowListQuery } from './routes/workflows';
 import { EditWorkflowPage, NewWorkflowPage } from './routes/workflow-editor';
 import { WorkflowPage } from './routes/workflow';
 import { JobPage } from './routes/job';
@@ -18,6 +18,16 @@ import { AnalyticsPage } from './routes/analytics';
 function RequireSession({ children }: { children: ReactNode }) {
   const session = useSession();
   const location = useLocation();
+  const client = useQueryClient();
+  // The list (and its counts) are asked for at once with the session check, not after it: the
+  // first screen waits for the slower of the two, not for their sum (issue 26).
+  // Only when this browser was signed in when last seen (no 401 for a visitor).
+  useEffect(() => {
+    if ((location.pathname !== '/' && location.pathname !== '/workflows') || !probablySignedIn()) return;
+    void client.prefetchInfiniteQuery(workflowListQuery(new URLSearchParams(location.search)));
+    void client.prefetchQuery(attentionSummaryQuery);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, []);
   if (session.isPending) return <Spinner label="Checking your session…" />;
   // Only when there is no session known yet: a check that fails while the server is away (the disconnected
   // banner retries every query on screen, this one included) must not take the page down with it.

@@ -15,10 +15,36 @@ export interface Session {
  */
 async function validate(): Promise<Session | null> {
   try {
-    return await call(api.POST('/auth/validate'));
+    return remember(await call(api.POST('/auth/validate')));
   } catch (err) {
-    if (err instanceof ApiError && (err.status === 401 || err.status === 403)) return null;
+    if (err instanceof ApiError && (err.status === 401 || err.status === 403)) return remember(null);
     throw err;
+  }
+}
+
+const SIGNED_IN_HINT = 'orloj.signed-in';
+
+/** Notes (not a secret: a hint) whether this browser was last seen signed in. */
+function remember<T extends Session | null>(session: T): T {
+  try {
+    if (session) localStorage.setItem(SIGNED_IN_HINT, '1');
+    else localStorage.removeItem(SIGNED_IN_HINT);
+  } catch {
+    // storage unavailable: no hint, the page just waits for the check
+  }
+  return session;
+}
+
+/**
+ * Whether this browser was signed in when last seen, before the session check
+ * answers: the first page's data is then asked for at once, beside the check,
+ * rather than after it (app.tsx); a signed-out visitor causes no request that would 401.
+ */
+export function probablySignedIn(): boolean {
+  try {
+    return localStorage.getItem(SIGNED_IN_HINT) === '1';
+  } catch {
+    return false;
   }
 }
 
@@ -29,7 +55,7 @@ export function useSession() {
 /** After sign-in, sign-out or a 401 anywhere: the new state, and no data of the previous user left behind. */
 export function setSession(client: QueryClient, session: Session | null): void {
   client.removeQueries({ predicate: (q) => q.queryKey[0] !== SESSION_KEY[0] });
-  client.setQueryData(SESSION_KEY, session);
+  client.setQueryData(SESSION_KEY, remember(session));
 }
 
 export function useSignOut() {

@@ -42,6 +42,7 @@ const workflow = (id: string): WorkflowRow => ({
   timezone: 'UTC',
   jitter_seconds: 0,
   paused_at: null,
+  attention: 3,
 });
 
 /** The job of slot k of workflow `w`: created 100 ms into its slot, ran 5 s. */

@@ -5,6 +5,7 @@ import {
   FAILURE_LIMIT_MIN,
   ALERT_POLICY_MIN,
   ALERT_POLICY_MAX,
+  ATTENTION_STATES,
   HEALTH_STATES,
   INTERVAL_MAX,
   INTERVAL_MIN,
@@ -191,6 +192,10 @@ export const workflowSchema = named('Workflow', {
     timezone: { type: 'string', description: 'IANA time zone of `cron`.' },
     jitter_seconds: { type: 'integer', minimum: 0, maximum: JITTER_MAX_SECONDS },
     paused_at: { type: ['string', 'null'], format: 'date-time', description: 'When the workflow was paused (no automatic runs until resumed), or null.' },
+    attention: {
+      enum: [...ATTENTION_STATES],
+      description: 'How much the workflow needs attention, by its alert policy as the bell (docs/api.md, "Attention"); what sort=attention orders by. An addition to the contract.',
+    },
   },
   additionalProperties: false,
 } as const);
@@ -217,6 +222,22 @@ export const slotListSchema = named('SlotList', {
         additionalProperties: false,
       },
     },
+  },
+  additionalProperties: false,
+} as const);
+
+export const attentionSummarySchema = named('AttentionSummary', {
+  type: 'object',
+  required: ['attention', 'total'],
+  properties: {
+    attention: {
+      type: 'object',
+      description: 'Workflows per attention state.',
+      required: [...ATTENTION_STATES],
+      properties: Object.fromEntries(ATTENTION_STATES.map((s) => [s, { type: 'integer', minimum: 0 }])) as Record<(typeof ATTENTION_STATES)[number], { type: 'integer'; minimum: 0 }>,
+      additionalProperties: false,
+    },
+    total: { type: 'integer', minimum: 0, description: 'All of the user\'s workflows, terminated ones included.' },
   },
   additionalProperties: false,
 } as const);

@@ -1,5 +1,6 @@
 import { toIso } from '@orloj/common/core';
 import {
+  attentionOf,
   checkToMessage,
   reasons,
   type CheckResult,
@@ -64,6 +65,7 @@ export function presentWorkflow(
     build_error_code: w.buildError?.code ?? null,
     alert_after_failures: w.alertAfterFailures,
     recover_after_successes: w.recoverAfterSuccesses,
+    attention: attentionOf(w),
   };
 }
 

@@ -1,6 +1,9 @@
 import type { Context } from 'koa';
 import { decodeCursor, encodeCursor, isUuid, notFound, OrlojError, validationError, type FieldError } from '@orloj/common/core';
 import {
+  ATTENTION_STATES,
+  attentionOf,
+  attentionRank,
   BUILD_STATUSES,
   containerLimitErrors,
   newWorkflow,
@@ -17,7 +20,7 @@ import { nudgeScheduler, type ApiDeps } from '../deps.js';
 import { json, type Wire } from '../contract/components.js';
 import type { Operation } from '../contract/operation.js';
 import { createWorkflowBody, updateWorkflowBody, type CreateWorkflowBody, type UpdateWorkflowBody } from '../contract/requests.js';
-import { createdSchema, workflowPageSchema, workflowSchema } from '../contract/responses.js';
+import { attentionSummarySchema, createdSchema, workflowPageSchema, workflowSchema } from '../contract/responses.js';
 import { cursorParam, idempotencyKey, INT32_MAX, problem, replayed } from '../contract/shared.js';
 import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
@@ -48,6 +51,26 @@ const includeParam = {
 const intervalMinParam = { name: 'interval_min', in: 'query', schema: { type: 'integer', minimum: 0, maximum: INT32_MAX } } as const;
 const intervalMaxParam = { name: 'interval_max', in: 'query', schema: { type: 'integer', minimum: 0, maximum: INT32_MAX } } as const;
 const limitParam = { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: WORKFLOW_PAGE_SIZE } } as const;
+const SORTS = ['newest', 'attention'] as const;
+const sortParam = {
+  name: 'sort',
+  in: 'query',
+  description:
+    'newest (default): newest first. attention: down first, then degraded, building, healthy, terminated (docs/api.md, "Attention"), newest first within each; the cursor keeps the order.',
+  schema: { enum: [...SORTS], default: 'newest' },
+} as const;
+const attentionParam = {
+  name: 'attention',
+  in: 'query',
+  description: 'Only workflows in this attention state (counts: GET /workflow-summary).',
+  schema: { enum: [...ATTENTION_STATES] },
+} as const;
+/**
+ * A `sort=attention` cursor's position in the one number a cursor carries:
+ * the attention rank above the creation time (epoch ms stay below 10^14 until
+ * the year 5138), so a cursor of one order is refused by the other (its list name).
+ */
+const RANK_SPAN = 1e14;
 const nameQueryParam = { name: 'query', in: 'query', description: 'Case-insensitive literal substring of the name.', schema: { type: 'string', maxLength: 200 } } as const;
 
 function withHealth<T extends object>(body: T, health: WorkflowHealth | undefined): T & { health?: ReturnType<typeof presentHealth> } {
@@ -159,6 +182,8 @@ async function handleList(deps: ApiDeps, ctx: Context): Promise<void> {
   const intervalMin = q.integer(intervalMinParam);
   const intervalMax = q.integer(intervalMaxParam);
   const limit = q.integer(limitParam);
+  const byAttention = q.enumOf(sortParam.name, SORTS) === 'attention';
+  const attention = q.enumOf(attentionParam.name, ATTENTION_STATES);
   if (intervalMin && intervalMax && intervalMax < intervalMin) {
     q.fail('interval_max', 'must not be less than interval_min');
   }
@@ -167,8 +192,9 @@ async function handleList(deps: ApiDeps, ctx: Context): Promise<void> {
   }
   q.done();
   const terminated: boolean | 'all' = includeTerminated ? 'all' : (terminatedOnly ?? false);
-  const list = 'workflows';
-  const after = decodeCursor(list, cursor);
+  const list = byAttention ? 'workflows:attention' : 'workflows';
+  const position = decodeCursor(list, cursor);
+  const after = position && byAttention ? { k: position.k % RANK_SPAN, id: position.id, rank: Math.floor(position.k / RANK_SPAN) } : position;
   const userId = userIdOf(ctx);
   const filter = {
     userId,
@@ -178,6 +204,8 @@ async function handleList(deps: ApiDeps, ctx: Context): Promise<void> {
     terminated,
     intervalMin: intervalMin || undefined,
     intervalMax: intervalMax || undefined,
+    attention,
+    ...(byAttention ? { sort: 'attention' as const } : {}),
     limit,
   };
   // Read with the session, before the page: a page read later can only be newer than its label.
@@ -202,10 +230,20 @@ async function handleList(deps: ApiDeps, ctx: Context): Promise<void> {
   const health = include === 'health' ? await readHealth(store, page, clock.now()) : undefined;
   const json = JSON.stringify({
     workflows: page.map((w) => withHealth(presentWorkflow(w), health?.get(w.id))),
-    cursor: more && last ? encodeCursor(list, { k: last.createdAt, id: last.id }) : '',
+    cursor: more && last ? encodeCursor(list, { k: (byAttention ? attentionRank(attentionOf(last)) * RANK_SPAN : 0) + last.createdAt, id: last.id }) : '',
   } satisfies Wire<typeof workflowPageSchema>);
   if (!health) listPages.set(key, version, json);
   ctx.body = json;
+}
+
+/** Counts per attention state over all of the user's workflows, for the list's filters and the first screen. */
+async function handleSummary(deps: ApiDeps, ctx: Context): Promise<void> {
+  new QueryReader(ctx.query).done();
+  const counts = await deps.store.workflows.attentionCounts(userIdOf(ctx));
+  ctx.body = {
+    attention: counts,
+    total: Object.values(counts).reduce((a, b) => a + b, 0),
+  } satisfies Wire<typeof attentionSummarySchema>;
 }
 
 async function handleGet(deps: ApiDeps, ctx: Context): Promise<void> {
@@ -321,7 +359,7 @@ export const workflowsOperations: readonly Operation[] = [
   {
     method: 'get',
     path: '/workflows',
-    summary: 'List workflows, newest first',
+    summary: 'List workflows, newest first or most in need of attention first',
     access: 'session',
     parameters: [
       cursorParam,
@@ -339,10 +377,22 @@ export const workflowsOperations: readonly Operation[] = [
       intervalMinParam,
       intervalMaxParam,
       limitParam,
+      sortParam,
+      attentionParam,
     ],
     responses: { '200': { description: 'A page.', content: json(workflowPageSchema) } },
     // Not `heavy`: a list page is heavy only when it is read (handleList); a cached page is in memory already.
     handler: handleList,
+  },
+  {
+    method: 'get',
+    path: '/workflow-summary',
+    summary: 'Count workflows per attention state',
+    description: 'Over all of the user\'s workflows, terminated ones included, read from an index (docs/api.md, "Attention"). An addition to the contract.',
+    access: 'session',
+    heavy: true,
+    responses: { '200': { description: 'The counts.', content: json(attentionSummarySchema) } },
+    handler: handleSummary,
   },
   {
     method: 'get',

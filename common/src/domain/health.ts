@@ -11,7 +11,10 @@ import type { WorkflowSummary } from './workflow.js';
  *   its owner, or automatically after too many failures in a row:
  *   `autoTerminated`).
  * - `building`: its build is queued or running; no run can start yet.
- * - `down`: its build failed or was canceled, or its latest finished run FAILED.
+ * - `down`: its build failed or was canceled, or it is down by its alert
+ *   policy (`alertDown`: `alert_after_failures` failed runs in a row, until
+ *   `recover_after_successes` completed ones), the state the bell announced.
+ * - `degraded`: its latest finished run FAILED, but it is not down by its policy (yet).
  * - `late`: no run is going on and a run is overdue: its next slot, or a job
  *   waiting for a runner, is more than {@link LATE_AFTER_MS} in the past.
  * - `up`: its latest finished run COMPLETED.
@@ -20,7 +23,7 @@ import type { WorkflowSummary } from './workflow.js';
  * CANCELED runs say nothing about the target and are passed over when the
  * latest run is looked for.
  */
-export const HEALTH_STATES = ['up', 'down', 'late', 'paused', 'building', 'pending'] as const;
+export const HEALTH_STATES = ['up', 'down', 'late', 'paused', 'building', 'pending', 'degraded'] as const;
 export type HealthState = (typeof HEALTH_STATES)[number];
 
 /** How far past its slot a run that has not started makes the workflow `late`. */
@@ -82,7 +85,7 @@ export interface WorkflowHealth {
 
 type HealthInput = Pick<
   WorkflowSummary,
-  'buildStatus' | 'terminatedAt' | 'consecutiveJobFailuresCount' | 'maxConsecutiveJobFailuresAllowed'
+  'buildStatus' | 'terminatedAt' | 'consecutiveJobFailuresCount' | 'maxConsecutiveJobFailuresAllowed' | 'alertDown'
 > & { pausedAt?: number | null };
 
 export function workflowHealth(w: HealthInput, facts: RunFacts, now: number): WorkflowHealth {
@@ -100,7 +103,8 @@ export function workflowHealth(w: HealthInput, facts: RunFacts, now: number): Wo
   let state: HealthState;
   if (terminated || paused) state = 'paused';
   else if (w.buildStatus === 'QUEUED' || w.buildStatus === 'STARTED') state = 'building';
-  else if (!built || lastRun?.status === 'FAILED') state = 'down';
+  else if (!built || w.alertDown) state = 'down';
+  else if (lastRun?.status === 'FAILED') state = 'degraded';
   else if (late) state = 'late';
   else if (lastRun?.status === 'COMPLETED') state = 'up';
   else state = 'pending';

@@ -8,6 +8,7 @@ export * from './job.js';
 export * from './job-state.js';
 export * from './check.js';
 export * from './health.js';
+export * from './attention.js';
 export * from './events.js';
 export * from './due-slots.js';
 export * from './cron-slots.js';

@@ -140,6 +140,7 @@ export type WorkflowSummary = Pick<
   | 'timeZone'
   | 'jitterSeconds'
   | 'pausedAt'
+  | 'alertDown'
 >;
 
 export interface HeartbeatPayload {

@@ -1,4 +1,4 @@
-import type { Generated, Selectable } from 'kysely';
+import type { Generated, GeneratedAlways, Selectable } from 'kysely';
 
 /**
  * Table shapes as both engines store them. Timestamps are integer epoch
@@ -60,6 +60,8 @@ export interface WorkflowsTable {
   timezone: Generated<string>;
   jitter_seconds: Generated<number>;
   paused_at: Generated<number | null>;
+  /** Migration 0019: generated from the columns above (domain/attention.ts); never written. */
+  attention: GeneratedAlways<number>;
 }
 
 export interface JobsTable {

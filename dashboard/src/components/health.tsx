@@ -9,21 +9,14 @@ type Run = Health['recent_runs'][number];
 
 /** What each state means (dashboard/README.md, "Workflow states"). */
 export const STATE_TEXT: Record<HealthState, { label: string; tone: string; hint: string }> = {
-  down: { label: 'Down', tone: 'bad', hint: 'The latest run failed, or the build failed.' },
+  down: { label: 'Down', tone: 'bad', hint: 'Down by its alert policy (its latest runs failed), or the build failed.' },
+  degraded: { label: 'Degraded', tone: 'wait', hint: 'The latest run failed, but not yet enough runs in a row for its alert policy to call it down.' },
   late: { label: 'Late', tone: 'wait', hint: 'A run is more than a minute overdue and has not started.' },
   building: { label: 'Building', tone: 'busy', hint: 'The workflow is being prepared; no run can start yet.' },
   up: { label: 'Up', tone: 'ok', hint: 'The latest run completed.' },
   pending: { label: 'Pending', tone: 'muted', hint: 'Ready, waiting for its first run.' },
   paused: { label: 'Paused', tone: 'muted', hint: 'Paused (until resumed) or terminated (until updated): no automatic run starts.' },
 };
-
-/** Failing and late first, paused last; the sort of the list's default "needs attention" order. */
-export const ATTENTION: Record<HealthState, number> = { down: 0, late: 1, building: 2, pending: 3, up: 4, paused: 5 };
-
-export function attentionRank(w: Workflow): number {
-  if (w.health?.auto_terminated) return ATTENTION.down;
-  return w.health ? ATTENTION[w.health.state] : ATTENTION.pending;
-}
 
 export function HealthBadge({ health }: { health: Health }) {
   const s = STATE_TEXT[health.state];

@@ -1,17 +1,17 @@
-import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
+import { infiniteQueryOptions, queryOptions, useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { api, BUILD_STATUSES, call, isBuilding, WORKFLOW_KINDS, type BuildStatus, type Workflow, type WorkflowKind } from '../api/client';
+import { api, ATTENTION_STATES, BUILD_STATUSES, call, isBuilding, WORKFLOW_KINDS, type AttentionState, type BuildStatus, type Workflow, type WorkflowKind } from '../api/client';
 import { EmptyState, Spinner, StatusBadge } from '../components/badges';
 import { BulkActions, SelectAll } from '../components/bulk-actions';
 import { DataTable } from '../components/data-table';
 import { SelectField, TextField } from '../components/fields';
-import { attentionRank, HealthBadge, MissedMark, RelativeTime, RunStrip, Uptime } from '../components/health';
+import { HealthBadge, MissedMark, RelativeTime, RunStrip, Uptime } from '../components/health';
 import { LoadMore } from '../components/load-more';
-import { formatInterval } from '../format';
+import { formatCount, formatInterval } from '../format';
 import { useTitle } from '../components/use-title';
 
-const FILTERS = ['query', 'kind', 'build_status', 'show', 'interval_min', 'interval_max'] as const;
+const FILTERS = ['query', 'kind', 'build_status', 'show', 'interval_min', 'interval_max', 'attention'] as const;
 /** Which workflows: active ones and those terminated automatically (until acted on), all, or terminated ones. */
 const SHOWS: readonly [string, string][] = [
   ['', 'Active'],
@@ -60,10 +60,15 @@ function useFilters() {
 
 type Filters = ReturnType<typeof useFilters>;
 
-/** The workflows the filters select, with their health, in the chosen order. */
-function useWorkflowList(params: URLSearchParams) {
+/**
+ * The list request the filters in the URL make: ordered ("needs attention
+ * first" unless newest is chosen), filtered and counted by the server over all
+ * of the user's workflows, not just the pages fetched. Also started before the
+ * session check answers (app.tsx), so the two do not wait for each other.
+ */
+export function workflowListQuery(params: URLSearchParams) {
   const show = params.get('show') ?? '';
-  const sort = params.get('sort') ?? '';
+  const attention = params.get('attention');
   const query = {
     query: params.get('query') || undefined,
     kind: (params.get('kind') || undefined) as WorkflowKind | undefined,
@@ -72,9 +77,11 @@ function useWorkflowList(params: URLSearchParams) {
     interval_min: positive(params.get('interval_min')),
     interval_max: positive(params.get('interval_max')),
     include: 'health' as const,
+    sort: params.get('sort') === 'newest' ? ('newest' as const) : ('attention' as const),
+    ...(attention && (ATTENTION_STATES as readonly string[]).includes(attention) ? { attention: attention as AttentionState } : {}),
     limit: PAGE_SIZE,
   };
-  const list = useInfiniteQuery({
+  return infiniteQueryOptions({
     queryKey: ['workflows', 'list', query],
     queryFn: ({ pageParam }) => call(api.GET('/workflows', { params: { query: { ...query, ...(pageParam ? { cursor: pageParam } : {}) } } })),
     initialPageParam: '',
@@ -82,13 +89,55 @@ function useWorkflowList(params: URLSearchParams) {
     // Health moves with every run and with time: follow it, quickly while something builds.
     refetchInterval: (q) => (q.state.data?.pages.some((p) => p.workflows.some((w) => isBuilding(w.build_status))) ? 2_000 : 30_000),
   });
+}
+
+/** How many workflows are in each attention state, all of them (the filter buttons' counts). */
+export const attentionSummaryQuery = queryOptions({
+  queryKey: ['workflows', 'summary'],
+  queryFn: () => call(api.GET('/workflow-summary')),
+  refetchInterval: 30_000,
+});
+
+/** The workflows the filters select, with their health, in the server's order. */
+function useWorkflowList(params: URLSearchParams) {
+  const show = params.get('show') ?? '';
+  const list = useInfiniteQuery(workflowListQuery(params));
   const loaded = list.data?.pages.flatMap((p) => p.workflows) ?? [];
   // The default view leaves out what its owner terminated; what the failure limit terminated stays until acted on.
-  const shown =
+  const workflows =
     show === '' ? loaded.filter((w) => !w.terminated_at || w.health?.auto_terminated) : show === 'paused' ? loaded.filter((w) => w.paused_at && !w.terminated_at) : loaded;
-  const workflows = sort === 'newest' ? shown : [...shown].sort((a, b) => attentionRank(a) - attentionRank(b));
-  const autoTerminated = shown.filter((w) => w.health?.auto_terminated);
+  const autoTerminated = workflows.filter((w) => w.health?.auto_terminated);
   return { list, workflows, autoTerminated };
+}
+
+const ATTENTION_TEXT: Record<AttentionState, string> = {
+  down: 'Down',
+  degraded: 'Degraded',
+  building: 'Building',
+  healthy: 'Healthy',
+  terminated: 'Terminated',
+};
+
+/** One button a state with its count over all workflows; pressing one shows only that state. */
+function AttentionFilter({ filters }: { filters: Filters }) {
+  const summary = useQuery(attentionSummaryQuery);
+  const current = filters.params.get('attention') ?? '';
+  const counts = summary.data?.attention;
+  return (
+    <div className="attention-filter" role="group" aria-label="Workflows by state">
+      {ATTENTION_STATES.map((s) => (
+        <button
+          key={s}
+          type="button"
+          className={`chip chip-${s}${current === s ? ' chip-on' : ''}`}
+          aria-pressed={current === s}
+          onClick={() => filters.setParams((old) => withParam(old, 'attention', current === s ? '' : s), { replace: true })}
+        >
+          {ATTENTION_TEXT[s]} <span className="chip-count">{counts ? formatCount(counts[s]) : '…'}</span>
+        </button>
+      ))}
+    </div>
+  );
 }
 
 /** The name search, and behind a button on a phone, the other filters and the order. */
@@ -227,6 +276,7 @@ export function WorkflowsPage() {
         </Link>
       </div>
       <FilterForm filters={filters} />
+      <AttentionFilter filters={filters} />
 
       <AutoTerminatedCallout autoTerminated={autoTerminated} />
 

@@ -24,6 +24,7 @@ export const SUMMARY_COLUMNS = [
   'build_error_message',
   'alert_after_failures',
   'recover_after_successes',
+  'alert_down',
 ] as const;
 
 export type SummaryRow = [
@@ -47,6 +48,7 @@ export type SummaryRow = [
   buildErrorMessage: string | null,
   alertAfterFailures: number,
   recoverAfterSuccesses: number,
+  alertDown: number,
 ];
 
 export function toSummary(r: SummaryRow): WorkflowSummary {
@@ -70,6 +72,7 @@ export function toSummary(r: SummaryRow): WorkflowSummary {
     buildError: buildErrorOf(r[16], r[17]),
     alertAfterFailures: r[18],
     recoverAfterSuccesses: r[19],
+    alertDown: r[20] === 1,
   };
 }
 

@@ -9,6 +9,8 @@ import type { DialectHelpers } from '../dialect.js';
 import type { Database, Selectable, WorkflowsTable } from '../schema.js';
 import type { BuildError, BuildStatus, Workflow, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
 import type { KeysetPosition } from '../../core/cursor.js';
+import type { AttentionCounts, AttentionState } from '../../domain/attention.js';
+import { afterPosition, attentionArgs, attentionCounts } from './workflow-attention.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 import { buildErrorOf, SUMMARY_COLUMNS, toSummary, type SummaryRow } from './workflow-summary.js';
 
@@ -22,7 +24,11 @@ export interface WorkflowListFilter {
   terminated: boolean | 'all';
   intervalMin?: number;
   intervalMax?: number;
-  after?: KeysetPosition;
+  /** Only workflows in this attention state (domain/attention.ts). */
+  attention?: AttentionState;
+  /** `attention`: by attention state, then newest first (`after` then also carries `afterRank`). Default: newest first. */
+  sort?: 'attention';
+  after?: KeysetPosition & { rank?: number };
   limit: number;
 }
 
@@ -201,7 +207,8 @@ export class WorkflowsRepo {
   /** The list statement for the filters `f` sets; with `sized`, payloads over `inline` bytes left out and every size added. */
   private listRead(f: WorkflowListFilter, sized: boolean) {
     const filters = { query: !!f.query, kind: !!f.kind, buildStatus: !!f.buildStatus, intervalMin: !!f.intervalMin, intervalMax: !!f.intervalMax, after: !!f.after };
-    const key = `workflows.${sized ? 'page' : 'list'}:${f.terminated}:${Object.entries(filters).map(([name, on]) => (on ? name : '')).join(',')}`;
+    const byAttention = { attention: f.attention !== undefined, byAttention: f.sort === 'attention' };
+    const key = `workflows.${sized ? 'page' : 'list'}:${f.terminated}:${Object.entries({ ...filters, ...byAttention }).map(([name, on]) => (on ? name : '')).join(',')}`;
     return this.runner.reads.get(key, (db) => {
       let q = db
         .selectFrom('workflows')
@@ -214,11 +221,9 @@ export class WorkflowsRepo {
       if (filters.buildStatus) q = q.where('build_status', '=', slot<BuildStatus>('buildStatus'));
       if (filters.intervalMin) q = q.where('interval_minutes', '>=', slot<number>('intervalMin'));
       if (filters.intervalMax) q = q.where('interval_minutes', '<=', slot<number>('intervalMax'));
-      if (filters.after) {
-        const k = slot<number>('afterKey');
-        q = q.where((eb) => eb.or([eb('created_at', '<', k), eb.and([eb('created_at', '=', k), eb('id', '<', slot<string>('afterId'))])]));
-      }
-      return q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(slot<number>('limit'));
+      if (byAttention.attention) q = q.where('attention', '=', slot<number>('attention'));
+      if (filters.after) q = q.where((eb) => afterPosition(eb, byAttention.byAttention));
+      return (byAttention.byAttention ? q.orderBy('attention', 'asc') : q).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(slot<number>('limit'));
     });
   }
 
@@ -232,9 +237,13 @@ export class WorkflowsRepo {
       intervalMax: f.intervalMax,
       afterKey: f.after?.k,
       afterId: f.after?.id,
+      ...attentionArgs(f),
       limit: f.limit,
     };
   }
+
+  /** Workflows per attention state, all of the user's (workflow-attention.ts). */
+  readonly attentionCounts = (userId: string): Promise<AttentionCounts> => attentionCounts(this.runner, userId);
 
   /** Applies a PUT: bumps the generation, resets failures, reactivates, optionally rebuilds. */
   async update(userId: string, id: string, u: WorkflowUpdate, now: number): Promise<void> {
