@@ -84,12 +84,12 @@ describe('dashboard: bulk actions on the workflow list, in a real browser', func
       await page.emulateMedia({ colorScheme: scheme });
       await results().waitFor();
       for (const v of await axeViolations(page)) found.push(`selection and results (${scheme}): ${v}`);
-      await page.getByRole('button', { name: 'Terminate' }).click();
+      await page.getByRole('button', { name: 'Terminate', exact: true }).click();
       await page.getByRole('alertdialog').waitFor();
       for (const v of await axeViolations(page)) found.push(`terminate confirm (${scheme}): ${v}`);
       await saveScreenshot(page, `51-${scheme}-bulk-terminate-confirm`);
       await page.keyboard.press('Escape');
-      await page.getByRole('button', { name: 'Terminate' }).waitFor();
+      await page.getByRole('button', { name: 'Terminate', exact: true }).waitFor();
       // A phone: compact rows with the checkbox at each card's corner, nothing wider than the screen.
       await page.setViewportSize({ width: 390, height: 844 });
       await page.getByRole('checkbox', { name: 'Select bulk-1' }).waitFor();
@@ -104,7 +104,7 @@ describe('dashboard: bulk actions on the workflow list, in a real browser', func
   });
 
   it('terminates the selection only after the confirm, and a second terminate is reported as already so', async () => {
-    await page.getByRole('button', { name: 'Terminate' }).click();
+    await page.getByRole('button', { name: 'Terminate', exact: true }).click();
     const confirm = page.getByRole('alertdialog', { name: /^Terminate 3 workflows\?/ });
     await confirm.waitFor();
     assert.equal((await api('GET', `/workflows/${ids[0]}`)).terminated_at, undefined);
@@ -120,7 +120,7 @@ describe('dashboard: bulk actions on the workflow list, in a real browser', func
     await table().waitFor();
     await page.getByRole('checkbox', { name: 'Select all on this page' }).check();
     await page.getByText('3 selected').waitFor();
-    await page.getByRole('button', { name: 'Terminate' }).click();
+    await page.getByRole('button', { name: 'Terminate', exact: true }).click();
     await page.getByRole('button', { name: 'Yes, terminate' }).click();
     await status().getByText('Terminate: 0 done, 3 already so, 0 refused.').waitFor();
     await page.getByRole('button', { name: 'Pause' }).click();
