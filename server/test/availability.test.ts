@@ -305,8 +305,10 @@ class Flood {
   constructor(port: number, count: number) {
     this.child = spawn(process.execPath, ['-e', FLOOD, String(port), String(count)], { stdio: ['ignore', 'pipe', 'inherit'] });
     this.child.stdout!.on('data', (d: Buffer) => {
-      this.output = (this.output + d.toString()).slice(-2_000);
-      if (this.output.includes('done')) this.done = true;
+      const text = this.output + d.toString();
+      // Looked for before trimming: one chunk may hold `done` and then hundreds of later reports.
+      if (text.includes('\ndone\n')) this.done = true;
+      this.output = text.slice(-2_000);
     });
   }
 
