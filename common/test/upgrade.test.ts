@@ -68,6 +68,38 @@ for (const engine of ENGINES) {
       assert.equal(await store.users.workflowCount(idle), 0);
     });
 
+    it("0023 turns each workflow's hourly rollups into running totals", async function () {
+      database = await createTestDatabase(engine, this, { migrate: false });
+      const migrator = await migratorOf(database);
+      assert.equal((await migrator.migrateTo('0019-workflow-attention')).error, undefined);
+      const store = Store.fromHandle(database.handle);
+      const userId = newId();
+      await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
+      const w = workflowFixture(userId, { buildStatus: 'COMPLETED', buildCompletedAt: 0 });
+      await store.workflows.insert(w);
+      const hour = (h: number, runs: number, failures: number, first: number) => ({
+        workflow_id: w.id,
+        user_id: userId,
+        hour_at: h * 3_600_000,
+        runs,
+        failures,
+        histogram: JSON.stringify([first, runs - first]),
+      });
+      await database.handle.db.insertInto('workflow_rollups').values([hour(2, 3, 1, 2), hour(1, 2, 0, 2), hour(7, 1, 1, 0)]).execute();
+
+      assert.equal((await migrator.migrateToLatest()).error, undefined);
+      const rows = await database.handle.db.selectFrom('workflow_rollups').select(['hour_at', 'runs', 'failures', 'histogram']).orderBy('hour_at').execute();
+      assert.deepEqual(
+        rows.map((r) => [Number(r.hour_at) / 3_600_000, r.runs, r.failures, JSON.parse(r.histogram)]),
+        [
+          [1, 2, 0, [2, 0]],
+          [2, 5, 1, [4, 1]],
+          [7, 6, 2, [4, 2]],
+        ],
+      );
+      assert.deepEqual([...(await store.rollups.totals(userId, 2 * 3_600_000)).values()].map((t) => [t.runs, t.failures]), [[4, 2]]);
+    });
+
     it('0015 marks the state changes among older notifications, WEB_RECOVERED ones becoming WEB_SUCCESS', async function () {
       database = await createTestDatabase(engine, this, { migrate: false });
       const migrator = await migratorOf(database);

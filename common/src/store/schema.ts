@@ -210,7 +210,7 @@ export interface IncidentsTable {
   updated_at: number;
 }
 
-/** Per workflow and UTC hour: finished runs, failures, response-time histogram (migration 0018, repos/rollups.repo.ts). */
+/** Per workflow and UTC hour: its finished runs, failures and response-time histogram up to the end of that hour, running totals (migrations 0018, 0023; repos/rollups.repo.ts). */
 export interface WorkflowRollupsTable {
   workflow_id: string;
   hour_at: number;
