@@ -38,12 +38,12 @@ export interface RollupTotals {
   histogram: number[];
 }
 
-export function rollupBucketOf(ms: number): number {
+function rollupBucketOf(ms: number): number {
   const i = ROLLUP_BOUNDS_MS.findIndex((b) => ms <= b);
   return i === -1 ? ROLLUP_BOUNDS_MS.length : i;
 }
 
-export const emptyRollupHistogram = (): number[] => new Array<number>(ROLLUP_BOUNDS_MS.length + 1).fill(0);
+const emptyRollupHistogram = (): number[] => new Array<number>(ROLLUP_BOUNDS_MS.length + 1).fill(0);
 
 /** The `p`-th percentile (0–100) of a histogram, as its bucket's upper bound; null when empty. */
 export function histogramPercentile(histogram: readonly number[], p: number): number | null {
@@ -144,9 +144,10 @@ export class RollupsRepo {
         .select(['r.workflow_id', 'r.runs', 'r.failures', 'r.histogram'])
         .where('w.user_id', '=', userId)
         .where('r.hour_at', '=', (eb) => {
-          let latest = eb.selectFrom('workflow_rollups as x').select((e) => e.fn.max('x.hour_at').as('h')).whereRef('x.workflow_id', '=', 'w.id');
+          // ORDER BY … LIMIT 1, not max(): SQLite reads a correlated max() through every index entry of the workflow.
+          let latest = eb.selectFrom('workflow_rollups as x').select('x.hour_at').whereRef('x.workflow_id', '=', 'w.id');
           if (before !== undefined) latest = latest.where('x.hour_at', '<', before);
-          return latest;
+          return latest.orderBy('x.hour_at', 'desc').limit(1);
         });
       if (workflowId) q = q.where('w.id', '=', workflowId);
       return q.execute();
