@@ -22,13 +22,15 @@ import { embeddedApi } from './embedded-api.bench.js';
 import { liveTail } from './live-tail.bench.js';
 import { logIngest } from './log-ingest.bench.js';
 import { logSearch } from './log-search.bench.js';
+import { reliabilityReport } from './reliability-report.bench.js';
 import { retention } from './retention.bench.js';
+import { rollupCost } from './rollup-cost.bench.js';
 import { scheduling } from './scheduling.bench.js';
 import { transportFloor } from './transport-floor.bench.js';
 import { workflowsList } from './workflows-list.bench.js';
 
 /** Every suite, in run order. Add new ones here. */
-const SUITES: BenchSuite[] = [workflowsList, scheduling, embeddedApi, transportFloor, containers, logIngest, logSearch, liveTail, retention, dashboardFirstRow];
+const SUITES: BenchSuite[] = [workflowsList, scheduling, embeddedApi, transportFloor, containers, logIngest, logSearch, liveTail, retention, dashboardFirstRow, reliabilityReport, rollupCost];
 
 async function main(filters: string[]): Promise<number> {
   if (filters.includes('--list')) {

@@ -40,7 +40,7 @@ function sizesFrom(value: string, name: string): number[] {
     });
 }
 
-function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
+export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
   const sizes = sizesFrom(env.BENCH_SCHED_SIZES?.trim() || '10000,100000', 'BENCH_SCHED_SIZES');
   const dist = env.BENCH_SCHED_DISTRIBUTED?.trim();
   const distributedSizes = dist === '0' ? [] : dist ? sizesFrom(dist, 'BENCH_SCHED_DISTRIBUTED') : sizes;
@@ -83,6 +83,7 @@ async function withSetup<T>(
   s: Settings,
   label: string,
   seed: { count: number; intervalMinutes: number; spreadMs: number },
+  env: Record<string, string>,
   fn: (x: { orloj: EmbeddedOrloj; tool: ScheduleDb; target: ServerProcess; seededMs: number; startupMs: number }) => Promise<T>,
 ): Promise<T> {
   const db = await createBenchDatabase('sqlite');
@@ -98,6 +99,7 @@ async function withSetup<T>(
       RUNNER_CONCURRENCY: String(s.concurrency),
       RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
       ...(s.tick ? { SCHEDULER_TICK: s.tick } : {}),
+      ...env,
     });
     const startupMs = Math.round(performance.now() - started);
     return await fn({ orloj, tool, target, seededMs: seeded.ms, startupMs });
@@ -109,10 +111,11 @@ async function withSetup<T>(
   }
 }
 
-async function steady(ctx: SuiteContext, s: Settings, n: number): Promise<Run> {
-  const label = `${fmt(n)} workflows, every minute`;
+/** N one-minute workflows on the embedded orloj for a window; `variant` names a run with extra environment for orloj (the rollup-cost suite's). */
+export async function steady(ctx: SuiteContext, s: Settings, n: number, variant?: { label: string; env: Record<string, string> }): Promise<Run> {
+  const label = `${fmt(n)} workflows, every minute${variant ? `, ${variant.label}` : ''}`;
   try {
-    return await withSetup(ctx, s, label, { count: n, intervalMinutes: 1, spreadMs: 60_000 }, async ({ orloj, tool, target, seededMs, startupMs }) => {
+    return await withSetup(ctx, s, label, { count: n, intervalMinutes: 1, spreadMs: 60_000 }, variant?.env ?? {}, async ({ orloj, tool, target, seededMs, startupMs }) => {
       const firstDue = Date.now() + LEAD_MS;
       const shifted = await tool.shiftSchedule(firstDue);
       const windowStart = firstDue + s.warmupS * 1000;
@@ -229,7 +232,7 @@ async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number): Pro
 async function burst(ctx: SuiteContext, s: Settings, n: number): Promise<Run> {
   const label = `burst: ${fmt(n)} workflows due at one instant`;
   try {
-    return await withSetup(ctx, s, label, { count: n, intervalMinutes: BURST_INTERVAL_MINUTES, spreadMs: 0 }, async ({ orloj, tool, target, seededMs, startupMs }) => {
+    return await withSetup(ctx, s, label, { count: n, intervalMinutes: BURST_INTERVAL_MINUTES, spreadMs: 0 }, {}, async ({ orloj, tool, target, seededMs, startupMs }) => {
       const slotAt = Date.now() + LEAD_MS;
       await tool.shiftSchedule(slotAt);
       ctx.log(`${label}: orloj up in ${fmt(startupMs)} ms; slot at +${LEAD_MS / 1000} s, waiting for every job to complete (at most ${s.burstTimeoutS} s)`);

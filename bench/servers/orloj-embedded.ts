@@ -5,14 +5,17 @@
 // (and, like every bench child, a CPU profile on request). BENCH_ROLES
 // (comma-separated) replaces the default roles api,scheduler,runners (the log
 // suites add log-ingest); `storedLines` reads the store through a connection
-// of its own.
+// of its own. BENCH_ROLLUPS=off skips the reliability rollup write of each
+// finished run (RollupsRepo.add), for the rollup-cost suite's comparison: a
+// bench-only switch, not a setting of orloj.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
-import { openDatabase, type DatabaseHandle } from '@orloj/common/store';
+import { openDatabase, RollupsRepo, type DatabaseHandle } from '@orloj/common/store';
 import { parseRoles, startOrloj } from '@orloj/server';
 import { serveParent } from '../lib/child.js';
 import type { ProcessUsage } from '../lib/embedded.js';
 
+if (process.env.BENCH_ROLLUPS === 'off') RollupsRepo.prototype.add = () => Promise.resolve();
 const running = await startOrloj({ roles: parseRoles(process.env.BENCH_ROLES?.trim() || 'api,scheduler,runners'), env: process.env });
 let reader: DatabaseHandle | undefined;
 const delay = monitorEventLoopDelay({ resolution: 10 });

@@ -12,6 +12,7 @@ import { openDatabase, Store } from '@orloj/common/store';
 import { ApiServer } from '@orloj/api';
 import { serveParent } from '../lib/child.js';
 import { engineVersion, seedJobLogs, seedWorkflows, timeSearchSql } from '../lib/seed.js';
+import { seedRollups, timePerHourScan } from '../lib/seed-rollups.js';
 
 const config = resolveSecrets(loadConfig(process.env));
 const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
@@ -42,6 +43,19 @@ serveParent(
       const oldest = await store.db.selectFrom('workflows').select(['id', 'name']).where('user_id', '=', user.id).orderBy('created_at', 'asc').limit(1).executeTakeFirstOrThrow();
       await store.db.updateTable('workflows').set({ alert_down: 1, consecutive_job_failures_count: 1 }).where('id', '=', oldest.id).execute();
       return { name: oldest.name };
+    },
+    /** A year (`days`) of hourly rollups and some incidents for each of the user's workflows (lib/seed-rollups.ts). */
+    async seedRollups(arg: { email: string; days: number }) {
+      const user = await store.users.findByEmail(arg.email);
+      if (!user) throw new Error(`no user ${arg.email}`);
+      const started = performance.now();
+      const seeded = await seedRollups(store, user.id, arg.days);
+      return { ...seeded, ms: Math.round(performance.now() - started) };
+    },
+    async timePerHourScan(arg: { email: string; from: number; runs: number }) {
+      const user = await store.users.findByEmail(arg.email);
+      if (!user) throw new Error(`no user ${arg.email}`);
+      return timePerHourScan(store, user.id, arg.from, arg.runs);
     },
     async seedJobLogs(arg: { email: string; total: number; jobs: number }) {
       const user = await store.users.findByEmail(arg.email);
