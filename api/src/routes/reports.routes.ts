@@ -95,10 +95,12 @@ async function report({ store, clock }: ApiDeps, ctx: Context): Promise<void> {
   const to = clock.now();
   const from = Math.floor((to - PERIODS[period]) / HOUR) * HOUR;
   const [totals, incidents] = [await store.rollups.totals(userId, from, workflowId), await store.incidents.overlapping(userId, from, workflowId)];
-  const names = new Map(incidents.map((i) => [i.workflowId, i.workflowName]));
-  const ids = [...new Set([...totals.keys(), ...names.keys()])];
-  for (const w of await store.workflows.findByIds(ids.filter((id) => !names.has(id)))) names.set(w.id, w.name);
-  const of = (id: string) => incidents.filter((i) => i.workflowId === id);
+  // Rollups and incidents both come with their workflow's name (a deleted workflow takes both with it).
+  const names = new Map([...incidents.map((i) => [i.workflowId, i.workflowName] as const), ...[...totals].map(([id, t]) => [id, t.workflowName] as const)]);
+  const ids = [...names.keys()];
+  const byWorkflow = new Map<string, Incident[]>();
+  for (const i of incidents) byWorkflow.set(i.workflowId, [...(byWorkflow.get(i.workflowId) ?? []), i]);
+  const of = (id: string) => byWorkflow.get(id) ?? [];
   const toIso = (ms: number) => new Date(ms).toISOString();
   ctx.body = {
     period,
@@ -106,7 +108,6 @@ async function report({ store, clock }: ApiDeps, ctx: Context): Promise<void> {
     to: toIso(to),
     total: figuresOf(sum(totals.values()), incidents, from, to),
     workflows: ids
-      .filter((id) => names.has(id))
       .map((id) => ({ workflow_id: id, workflow_name: names.get(id)!, ...figuresOf(totals.get(id), of(id), from, to) }))
       .sort((a, b) => (a.uptime_percent ?? 101) - (b.uptime_percent ?? 101) || a.workflow_name.localeCompare(b.workflow_name)),
   } satisfies Wire<typeof reliabilityReportSchema>;

@@ -38,6 +38,9 @@ export interface RollupTotals {
   histogram: number[];
 }
 
+/** A workflow's totals over a period, with its name (read in the same query, for the report). */
+export type WorkflowRollup = RollupTotals & { workflowName: string };
+
 function rollupBucketOf(ms: number): number {
   const i = ROLLUP_BOUNDS_MS.findIndex((b) => ms <= b);
   return i === -1 ? ROLLUP_BOUNDS_MS.length : i;
@@ -135,13 +138,13 @@ export class RollupsRepo {
    * before that hour. Two index seeks a workflow (the primary key), whatever
    * the period.
    */
-  async totals(userId: string, from: number, workflowId?: string): Promise<Map<string, RollupTotals>> {
+  async totals(userId: string, from: number, workflowId?: string): Promise<Map<string, WorkflowRollup>> {
     const fromHour = Math.floor(from / ROLLUP_HOUR_MS) * ROLLUP_HOUR_MS;
     const rowsAt = (before?: number) => {
       let q = this.db
         .selectFrom('workflows as w')
         .innerJoin('workflow_rollups as r', 'r.workflow_id', 'w.id')
-        .select(['r.workflow_id', 'r.runs', 'r.failures', 'r.histogram'])
+        .select(['r.workflow_id', 'w.name', 'r.runs', 'r.failures', 'r.histogram'])
         .where('w.user_id', '=', userId)
         .where('r.hour_at', '=', (eb) => {
           // ORDER BY … LIMIT 1, not max(): SQLite reads a correlated max() through every index entry of the workflow.
@@ -154,10 +157,10 @@ export class RollupsRepo {
     };
     const [ends, starts] = [await rowsAt(), await rowsAt(fromHour)];
     const start = new Map(starts.map((r) => [r.workflow_id, parse(r)]));
-    const out = new Map<string, RollupTotals>();
+    const out = new Map<string, WorkflowRollup>();
     for (const r of ends) {
       const t = minus(parse(r), start.get(r.workflow_id));
-      if (t.runs > 0) out.set(r.workflow_id, t);
+      if (t.runs > 0) out.set(r.workflow_id, { ...t, workflowName: r.name });
     }
     return out;
   }
