@@ -59,30 +59,3 @@ export async function seedRollups(store: Store, userId: string, days: number): P
   const counted = await store.db.selectFrom('workflow_rollups').select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
   return { rows: Number(counted.n), incidents: incidents.length };
 }
-
-/**
- * What the report's read cost before running totals (commit 4bda42b): every
- * hourly row of the user's in the period read, its histogram parsed and added
- * up per workflow, as RollupsRepo.totals did. Run on the seeded running totals
- * its sums are meaningless; its cost is the old shape's (the same rows, the
- * same work per row). Returns the time of each run (ms) and the rows read.
- */
-export async function timePerHourScan(store: Store, userId: string, from: number, runs: number): Promise<{ ms: number[]; rows: number }> {
-  const times: number[] = [];
-  let rows = 0;
-  for (let i = 0; i < runs; i++) {
-    const started = performance.now();
-    const read = await store.db.selectFrom('workflow_rollups').select(['workflow_id', 'runs', 'failures', 'histogram']).where('user_id', '=', userId).where('hour_at', '>=', from).execute();
-    const sums = new Map<string, { runs: number; failures: number; histogram: number[] }>();
-    for (const r of read) {
-      const t = sums.get(r.workflow_id) ?? { runs: 0, failures: 0, histogram: [] };
-      t.runs += r.runs;
-      t.failures += r.failures;
-      for (const [b, n] of (JSON.parse(r.histogram) as number[]).entries()) t.histogram[b] = (t.histogram[b] ?? 0) + n;
-      sums.set(r.workflow_id, t);
-    }
-    times.push(performance.now() - started);
-    rows = read.length;
-  }
-  return { ms: times, rows };
-}

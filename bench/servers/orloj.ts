@@ -12,7 +12,7 @@ import { openDatabase, Store } from '@orloj/common/store';
 import { ApiServer } from '@orloj/api';
 import { serveParent } from '../lib/child.js';
 import { engineVersion, seedJobLogs, seedWorkflows, timeSearchSql } from '../lib/seed.js';
-import { seedRollups, timePerHourScan } from '../lib/seed-rollups.js';
+import { seedRollups } from '../lib/seed-rollups.js';
 
 const config = resolveSecrets(loadConfig(process.env));
 const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize });
@@ -51,11 +51,6 @@ serveParent(
       const started = performance.now();
       const seeded = await seedRollups(store, user.id, arg.days);
       return { ...seeded, ms: Math.round(performance.now() - started) };
-    },
-    async timePerHourScan(arg: { email: string; from: number; runs: number }) {
-      const user = await store.users.findByEmail(arg.email);
-      if (!user) throw new Error(`no user ${arg.email}`);
-      return timePerHourScan(store, user.id, arg.from, arg.runs);
     },
     async seedJobLogs(arg: { email: string; total: number; jobs: number }) {
       const user = await store.users.findByEmail(arg.email);
