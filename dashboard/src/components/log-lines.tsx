@@ -5,7 +5,7 @@
  * them (scroll, live tail, search pages) are log-viewer.tsx's.
  */
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useCallback, useRef, useState, type Ref } from 'react';
+import { useCallback, useLayoutEffect, useRef, useState, type Ref } from 'react';
 import type { LogEntry } from '../api/client';
 import { Highlighted, withoutHighlights } from './highlighted';
 import type { LogSource } from './log-source';
@@ -219,6 +219,33 @@ export function VirtualRows({
 /** A log box as tall as its rows, up to 60% of the window (then it scrolls). */
 export function boxHeight(virtualizer: ReturnType<typeof useLogVirtualizer>, count: number) {
   return count ? { height: `min(60vh, ${virtualizer.getTotalSize() + 2}px)` } : undefined;
+}
+
+/** The least a fitted log box keeps, however far down the page it starts: about ten lines. */
+const FIT_MIN_PX = 192;
+/** Room kept under the box: the line count below it and a little air. */
+const FIT_BELOW_PX = 40;
+
+/**
+ * Caps the log box at what is left of the first screen below its top, so that
+ * a finished log, opened at its end, shows its last line without the page
+ * being scrolled (issue 26) — on a phone too, where the job's facts and the
+ * log's controls take most of the screen. Written on the element (max-height)
+ * and called before useLogVirtualizer, so that the virtualizer measures the
+ * box, and the log is placed at its end, at the capped height.
+ */
+export function useFitToFirstScreen(box: { readonly current: HTMLElement | null }, ready: boolean): void {
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!ready || !el) return;
+    const fit = () => {
+      const top = el.getBoundingClientRect().top + window.scrollY;
+      el.style.setProperty('max-height', `${Math.max(FIT_MIN_PX, Math.floor(window.innerHeight - top - FIT_BELOW_PX))}px`);
+    };
+    fit();
+    window.addEventListener('resize', fit);
+    return () => window.removeEventListener('resize', fit);
+  }, [box, ready]);
 }
 
 /** Expanded JSON lines by sequence_num, kept while their rows scroll out of view and back. */

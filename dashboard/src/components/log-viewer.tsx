@@ -9,7 +9,7 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState, type FormEve
 import { EmptyState, Spinner } from './badges';
 import { SelectField, TextField } from './fields';
 import type { LogFilters, LogSource, LogStream } from './log-source';
-import { BLOCK, boxHeight, LogLines, useExpanded, useLineBlocks, useLogVirtualizer, VirtualRows, type Line, type LogAnchor, type TimeMode } from './log-lines';
+import { BLOCK, boxHeight, LogLines, useExpanded, useFitToFirstScreen, useLineBlocks, useLogVirtualizer, VirtualRows, type Line, type LogAnchor, type TimeMode } from './log-lines';
 
 export type { LogAnchor, TimeMode } from './log-lines';
 
@@ -31,6 +31,7 @@ function LogScroll({ source, anchorRef, mark, mode }: { source: LogSource; ancho
   const [target, setTarget] = useState('');
   const [targetError, setTargetError] = useState<string>();
   const count = total ?? 0;
+  useFitToFirstScreen(box, total !== undefined);
   const virtualizer = useLogVirtualizer(box, count);
 
   useEffect(() => load(0), [load]);
@@ -440,13 +441,20 @@ export function LogViewer({
   const view = useLogView();
   const [mode, setMode] = useState<TimeMode>('absolute');
   const { filters, searching, context } = view;
+  // On a phone the search, downloads and time format fold away behind a button, so the log itself starts on the first screen.
+  const [showTools, setShowTools] = useState(false);
 
   return (
     <section className="logs" aria-labelledby="logs-title">
       <h2 id="logs-title">Logs</h2>
-      <LogSearchForm view={view} />
-      {terminal ? <LogDownloads source={source} filters={filters} /> : null}
-      <TimeModeSelect mode={mode} setMode={setMode} />
+      <button type="button" className="secondary only-narrow" aria-expanded={showTools} aria-controls="log-tools" onClick={() => setShowTools((v) => !v)}>
+        {showTools ? 'Hide search and downloads' : 'Search and downloads'}
+      </button>
+      <div id="log-tools" className={`log-tools${showTools || searching ? ' open' : ''}`}>
+        <LogSearchForm view={view} />
+        {terminal ? <LogDownloads source={source} filters={filters} /> : null}
+        <TimeModeSelect mode={mode} setMode={setMode} />
+      </div>
       {searching ? (
         <PagedLog source={source} filters={filters} queryKey={queryKey} mode={mode} onContext={view.openInContext} />
       ) : live && !context ? (

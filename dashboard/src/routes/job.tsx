@@ -41,6 +41,7 @@ export function JobPage() {
         <StatusBadge status={j.status} />
       </div>
       <Facts
+        className="details compact"
         items={[
           ['Trigger', j.trigger.toLowerCase()],
           ['Scheduled', formatTime(j.scheduled_at)],
