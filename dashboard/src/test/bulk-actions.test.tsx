@@ -130,7 +130,9 @@ describe('bulk actions', () => {
     await user.keyboard('{Escape}');
     expect(screen.queryByRole('alertdialog')).toBeNull();
     await user.click(screen.getByRole('button', { name: 'Terminate' }));
-    await user.click(within(screen.getByRole('alertdialog')).getByRole('button', { name: 'Yes, terminate' }));
+    const yes = within(screen.getByRole('alertdialog')).getByRole('button', { name: 'Yes, terminate' });
+    expect(yes.className, 'the answer that destroys is red too').toBe('danger');
+    await user.click(yes);
     await waitFor(() => expect(finished).toBe(1));
     expect(dialog.isConnected).toBe(false);
     expect(api.requests.map((r) => r.method)).toEqual(['PATCH', 'PATCH']);
