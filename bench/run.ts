@@ -7,8 +7,9 @@
 // profiles of the server processes; the scheduling, containers, live-tail and
 // log-search suites add one of the orloj process over each measured window).
 // Suites read their own variables too (BENCH_SCHED_*, BENCH_CONTAINER_*,
-// BENCH_INGEST_*, BENCH_LOG_*, BENCH_TAIL_*, BENCH_EMBEDDED_*, BENCH_WORKFLOWS,
-// BENCH_WINDOW, BENCH_BASELINE*: see each suite's section).
+// BENCH_INGEST_*, BENCH_LOG_*, BENCH_TAIL_*, BENCH_EMBEDDED_*, BENCH_REPORT_*,
+// BENCH_ROLLUP_*, BENCH_WORKFLOWS, BENCH_WINDOW, BENCH_BASELINE*: see each
+// suite's section).
 // `npm run bench -- --list` lists suites.
 import path from 'node:path';
 import { REPO_ROOT } from './lib/child.js';
