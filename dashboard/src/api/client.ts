@@ -31,7 +31,7 @@ export type ReliabilityReport = Schemas['ReliabilityReport'];
 
 export type AttentionState = NonNullable<Workflow['attention']>;
 /** In the order `sort=attention` lists them (docs/api.md, "Attention"). */
-export const ATTENTION_STATES: readonly AttentionState[] = ['down', 'degraded', 'building', 'healthy', 'terminated'];
+export const ATTENTION_STATES: readonly AttentionState[] = ['down', 'degraded', 'building', 'healthy', 'paused', 'terminated'];
 export const WORKFLOW_KINDS: readonly WorkflowKind[] = ['HEARTBEAT', 'CONTAINER'];
 export const BUILD_STATUSES: readonly BuildStatus[] = ['QUEUED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELED'];
 export const JOB_STATUSES: readonly JobStatus[] = ['PENDING', 'QUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED'];
