@@ -187,7 +187,7 @@ describeEachEngine('batched job writes in the store', (db) => {
     const ids = await workflows(4);
     const [pending, retried, stale, done] = [job(ids[0]!, 'PENDING'), job(ids[1]!, 'RUNNING', 2), job(ids[2]!, 'PENDING', 1), job(ids[3]!, 'COMPLETED')];
     await db().store.jobs.insertMany([pending, retried, stale, done]);
-    const moved = await db().store.jobs.queueNextAttempts(
+    const moved = await db().store.jobQueue.queueNextAttempts(
       [
         { id: pending.id, attempts: 0 },
         { id: retried.id, attempts: 2 },
@@ -203,7 +203,7 @@ describeEachEngine('batched job writes in the store', (db) => {
     assert.equal((await db().store.jobs.findById(stale.id))?.status, 'PENDING');
     assert.equal((await db().store.jobs.findById(done.id))?.status, 'COMPLETED');
     // Its message is confirmed for the attempt it is on, not for an older one.
-    await db().store.jobs.markDispatched([{ id: pending.id, attempts: 1 }, { id: retried.id, attempts: 2 }], 600);
+    await db().store.jobQueue.markDispatched([{ id: pending.id, attempts: 1 }, { id: retried.id, attempts: 2 }], 600);
     const dispatchedAt = async (id: string) => (await db().store.db.selectFrom('jobs').select('dispatched_at').where('id', '=', id).executeTakeFirst())?.dispatched_at;
     assert.equal(await dispatchedAt(pending.id), 600);
     assert.equal(await dispatchedAt(retried.id), null);
@@ -216,7 +216,7 @@ describeEachEngine('batched job writes in the store', (db) => {
     const other = job(b!, 'PENDING');
     await db().store.jobs.insertMany([first, second, other]);
     await assert.rejects(
-      db().store.jobs.queueNextAttempts([first, second, other].map((j) => ({ id: j.id, attempts: 0 })), 1),
+      db().store.jobQueue.queueNextAttempts([first, second, other].map((j) => ({ id: j.id, attempts: 0 })), 1),
       (err) => db().handle.dialect.isUniqueViolation(err),
     );
     for (const j of [first, second, other]) assert.equal((await db().store.jobs.findById(j.id))?.status, 'PENDING');

@@ -1,8 +1,9 @@
 /**
  * The `jobs` table's SQL. Inserts, guarded state transitions (the
  * allowed moves come from domain/job-state.ts), leases, the scheduler's
- * dispatch and sweep queries; the row mapping is job-rows.ts, the health
- * read-outs job-health.reads.ts. No lifecycle decisions are made here.
+ * sweep queries; the runners' queue is job-queue.repo.ts, the row mapping
+ * job-rows.ts, the health read-outs job-health.reads.ts. No lifecycle
+ * decisions are made here.
  */
 import { type Kysely, type Selectable, type Updateable } from 'kysely';
 import { openJobOf } from './open-jobs.js';
@@ -230,26 +231,6 @@ export class JobsRepo {
   }
 
   /**
-   * Hands out the next attempt of each of these jobs in one statement: to
-   * QUEUED (the state machine's allowed sources, as transition()), attempts
-   * + 1, where the job is still on the attempt given. Returns the jobs moved; a
-   * job that moved on meanwhile is left out. All or nothing: when one of them
-   * would be a second active job of its workflow the statement fails with the
-   * unique violation and nothing moves (the caller then moves them one by one).
-   */
-  async queueNextAttempts(jobs: readonly { id: string; attempts: number }[], now: number): Promise<Job[]> {
-    if (jobs.length === 0) return [];
-    const rows = await this.db
-      .updateTable('jobs')
-      .set((eb) => ({ status: 'QUEUED' as const, updated_at: now, dispatched_at: null, attempts: eb('attempts', '+', 1), queued_at: now }))
-      .where('status', 'in', ALLOWED_FROM.QUEUED)
-      .where((eb) => onAttempts(eb, jobs))
-      .returningAll()
-      .execute();
-    return rows.map(toJob);
-  }
-
-  /**
    * Hands these QUEUED jobs out again on the same attempt, for when their
    * message is known to be gone (refused by a runner and dead-lettered, or
    * lost with the in-process bus): queued_at restarts and the bus must confirm
@@ -310,49 +291,6 @@ export class JobsRepo {
     return row !== undefined;
   }
 
-  /**
-   * The PENDING jobs that may be handed to runners now (of a workflow that is
-   * built, active, and has no QUEUED or RUNNING job), one per workflow, taken
-   * user by user: each user's first (manual runs before due slots, then the
-   * oldest), then each user's second, and so on, so a user with thousands
-   * waiting does not hide another user's one from the fair hand-out
-   * (scheduler/src/fair-share.ts).
-   */
-  async dispatchable(now: number, limit: number): Promise<Job[]> {
-    const ranked = this.db
-      .selectFrom('jobs as j')
-      .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
-      .selectAll('j')
-      .select((eb) =>
-        eb.fn
-          .agg<number>('row_number')
-          .over((ob) => ob.partitionBy('j.user_id').orderBy('j.trigger', 'desc').orderBy('j.scheduled_at').orderBy('j.id'))
-          .as('user_rank'),
-      )
-      .where('j.status', '=', 'PENDING')
-      .where('j.scheduled_at', '<=', now)
-      .where('w.build_status', '=', 'COMPLETED')
-      .where('w.terminated_at', 'is', null)
-      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))));
-    const rows = await this.db
-      .selectFrom(ranked.as('d'))
-      .selectAll()
-      .orderBy('user_rank')
-      .orderBy('scheduled_at')
-      .orderBy('id')
-      .limit(limit * 4)
-      .execute();
-    const seen = new Set<string>();
-    const out: Job[] = [];
-    for (const { user_rank: _rank, ...r } of rows) {
-      if (seen.has(r.workflow_id)) continue;
-      seen.add(r.workflow_id);
-      out.push(toJob(r));
-      if (out.length >= limit) break;
-    }
-    return out;
-  }
-
   /** Jobs in each of `statuses` right now (for metrics: the open ones are few, and indexed). */
   async countByStatus(statuses: readonly JobStatus[]): Promise<Record<string, number>> {
     const counts: Record<string, number> = Object.fromEntries(statuses.map((s) => [s, 0]));
@@ -367,22 +305,6 @@ export class JobsRepo {
     return counts;
   }
 
-  /** Of these jobs, those still QUEUED (handed out, not started). */
-  async queuedAmong(ids: readonly string[]): Promise<Set<string>> {
-    if (ids.length === 0) return new Set();
-    const rows = await this.db.selectFrom('jobs').select('id').where('id', 'in', [...ids]).where('status', '=', 'QUEUED').execute();
-    return new Set(rows.map((r) => r.id));
-  }
-
-  /** QUEUED jobs (handed out, not started), counted up to `upTo`. */
-  async countQueued(upTo: number): Promise<number> {
-    const row = await this.db
-      .selectFrom((db) => db.selectFrom('jobs').select('id').where('status', '=', 'QUEUED').limit(upTo).as('queued'))
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
-  }
-
   /** When the earliest pending job (a manual run, or a due slot that waits for room) that may be handed out now was scheduled. */
   async nextPendingAt(): Promise<number | undefined> {
     const row = await this.db
@@ -394,17 +316,6 @@ export class JobsRepo {
       .limit(1)
       .executeTakeFirst();
     return row?.scheduled_at;
-  }
-
-  /** Records that these attempts' messages were confirmed by the bus. */
-  async markDispatched(attempts: readonly { id: string; attempts: number }[], now: number): Promise<void> {
-    if (attempts.length === 0) return;
-    await this.db
-      .updateTable('jobs')
-      .set({ dispatched_at: now })
-      .where('status', '=', 'QUEUED')
-      .where((eb) => onAttempts(eb, attempts))
-      .execute();
   }
 
   /**
@@ -482,19 +393,6 @@ export class JobsRepo {
       .limit(n)
       .execute();
     return rows.map(toJob);
-  }
-
-  /** How many jobs each of these users has handed to the runners (QUEUED or RUNNING); absent: none. */
-  async activeCountsByUser(userIds: readonly string[]): Promise<Map<string, number>> {
-    if (userIds.length === 0) return new Map();
-    const rows = await this.db
-      .selectFrom('jobs')
-      .select((eb) => ['user_id', eb.fn.countAll<number>().as('n')])
-      .where('user_id', 'in', [...new Set(userIds)])
-      .where('status', 'in', ['QUEUED', 'RUNNING'])
-      .groupBy('user_id')
-      .execute();
-    return new Map(rows.map((r) => [r.user_id, Number(r.n)]));
   }
 
   /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */
