@@ -180,7 +180,7 @@ export class HandOut {
     if (all) return all;
     const moved: Job[] = [];
     for (const job of jobs) {
-      const one = await this.guardOverlap(() => store.jobs.apply(job.id, queueNextAttempt(job, now), now));
+      const one = await this.guardOverlap(() => store.jobMoves.apply(job.id, queueNextAttempt(job, now), now));
       if (one) moved.push(one);
     }
     return moved;
@@ -206,7 +206,7 @@ export class HandOut {
     const workflow = await store.workflows.findById(job.workflowId);
     const next = afterSystemFailure(job, workflow, this.c.config.maxAttempts, now, finalReason);
     if (next.to === 'QUEUED' && workflow) {
-      const retried = await this.guardOverlap(() => store.jobs.apply(job.id, next, now));
+      const retried = await this.guardOverlap(() => store.jobMoves.apply(job.id, next, now));
       if (retried) {
         this.c.log.warn({ jobId: job.id, attempt: retried.attempts }, 'retrying a job on another runner');
         await this.send([[retried, workflow]]);
@@ -214,7 +214,7 @@ export class HandOut {
       return;
     }
     await store.transaction(async (tx) => {
-      const ended = await tx.jobs.apply(job.id, next, now);
+      const ended = await tx.jobMoves.apply(job.id, next, now);
       if (ended) await applyJobOutcome(tx, ended, now);
     });
   }

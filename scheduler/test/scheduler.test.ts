@@ -291,7 +291,7 @@ describeEachEngine('scheduler', (db) => {
     const job = newJob(w, 'MANUAL', r.clock.now(), r.clock.now());
     await store().jobs.insert(job);
     // what the dead leader managed: the state change, not the message
-    await store().jobs.transition(job.id, 'QUEUED', r.clock.now(), { attempts: 1, queuedAt: r.clock.now() });
+    await store().jobMoves.transition(job.id, 'QUEUED', r.clock.now(), { attempts: 1, queuedAt: r.clock.now() });
     await scheduler.tick();
     assert.equal(r.runners.jobs.length, 0);
     r.clock.advance(15_001);
