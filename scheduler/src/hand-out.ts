@@ -101,7 +101,8 @@ export class HandOut {
    * of the `due` workflows (free of open jobs) get the room: fair queuing
    * across users (fair-share.ts), a user's manual runs before their due slots.
    * The chosen pending jobs are handed out here; the chosen due workflows are
-   * returned, for the leader to make their slots' jobs (then handedOut()).
+   * returned, for the leader to make their slots' jobs and record them
+   * (handedOut()).
    */
   async fairRound(now: number, window: number, due: readonly Workflow[]): Promise<FairRound> {
     const { store, config } = this.c;
@@ -121,7 +122,7 @@ export class HandOut {
     };
   }
 
-  /** These jobs were moved to QUEUED by this round (a due slot's job is made QUEUED by the leader's DueSlots): they hold room until started. */
+  /** The due slots' jobs the leader made QUEUED at this round's choice (DueSlots): like the round's own, they hold room until started. */
   handedOut(ids: readonly string[]): void {
     this.room.handedOut(ids);
   }
