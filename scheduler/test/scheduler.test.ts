@@ -10,7 +10,7 @@ import { deferred, describeEachEngine, until as eventually, within } from '@orlo
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
-/** These tests' fake runners start a job only when a test says so: room for every job a test hands out at once (queue-room.ts). */
+/** These tests' fake runners start a job only when a test says so: room for every job a test hands out at once (hand-out.ts, QueueRoom). */
 const FAKE_RUNNERS_ROOM = 100;
 
 async function jobsOf(store: Store, workflowId: string): Promise<Job[]> {
@@ -291,7 +291,7 @@ describeEachEngine('scheduler', (db) => {
     const job = newJob(w, 'MANUAL', r.clock.now(), r.clock.now());
     await store().jobs.insert(job);
     // what the dead leader managed: the state change, not the message
-    await store().jobs.transition(job.id, 'QUEUED', r.clock.now(), { attempts: 1, queuedAt: r.clock.now() });
+    await store().jobMoves.transition(job.id, 'QUEUED', r.clock.now(), { attempts: 1, queuedAt: r.clock.now() });
     await scheduler.tick();
     assert.equal(r.runners.jobs.length, 0);
     r.clock.advance(15_001);
@@ -541,7 +541,7 @@ describeEachEngine('scheduler', (db) => {
 
   it('hands out no more than maxQueued jobs until the runners start them', async () => {
     // Earlier tests in this store left QUEUED jobs behind; room for two more.
-    const before = await store().jobs.countQueued(10_000);
+    const before = await store().jobQueue.countQueued(10_000);
     const held = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger, config: { maxQueued: before + 2 } });
     try {
       await Promise.all(Array.from({ length: 5 }, () => insertWorkflow(store(), userId, r.clock.now())));
@@ -552,7 +552,7 @@ describeEachEngine('scheduler', (db) => {
       await held.tick();
       assert.equal(r.runners.jobs.length, 2);
       for (const job of r.runners.jobs) await r.runners.started(job, r.clock.now());
-      await eventually(() => store().jobs.countQueued(10_000), (n) => n === before, 'both started');
+      await eventually(() => store().jobQueue.countQueued(10_000), (n) => n === before, 'both started');
       await held.tick();
       await r.runners.until(() => r.runners.jobs.length === 4, 'two more job.run');
     } finally {

@@ -6,6 +6,8 @@ import { SessionsRepo } from './repos/sessions.repo.js';
 import { WorkflowsRepo } from './repos/workflows.repo.js';
 import { IdempotencyRepo } from './repos/idempotency.repo.js';
 import { JobsRepo } from './repos/jobs.repo.js';
+import { JobQueueRepo } from './repos/job-queue.repo.js';
+import { JobMovesRepo } from './repos/job-moves.repo.js';
 import { LeasesRepo } from './repos/leases.repo.js';
 import { LogQueriesRepo } from './repos/log-queries.repo.js';
 import { LogsRepo } from './repos/logs.repo.js';
@@ -29,6 +31,10 @@ export class Store {
   readonly workflows: WorkflowsRepo;
   readonly idempotency: IdempotencyRepo;
   readonly jobs: JobsRepo;
+  /** The runners' queue: what the scheduler's hand-out reads and writes as it hands jobs out. */
+  readonly jobQueue: JobQueueRepo;
+  /** A job's lifecycle moves (domain/job-state.ts's units applied), one or a batch of them. */
+  readonly jobMoves: JobMovesRepo;
   readonly leases: LeasesRepo;
   readonly logQueries: LogQueriesRepo;
   /** Job log lines and counts: the write side (log-ingest). */
@@ -61,7 +67,9 @@ export class Store {
     this.sessions = new SessionsRepo(db, runner);
     this.workflows = new WorkflowsRepo(db, dialect, runner);
     this.idempotency = new IdempotencyRepo(db, runner);
-    this.jobs = new JobsRepo(db, runner, dialect);
+    this.jobs = new JobsRepo(db, runner);
+    this.jobQueue = new JobQueueRepo(db);
+    this.jobMoves = new JobMovesRepo(db, runner, dialect);
     this.leases = new LeasesRepo(db);
     this.logQueries = new LogQueriesRepo(dialect, runner);
     this.logs = new LogsRepo(db, dialect);
