@@ -1,6 +1,7 @@
 import {
   containerPayloadSchema,
   ALERT_POLICY_MAX,
+  ALERT_POLICY_DEFAULT,
   ALERT_POLICY_MIN,
   FAILURE_LIMIT_MAX,
   FAILURE_LIMIT_MIN,
@@ -85,13 +86,13 @@ const alertPolicy = {
     type: 'integer',
     minimum: ALERT_POLICY_MIN,
     maximum: ALERT_POLICY_MAX,
-    description: 'Down (a state change, an incident) after this many consecutive failed runs; default 1 (on PUT: kept when absent). Independent of max_consecutive_job_failures_allowed, which terminates.',
+    description: `Down (a state change, an incident) after this many consecutive failed runs; default ${ALERT_POLICY_DEFAULT} (on PUT: kept when absent). Independent of max_consecutive_job_failures_allowed, which terminates.`,
   },
   recover_after_successes: {
     type: 'integer',
     minimum: ALERT_POLICY_MIN,
     maximum: ALERT_POLICY_MAX,
-    description: 'Up again (the incident closes) after this many consecutive completed runs; default 1 (on PUT: kept when absent).',
+    description: `Up again (the incident closes) after this many consecutive completed runs; default ${ALERT_POLICY_DEFAULT} (on PUT: kept when absent).`,
   },
 } as const;
 

@@ -14,6 +14,8 @@ export const NAME_MAX_LENGTH = 200;
 /** Bounds of the alert policy (issue 26): down after N failed runs, up after M completed ones. */
 export const ALERT_POLICY_MIN = 1;
 export const ALERT_POLICY_MAX = 100;
+/** A new workflow's alert policy: down at the first failed run, up at the first completed one. */
+export const ALERT_POLICY_DEFAULT = 1;
 
 export interface Workflow {
   id: string;
@@ -107,8 +109,8 @@ export function newWorkflow(w: NewWorkflow, now: number): Workflow {
     lastSlotSkippedAt: null,
     buildToken: 0,
     buildError: null,
-    alertAfterFailures: w.alertAfterFailures ?? 1,
-    recoverAfterSuccesses: w.recoverAfterSuccesses ?? 1,
+    alertAfterFailures: w.alertAfterFailures ?? ALERT_POLICY_DEFAULT,
+    recoverAfterSuccesses: w.recoverAfterSuccesses ?? ALERT_POLICY_DEFAULT,
     alertDown: false,
     cron: w.cron ?? null,
     timeZone: w.timeZone ?? 'UTC',
