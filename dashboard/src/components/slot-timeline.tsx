@@ -12,6 +12,7 @@ const FATE_TEXT: Record<string, string> = {
   skipped: 'skipped',
   paused: 'paused',
   upcoming: 'upcoming',
+  orloj_down: 'missed while orloj was down',
 };
 const REASON_TEXT: Record<string, string> = {
   still_running: 'the previous run was still going',
@@ -43,7 +44,11 @@ export function SlotTimeline({ w }: { w: Workflow }) {
   if (!slots.data || slots.data.slots.length === 0) return null;
   const list = slots.data.slots;
   const counts = new Map<string, number>();
-  for (const s of list) counts.set(s.fate, (counts.get(s.fate) ?? 0) + 1);
+  // Slots orloj missed by being down are counted apart from the workflow's own skipped ones.
+  for (const s of list) {
+    const kind = s.reason === 'orloj_down' ? 'orloj_down' : s.fate;
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+  }
   return (
     <section aria-labelledby="slots-title" className="slots">
       <h2 id="slots-title">Slots</h2>
