@@ -63,7 +63,7 @@ describe('dashboard: gaps after downtime, in a real browser', function () {
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
       assert.deepEqual(await axeViolations(page), [], `the workflow page with its downtime, ${scheme}`);
-      await saveScreenshot(page, `26-workflow-downtime-gaps-${scheme}`);
+      await saveScreenshot(page, `62-workflow-downtime-gaps-${scheme}`);
     }
     await page.emulateMedia({ colorScheme: 'light' });
   });

@@ -243,7 +243,7 @@ describe('dashboard: a live tail through a restart of the api, in a real browser
     const shown = await live.locator('.log-line:not(.log-pending) .log-message').allTextContents();
     assert.equal(shown[0], 'line 1', `the live log starts with attempt 2's first line: ${JSON.stringify(shown.slice(0, 5))}`);
     assert.ok(shown.every((m, i) => m === `line ${i + 1}`), `no line of attempt 1 spliced in: ${JSON.stringify(shown)}`);
-    await saveScreenshot(page, '26-job-attempt-switched');
+    await saveScreenshot(page, '60-job-attempt-switched');
     // What it received: attempt 2 from its line 0, every line once, in order, nothing skipped for the lines attempt 1 had shown.
     await pollUntil(WAIT, "attempt 2's lines at the page", async () => logsOf(2).length, (n) => n >= 12);
     const second = logsOf(2).map((e) => Number(e.eventId));
@@ -264,7 +264,7 @@ describe('dashboard: a live tail through a restart of the api, in a real browser
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
       assert.deepEqual(await axeViolations(page), [], `the job page with its attempts, ${scheme}`);
-      await saveScreenshot(page, `26-job-attempt-1-log-${scheme}`);
+      await saveScreenshot(page, `61-job-attempt-1-log-${scheme}`);
     }
     await page.emulateMedia({ colorScheme: 'light' });
     await page.getByRole('link', { name: "Show the current attempt's log" }).click();
