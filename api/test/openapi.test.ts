@@ -749,6 +749,22 @@ describeApi('openapi document matches real responses', (h) => {
       check('get', LINES, retention);
     });
 
+    it('GET …/attempts (issue 26): 200, 400, 404', async () => {
+      const { u, wid, done, running, off, offJob } = await world();
+      const ATTEMPTS = '/workflows/{workflow_id}/jobs/{job_id}/attempts';
+      for (const [w, job] of [[wid, done], [wid, running], [off, offJob]] as const) {
+        const res = await u.get(`/workflows/${w}/jobs/${job.id}/attempts`);
+        assert.equal(res.status, 200, res.text);
+        check('get', ATTEMPTS, res);
+      }
+      const bad = await u.get(`/workflows/${wid}/jobs/nope/attempts`);
+      assert.equal(bad.status, 400);
+      check('get', ATTEMPTS, bad);
+      const missing = await u.get(`/workflows/${wid}/jobs/${crypto.randomUUID()}/attempts`);
+      assert.equal(missing.status, 404);
+      check('get', ATTEMPTS, missing);
+    });
+
     it('GET …/logs/raw: 200 in every format, 400, 401, 404, 412', async () => {
       const { u, wid, done, running, off, offJob } = await world();
       const path = `/workflows/${wid}/jobs/${done.id}/logs/raw`;

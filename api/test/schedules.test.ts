@@ -121,6 +121,28 @@ describeApi('workflow slots', (h) => {
     assert.deepEqual(paused.map((s) => s.fate), ['paused', 'paused', 'paused']);
   });
 
+  it('tells slots missed while orloj itself was down as orloj_down, and lists the downtime', async () => {
+    const c = await h().user();
+    const { id, builtAt, w } = await builtWorkflow(c, 65 * MINUTE);
+    assert.ok(await h().db.store.jobs.insert({ ...newJob(w, 'AUTOMATIC', builtAt + 10 * MINUTE, builtAt), status: 'COMPLETED', startedAt: builtAt + 10 * MINUTE, completedAt: builtAt + 10 * MINUTE + 500 }));
+    // orloj ran until 25 min after the build, and again from 45 min: slots 3 and 4 came while it was down, slot 2 did not.
+    await h().db.handle.db.deleteFrom('orloj_uptime').execute();
+    await h().db.handle.db
+      .insertInto('orloj_uptime')
+      .values([
+        { started_at: builtAt - 60 * MINUTE, last_seen_at: builtAt + 25 * MINUTE },
+        { started_at: builtAt + 45 * MINUTE, last_seen_at: Date.now() },
+      ])
+      .execute();
+    const res = await c.get(`/workflows/${id}/slots?from=${new Date(builtAt).toISOString()}&to=${new Date(builtAt + 55 * MINUTE).toISOString()}`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(
+      (res.json.slots as { fate: string; reason?: string }[]).map((s) => [s.fate, s.reason ?? '']),
+      [['ran', ''], ['skipped', 'not_run'], ['skipped', 'orloj_down'], ['skipped', 'orloj_down'], ['skipped', 'not_run']],
+    );
+    assert.deepEqual(res.json.downtime, [{ from: new Date(builtAt + 25 * MINUTE).toISOString(), to: new Date(builtAt + 45 * MINUTE).toISOString() }]);
+  });
+
   it('answers 400 for a range past 1000 slots or the wrong way round or not a date-time, 404 for no workflow of yours', async () => {
     const c = await h().user();
     const { id } = await builtWorkflow(c, 0);

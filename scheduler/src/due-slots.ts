@@ -1,4 +1,5 @@
-import { createDueJob, scheduleOf, type Job, type Workflow } from '@orloj/common/domain';
+import { createDueJob, scheduleOf, type Downtime, type Job, type Schedule, type Workflow } from '@orloj/common/domain';
+import type { Store } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 
@@ -7,6 +8,13 @@ interface Skip {
   id: string;
   skipped: number;
   slot: number;
+}
+
+/** A workflow that missed slots, before the ones missed while orloj was down are told apart. */
+interface Missed {
+  skip: Skip;
+  schedule: Schedule;
+  nextDueAt: number;
 }
 
 /**
@@ -39,7 +47,9 @@ export class DueSlots {
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
-      const { jobs, next } = this.plan(due, busy, handOutNow, now, skips);
+      const missed: Missed[] = [];
+      const { jobs, next } = this.plan(due, busy, handOutNow, now, missed);
+      skips.push(...(await this.notWhileDown(tx, missed, now)));
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
       const inserted = new Set(await tx.jobs.insertMany(jobs.map(([job]) => job)));
       await tx.workflows.setNextDueMany(next);
@@ -58,8 +68,8 @@ export class DueSlots {
     return handOut.map(([job]) => job.id);
   }
 
-  /** The job each due workflow gets now (if any), its next due time, and the slots it skips (pushed onto `skips`). */
-  private plan(due: readonly Workflow[], busy: ReadonlySet<string>, handOutNow: ReadonlySet<string>, now: number, skips: Skip[]) {
+  /** The job each due workflow gets now (if any), its next due time, and the slots it skips (pushed onto `missed`). */
+  private plan(due: readonly Workflow[], busy: ReadonlySet<string>, handOutNow: ReadonlySet<string>, now: number, missed: Missed[]) {
     const jobs: [Job, Workflow][] = [];
     const next: { id: string; nextDueAt: number }[] = [];
     for (const w of due) {
@@ -77,11 +87,25 @@ export class DueSlots {
       // The slots from next_due_at up to this one get no job of their own.
       // (next_due_at is off the slots after a job that ended late made the workflow due at once: it stands for the slot before it.)
       const skipped = schedule.skippedBefore(slot, w.nextDueAt);
-      if (skipped > 0) skips.push({ id: w.id, skipped, slot });
+      if (skipped > 0) missed.push({ skip: { id: w.id, skipped, slot }, schedule, nextDueAt: w.nextDueAt ?? slot });
       jobs.push([createDueJob(w, slot, now, handOutNow.has(w.id)), w]);
       next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(slot) });
     }
     return { jobs, next };
+  }
+
+  /**
+   * The skips less the slots that came while orloj itself was down (its
+   * uptime record, docs/adr/0021): those are orloj's, not the workflow's, and
+   * are not added to its missed runs (its slot fates tell them as
+   * `orloj_down`). One read of the record, only when slots were missed.
+   */
+  private async notWhileDown(tx: Store, missed: readonly Missed[], now: number): Promise<Skip[]> {
+    if (missed.length === 0) return [];
+    const downtime = await tx.uptime.downtime(Math.min(...missed.map((m) => m.nextDueAt)), now);
+    return missed
+      .map(({ skip, schedule, nextDueAt }) => ({ ...skip, skipped: skip.skipped - missedWhileDown(schedule, downtime, nextDueAt, skip.slot) }))
+      .filter((k) => k.skipped > 0);
   }
 
   /** Skipped slots: a warn line per pass and the stats counter (the workflows' own counts are in the store). */
@@ -91,7 +115,18 @@ export class DueSlots {
     this.c.stats.slotsSkipped += total;
     this.c.log.warn(
       { slotsSkipped: total, workflows: skips.length, sample: skips.slice(0, 5).map((k) => ({ workflowId: k.id, skipped: k.skipped })) },
-      'skipped due slots: only the most recent missed slot of each workflow runs (runners behind, or orloj was down)',
+      'skipped due slots: only the most recent missed slot of each workflow runs (the runners were behind, or its previous run still went)',
     );
   }
+}
+
+/** How many of the slots in [nextDueAt, slot) came while orloj was down. */
+function missedWhileDown(schedule: Schedule, downtime: readonly Downtime[], nextDueAt: number, slot: number): number {
+  let n = 0;
+  for (const down of downtime) {
+    const from = Math.max(down.from + 1, nextDueAt);
+    const to = Math.min(down.to, slot);
+    if (from < to) n += schedule.countIn(from, to);
+  }
+  return n;
 }

@@ -1,4 +1,4 @@
-import { afterSystemFailure, queueNextAttempt, type Job, type JobReason, type Workflow } from '@orloj/common/domain';
+import { afterSystemFailure, queueNextAttempt, type AttemptEnd, type Job, type JobReason, type Workflow } from '@orloj/common/domain';
 import { MESSAGE_TYPES, QUEUES, TOPICS, type JobRunMessage, type JobStopMessage } from '@orloj/common/messages';
 import { applyJobOutcome } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
@@ -200,14 +200,24 @@ export class HandOut {
   /**
    * A SYSTEM failure of one attempt (runner vanished, runtime unavailable):
    * another attempt while attempts remain, else FAILED SYSTEM_ERROR. A job of
-   * a workflow terminated meanwhile is canceled instead.
+   * a workflow terminated meanwhile is canceled instead. An attempt given up
+   * for another is recorded with `end` (why) in the same transaction, for the
+   * job page's attempts.
    */
-  async retryOrFail(job: Job, now: number, finalReason: JobReason): Promise<void> {
+  async retryOrFail(job: Job, now: number, finalReason: JobReason, end: AttemptEnd): Promise<void> {
     const { store } = this.c;
     const workflow = await store.workflows.findById(job.workflowId);
     const next = afterSystemFailure(job, workflow, this.c.config.maxAttempts, now, finalReason);
     if (next.to === 'QUEUED' && workflow) {
-      const retried = await this.guardOverlap(() => store.jobMoves.apply(job.id, next, now));
+      const retried = await this.guardOverlap(() =>
+        store.transaction(async (tx) => {
+          const moved = await tx.jobMoves.apply(job.id, next, now);
+          if (moved) {
+            await tx.jobAttempts.recordEnded({ jobId: job.id, attempt: job.attempts, runnerId: job.runnerId, startedAt: job.startedAt, endedAt: now, end });
+          }
+          return moved;
+        }),
+      );
       if (retried) {
         this.c.log.warn({ jobId: job.id, attempt: retried.attempts }, 'retrying a job on another runner');
         await this.send([[retried, workflow]]);

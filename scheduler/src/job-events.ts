@@ -1,5 +1,5 @@
 import { Batcher, retry, retryPolicies, type Within } from '@orloj/common/core';
-import { finishAttempt, isOpenAttempt, leaseExpiry, reasons, staleAttemptStop, startAttempt, type AttemptResult, type JobTransition } from '@orloj/common/domain';
+import { attemptEndOf, finishAttempt, isOpenAttempt, leaseExpiry, reasons, staleAttemptStop, startAttempt, type AttemptResult, type JobTransition } from '@orloj/common/domain';
 import { MESSAGE_TYPES, type BuildFinishedMessage, type JobFinishedRead, type OrlojMessages } from '@orloj/common/messages';
 import type { TypedEnvelope } from '@orloj/common/envelope';
 import { applyJobOutcomes, recordBuildResult, type JobMove, type Store } from '@orloj/common/store';
@@ -142,7 +142,8 @@ export class JobEvents {
   private async systemFailure(m: JobFinishedRead, now: number): Promise<void> {
     const job = await this.c.store.jobs.findById(m.job_id);
     if (isOpenAttempt(job, m.attempt)) {
-      await this.handOut.retryOrFail(job, now, m.reason ?? reasons.failureUnavailable());
+      const reason = m.reason ?? reasons.failureUnavailable();
+      await this.handOut.retryOrFail(job, now, reason, attemptEndOf(job, { runner: reason }));
     }
   }
 

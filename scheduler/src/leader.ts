@@ -1,7 +1,8 @@
-import { cancelReason, parsePayload, reasons } from '@orloj/common/domain';
+import { attemptEndOf, cancelReason, parsePayload, reasons } from '@orloj/common/domain';
 import { MESSAGE_TYPES, QUEUES, type BuildRunMessage } from '@orloj/common/messages';
 import { recordBuildResult } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
+import type { SchedulerConfig } from './scheduler.js';
 import { DueSlots } from './due-slots.js';
 import type { HandOut } from './hand-out.js';
 
@@ -32,6 +33,7 @@ export class LeaderWork {
 
   /** A full pass: builds, due slots and pending jobs, recovery, stops. */
   async tick(now: number): Promise<void> {
+    await this.recordUptime(now);
     if (!this.restartRecovered) await this.recoverRestart(now);
     await this.startBuilds(now);
     await this.duePass(now);
@@ -72,6 +74,17 @@ export class LeaderWork {
     }
   }
 
+  /**
+   * Marks orloj as running until now (the uptime record, docs/adr/0021): one
+   * row updated per tick. A beat after a gap longer than a leader handover
+   * (the lease's TTL and two ticks) records the gap as downtime, whose missed
+   * slots are orloj's own (DueSlots, slot fates).
+   */
+  private async recordUptime(now: number): Promise<void> {
+    const beat = await this.c.store.uptime.beat(now, uptimeGapMs(this.c.config));
+    if (beat.downtime) this.c.log.warn({ downFrom: beat.downtime.from, downTo: beat.downtime.to }, 'orloj was down: the slots missed meanwhile are not counted as missed runs');
+  }
+
   /** When the next slot falls due, or since when a pending job waits to be handed out (not while it waits for room). */
   async nextDueAt(): Promise<number> {
     const { store } = this.c;
@@ -103,7 +116,7 @@ export class LeaderWork {
       ...(await store.jobs.expiredLeases(now, config.batchSize)),
       ...(await store.jobs.staleQueued(now - config.queueTimeoutMs, now - config.unsentTimeoutMs, config.batchSize)),
     ];
-    for (const job of lost) await this.handOut.retryOrFail(job, now, reasons.leaseLost(job.attempts));
+    for (const job of lost) await this.handOut.retryOrFail(job, now, reasons.leaseLost(job.attempts), attemptEndOf(job, 'sweep'));
   }
 
   private async requestStops(now: number): Promise<void> {
@@ -139,7 +152,9 @@ export class LeaderWork {
       // The same attempt: its message died with the old process, no copy of it can run.
       const moved = await store.jobs.resendSameAttempt(queued.filter((j) => workflows.has(j.workflowId)), now);
       await this.handOut.send(moved.map((j) => [j, workflows.get(j.workflowId)!] as const));
-      for (const job of open.filter((j) => j.status === 'RUNNING')) await this.handOut.retryOrFail(job, now, reasons.leaseLost(job.attempts));
+      for (const job of open.filter((j) => j.status === 'RUNNING')) {
+        await this.handOut.retryOrFail(job, now, reasons.leaseLost(job.attempts), attemptEndOf(job, { restart: true }));
+      }
       recovered += open.length;
       // Whatever did not move (a job of a deleted workflow) is left to the sweep; do not loop on it.
       if (open.length < config.batchSize || moved.length === 0) break;
@@ -148,4 +163,9 @@ export class LeaderWork {
     this.c.stats.jobsRecoveredAfterRestart += recovered;
     if (recovered > 0) this.c.log.warn({ jobs: recovered }, 'handed out again the jobs queued or running before the restart (their in-process messages were lost)');
   }
+}
+
+/** The longest time without a leader's tick that is not downtime: a leader's lease running out, and a tick of the next one either side. */
+export function uptimeGapMs(config: Pick<SchedulerConfig, 'leaderLeaseTtlMs' | 'tickMs'>): number {
+  return config.leaderLeaseTtlMs + 2 * config.tickMs;
 }

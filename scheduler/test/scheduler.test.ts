@@ -25,6 +25,8 @@ describeEachEngine('scheduler', (db) => {
 
   beforeEach(async () => {
     r = await rig();
+    // Each test's clock starts afresh: the uptime record of another test's clock would read as downtime here.
+    await store().db.deleteFrom('orloj_uptime').execute();
     scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger, config: { jobLeaseTtlMs: 30_000, queueFloor: FAKE_RUNNERS_ROOM } });
     await scheduler.start({ leaderLoop: false });
     userId = await insertUser(store());
@@ -118,16 +120,39 @@ describeEachEngine('scheduler', (db) => {
     assert.equal((await store().workflows.findById(w.id))?.nextDueAt, anchor + 11 * MINUTE);
   });
 
+  /** The clock moved on `ms` while orloj ran (the leader's uptime beat every few seconds) without creating jobs, as when the runners are behind. */
+  async function ranWithoutJobs(ms: number): Promise<void> {
+    for (let left = ms; left > 0; left -= 5_000) {
+      r.clock.advance(Math.min(5_000, left));
+      await store().uptime.beat(r.clock.now(), 17_000);
+    }
+  }
+
   it('records skipped slots: on the workflow and in the stats', async () => {
     const counting = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger });
     const w = await built();
-    r.clock.advance(10 * MINUTE + 20_000);
+    await ranWithoutJobs(10 * MINUTE + 20_000);
     await counting.tick();
     // slots 1 to 9 never run; slot 10 does
     const after = await store().workflows.findById(w.id);
     assert.equal(after?.skippedSlots, 9);
     assert.equal(after?.lastSlotSkippedAt, r.clock.now());
     assert.equal(counting.stats.slotsSkipped, 9);
+    await counting.stop();
+  });
+
+  it('does not count the slots missed while orloj itself was down as the workflow\'s missed runs', async () => {
+    const counting = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger });
+    const w = await built();
+    await ranWithoutJobs(2 * MINUTE + 20_000);
+    const downFrom = r.clock.now();
+    // No leader ran for 8 minutes: slots 3 to 9 came while orloj was down, slot 10 runs.
+    r.clock.advance(8 * MINUTE);
+    await counting.tick();
+    const after = await store().workflows.findById(w.id);
+    assert.equal(after?.skippedSlots, 2, 'slots 1 and 2 were missed while orloj ran');
+    assert.equal(counting.stats.slotsSkipped, 2);
+    assert.deepEqual(await store().uptime.downtime(downFrom - 1, r.clock.now() + 1), [{ from: downFrom, to: r.clock.now() }]);
     await counting.stop();
   });
 
@@ -284,6 +309,10 @@ describeEachEngine('scheduler', (db) => {
     assert.equal(job?.statusReasonCode, 'SYSTEM_ERROR');
     assert.equal(job?.attempts, 3);
     assert.equal((await store().workflows.findById(w.id))?.consecutiveJobFailuresCount, 1);
+    // The two attempts given up are recorded with their runner and why; the third is the job's own row.
+    const given = await store().jobAttempts.ofJob(job!.id);
+    assert.deepEqual(given.map((a) => [a.attempt, a.runnerId, a.end.code]), [[1, 'r1', 'lease_lost'], [2, 'r1', 'lease_lost']]);
+    assert.ok(given.every((a) => a.startedAt !== null && a.endedAt > a.startedAt));
   });
 
   it('hands out again, as a new attempt, a job queued by a leader that died before publishing it', async () => {
@@ -299,6 +328,7 @@ describeEachEngine('scheduler', (db) => {
     await r.runners.until(() => r.runners.jobs.length === 1, 'the job handed out again');
     assert.equal(r.runners.jobs[0]!.attempt, 2);
     assert.ok((await store().jobs.findById(job.id))?.attempts === 2);
+    assert.deepEqual((await store().jobAttempts.ofJob(job.id)).map((a) => a.end.code), ['not_started']);
   });
 
   it('ignores events about an old attempt and tells that runner to stop', async () => {
@@ -329,6 +359,8 @@ describeEachEngine('scheduler', (db) => {
     await r.runners.finished(msg, 'FAILED', { started: 0, finished: 1 }, { system_failure: true, reason: { code: 'SYSTEM_ERROR', message: 'The container runtime is not available.' } });
     await r.runners.until(() => r.runners.jobs.length === 2, 'attempt 2');
     assert.equal(r.runners.jobs[1]!.attempt, 2);
+    const [given] = await store().jobAttempts.ofJob(msg.job_id);
+    assert.deepEqual(given?.end, { code: 'runner_failure', message: 'The container runtime is not available.' });
   });
 
   it('asks runners to stop the running job of a terminated workflow, and cancels queued ones', async () => {

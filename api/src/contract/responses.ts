@@ -204,7 +204,7 @@ export const workflowSchema = named('Workflow', {
 /** `GET /workflows/{id}/slots` (ADR 0015): each automatic slot in a range and what became of it. */
 export const slotListSchema = named('SlotList', {
   type: 'object',
-  required: ['from', 'to', 'slots'],
+  required: ['from', 'to', 'slots', 'downtime'],
   properties: {
     from: dateTime,
     to: dateTime,
@@ -218,10 +218,15 @@ export const slotListSchema = named('SlotList', {
           fate: { enum: [...SLOT_FATES] },
           job_id: { ...uuid, description: 'Where the slot has a job of its own.' },
           late_ms: { type: 'integer', minimum: 0, description: 'Where its job started: how long after the slot.' },
-          reason: { enum: [...SKIP_REASONS], description: 'Only for skipped slots.' },
+          reason: { enum: [...SKIP_REASONS], description: 'Only for skipped slots: orloj_down when orloj itself was not running at the slot.' },
         },
         additionalProperties: false,
       },
+    },
+    downtime: {
+      type: 'array',
+      description: "The times orloj itself was not running (no scheduler leader) that reach into the range, oldest first (docs/adr/0021).",
+      items: { type: 'object', required: ['from', 'to'], properties: { from: dateTime, to: dateTime }, additionalProperties: false },
     },
   },
   additionalProperties: false,

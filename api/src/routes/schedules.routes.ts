@@ -124,7 +124,8 @@ async function handleSlots(deps: ApiDeps, ctx: Context): Promise<void> {
     q.done();
   }
   const jobs = schedule ? await deps.store.jobs.automaticAround(id, from, to, 2 * SLOTS_MAX) : [];
-  const slots = schedule ? slotFates(workflow, schedule, jobs, { from, to, now }) : [];
+  const downtime = await deps.store.uptime.downtime(from, to);
+  const slots = schedule ? slotFates(workflow, schedule, jobs, { from, to, now }, downtime) : [];
   ctx.body = {
     from: toIso(from),
     to: toIso(to),
@@ -135,6 +136,7 @@ async function handleSlots(deps: ApiDeps, ctx: Context): Promise<void> {
       ...(s.lateMs !== undefined ? { late_ms: s.lateMs } : {}),
       ...(s.reason !== undefined ? { reason: s.reason } : {}),
     })),
+    downtime: downtime.map((d) => ({ from: toIso(d.from), to: toIso(d.to) })),
   } satisfies Wire<typeof slotListSchema>;
 }
 
@@ -177,7 +179,7 @@ export const schedulesOperations: readonly Operation[] = [
     method: 'get',
     path: '/workflows/{workflow_id}/slots',
     summary: "Each automatic slot in a range and what became of it",
-    description: `At most ${SLOTS_MAX} slots (400 naming \`to\` beyond). Fates: ran (with late_ms), running, pending, canceled, skipped (reason still_running or not_run), paused, upcoming. A workflow not built yet has no slots. docs/api.md, "Schedules", says what can and cannot be told.`,
+    description: `At most ${SLOTS_MAX} slots (400 naming \`to\` beyond). Fates: ran (with late_ms), running, pending, canceled, skipped (reason still_running, orloj_down or not_run), with the times orloj itself was down, paused, upcoming. A workflow not built yet has no slots. docs/api.md, "Schedules", says what can and cannot be told.`,
     access: 'session',
     heavy: true,
     parameters: [fromParam, toParam],

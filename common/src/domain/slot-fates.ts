@@ -13,9 +13,10 @@ import type { Workflow } from './workflow.js';
  *   `pending` too.
  * - `canceled`: its job was canceled (the workflow was updated or terminated).
  * - `skipped`: no job of its own. `reason`: `still_running` when the previous
- *   run was still going at the slot (runs never overlap), otherwise
- *   `not_run` (the runners were behind, or orloj was down: the store cannot
- *   tell which; only the most recent missed slot runs).
+ *   run was still going at the slot (runs never overlap); `orloj_down` when
+ *   the slot came while orloj itself was not running (its uptime record,
+ *   `Downtime` below); otherwise `not_run` (the runners were behind). Only
+ *   the most recent missed slot runs.
  * - `paused`: the workflow is paused and the slot came (or comes) since, or
  *   was due and not yet taken when it was paused.
  * - `upcoming`: not come yet.
@@ -27,7 +28,7 @@ import type { Workflow } from './workflow.js';
  */
 export const SLOT_FATES = ['ran', 'running', 'pending', 'canceled', 'skipped', 'paused', 'upcoming'] as const;
 export type SlotFate = (typeof SLOT_FATES)[number];
-export const SKIP_REASONS = ['still_running', 'not_run'] as const;
+export const SKIP_REASONS = ['still_running', 'orloj_down', 'not_run'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
 
 export interface SlotRecord {
@@ -38,19 +39,32 @@ export interface SlotRecord {
   reason?: SkipReason;
 }
 
+/** A time orloj was not running: from the last tick of one leader period to the first of the next. */
+export interface Downtime {
+  from: number;
+  to: number;
+}
+
+/** Whether `t` falls in one of the periods (sorted by `from`). */
+export function isDown(downtime: readonly Downtime[], t: number): boolean {
+  return downtime.some((d) => d.from < t && t < d.to);
+}
+
 /** The most slots one listing tells of. */
 export const SLOTS_MAX = 1000;
 
 /**
  * The fate of each slot in [from, to). `jobs`: the workflow's AUTOMATIC jobs
  * with slots in [from, to), and the last one before `from` (to tell whether
- * it was still running at the first slots).
+ * it was still running at the first slots). `downtime`: the times orloj was
+ * down that reach into the range.
  */
 export function slotFates(
   w: Pick<Workflow, 'pausedAt' | 'nextDueAt' | 'terminatedAt'>,
   schedule: Schedule,
   jobs: readonly Job[],
   range: { from: number; to: number; now: number },
+  downtime: readonly Downtime[] = [],
 ): SlotRecord[] {
   const bySlot = new Map(jobs.map((j) => [j.slotAt, j]));
   const ordered = [...jobs].sort((a, b) => a.slotAt - b.slotAt);
@@ -65,9 +79,14 @@ export function slotFates(
     else if (w.pausedAt !== null && (slotAt >= w.pausedAt || (w.nextDueAt !== null && slotAt >= w.nextDueAt))) out.push({ slotAt, fate: 'paused' });
     else if (slotAt > range.now) out.push({ slotAt, fate: 'upcoming' });
     else if (w.terminatedAt === null && w.nextDueAt !== null && slotAt >= w.nextDueAt && schedule.firstSlotAfter(slotAt) > range.now) out.push({ slotAt, fate: 'pending' });
-    else out.push({ slotAt, fate: 'skipped', reason: previous && ranPast(previous, slotAt) ? 'still_running' : 'not_run' });
+    else out.push({ slotAt, fate: 'skipped', reason: skipReason(previous, slotAt, downtime) });
   }
   return out;
+}
+
+function skipReason(previous: Job | undefined, slotAt: number, downtime: readonly Downtime[]): SkipReason {
+  if (isDown(downtime, slotAt)) return 'orloj_down';
+  return previous && ranPast(previous, slotAt) ? 'still_running' : 'not_run';
 }
 
 function fateOfJob(job: Job): SlotRecord {

@@ -221,6 +221,24 @@ export interface WorkflowRollupsTable {
   histogram: string;
 }
 
+/** An attempt that ended without ending its job (migration 0022, repos/job-attempts.repo.ts). */
+export interface JobAttemptsTable {
+  job_id: string;
+  attempt: number;
+  runner_id: string | null;
+  started_at: number | null;
+  ended_at: number;
+  /** Why the attempt was given up: an AttemptEndCode (domain/job-attempts.ts). */
+  end_code: string;
+  end_message: string;
+}
+
+/** A period the scheduler leader ran (migration 0022, repos/uptime.repo.ts). */
+export interface OrlojUptimeTable {
+  started_at: number;
+  last_seen_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
@@ -238,6 +256,8 @@ export interface Database {
   workflow_list_versions: WorkflowListVersionsTable;
   incidents: IncidentsTable;
   workflow_rollups: WorkflowRollupsTable;
+  job_attempts: JobAttemptsTable;
+  orloj_uptime: OrlojUptimeTable;
 }
 
 export type { Generated, Selectable };

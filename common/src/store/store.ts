@@ -17,6 +17,8 @@ import { AnalyticsRepo } from './repos/analytics.repo.js';
 import { RetentionRepo } from './repos/retention.repo.js';
 import { IncidentsRepo } from './repos/incidents.repo.js';
 import { RollupsRepo } from './repos/rollups.repo.js';
+import { JobAttemptsRepo } from './repos/job-attempts.repo.js';
+import { UptimeRepo } from './repos/uptime.repo.js';
 import type { DatabaseHandle } from './database.js';
 import { CompiledReads, ReadRunner, TransactionScope } from './compiled-read.js';
 
@@ -49,6 +51,10 @@ export class Store {
   readonly incidents: IncidentsRepo;
   /** Reliability rollups (issue 26). */
   readonly rollups: RollupsRepo;
+  /** Attempts a job gave up (issue 26). */
+  readonly jobAttempts: JobAttemptsRepo;
+  /** When orloj ran: the leader's periods, and the downtime between them (issue 26). */
+  readonly uptime: UptimeRepo;
 
   /**
    * `reads` are the database's compiled reads (compiled-read.ts), shared with
@@ -79,6 +85,8 @@ export class Store {
     this.retention = new RetentionRepo(db);
     this.incidents = new IncidentsRepo(db);
     this.rollups = new RollupsRepo(db);
+    this.jobAttempts = new JobAttemptsRepo(db);
+    this.uptime = new UptimeRepo(db);
   }
 
   /** A round trip to the database (readiness probes): rejects when it cannot be reached. */
