@@ -1,4 +1,4 @@
-import { createDueJob, scheduleOf, type Job, type Workflow } from '@orloj/common/domain';
+import { catchUpSkips, createDueJob, scheduleOf, type Job, type Workflow } from '@orloj/common/domain';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 
@@ -7,6 +7,11 @@ interface Skip {
   id: string;
   skipped: number;
   slot: number;
+}
+
+/** A workflow whose catch-up policy `none` left its most recent missed slot without a job too; `nextDueAt` as the pass read it. */
+interface Passed extends Skip {
+  nextDueAt: number | null;
 }
 
 /**
@@ -39,14 +44,16 @@ export class DueSlots {
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
-      const { jobs, next } = this.plan(due, busy, handOutNow, now, skips);
+      const { jobs, next, passed } = this.plan(due, busy, handOutNow, now, skips);
+      // Read before this pass moves next_due_at on.
+      const passedNow = await this.stillPassed(tx, passed);
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
       const inserted = new Set(await tx.jobs.insertMany(jobs.map(([job]) => job)));
       await tx.workflows.setNextDueMany(next);
       const created = jobs.filter(([job]) => inserted.has(job.id));
       // Only where this pass created the slot's job: a second leader's pass over the same slot records nothing.
       const createdFor = new Set(created.map(([job]) => job.workflowId));
-      const recorded = skips.filter((k) => createdFor.has(k.id));
+      const recorded = [...skips.filter((k) => createdFor.has(k.id)), ...passedNow];
       skips.length = 0;
       skips.push(...recorded);
       await tx.workflows.recordSkippedSlots(recorded.map((k) => ({ id: k.id, skipped: k.skipped, at: now })));
@@ -58,10 +65,16 @@ export class DueSlots {
     return handOut.map(([job]) => job.id);
   }
 
-  /** The job each due workflow gets now (if any), its next due time, and the slots it skips (pushed onto `skips`). */
+  /**
+   * The job each due workflow gets now (if any), its next due time, the slots
+   * it skips (pushed onto `skips`), and the workflows whose catch-up policy
+   * passed over the slot (`passed`: no job, so no unique key to tell whether
+   * another leader's pass recorded them first; see stillPassed).
+   */
   private plan(due: readonly Workflow[], busy: ReadonlySet<string>, handOutNow: ReadonlySet<string>, now: number, skips: Skip[]) {
     const jobs: [Job, Workflow][] = [];
     const next: { id: string; nextDueAt: number }[] = [];
+    const passed: Passed[] = [];
     for (const w of due) {
       // Interval or cron, with its jitter (common/src/domain/schedule.ts); none until built.
       const schedule = scheduleOf(w);
@@ -77,11 +90,29 @@ export class DueSlots {
       // The slots from next_due_at up to this one get no job of their own.
       // (next_due_at is off the slots after a job that ended late made the workflow due at once: it stands for the slot before it.)
       const skipped = schedule.skippedBefore(slot, w.nextDueAt);
+      // Due since the slot, or since a job that overran it ended (next_due_at then lies after the slot: an overlap, not a catch-up).
+      if (catchUpSkips(w.catchUpPolicy, Math.max(slot, w.nextDueAt ?? slot), now)) {
+        // Catch-up `none` (run-policy.ts): the most recent missed slot does not run either.
+        passed.push({ id: w.id, skipped: skipped + 1, slot, nextDueAt: w.nextDueAt });
+        next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(slot) });
+        continue;
+      }
       if (skipped > 0) skips.push({ id: w.id, skipped, slot });
       jobs.push([createDueJob(w, slot, now, handOutNow.has(w.id)), w]);
       next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(slot) });
     }
-    return { jobs, next };
+    return { jobs, next, passed };
+  }
+
+  /**
+   * The passed-over workflows whose next_due_at is still what this pass read
+   * (they are locked now): a second leader's pass over the same slots found
+   * it moved on, and records nothing.
+   */
+  private async stillPassed(tx: SchedulerContext['store'], passed: readonly Passed[]): Promise<Skip[]> {
+    if (passed.length === 0) return [];
+    const current = new Map((await tx.workflows.findByIds(passed.map((p) => p.id))).map((w) => [w.id, w.nextDueAt]));
+    return passed.filter((p) => current.get(p.id) === p.nextDueAt).map(({ id, skipped, slot }) => ({ id, skipped, slot }));
   }
 
   /** Skipped slots: a warn line per pass and the stats counter (the workflows' own counts are in the store). */
@@ -91,7 +122,7 @@ export class DueSlots {
     this.c.stats.slotsSkipped += total;
     this.c.log.warn(
       { slotsSkipped: total, workflows: skips.length, sample: skips.slice(0, 5).map((k) => ({ workflowId: k.id, skipped: k.skipped })) },
-      'skipped due slots: only the most recent missed slot of each workflow runs (runners behind, or orloj was down)',
+      'skipped due slots: at most the most recent missed slot of each workflow runs, by its catch-up policy (runners behind, or orloj was down)',
     );
   }
 }

@@ -1,4 +1,5 @@
 import { newId } from '../core/ids.js';
+import { DEFAULT_RUN_POLICY, type RunPolicy } from './run-policy.js';
 
 export const WORKFLOW_KINDS = ['HEARTBEAT', 'CONTAINER'] as const;
 export type WorkflowKind = (typeof WORKFLOW_KINDS)[number];
@@ -15,7 +16,8 @@ export const NAME_MAX_LENGTH = 200;
 export const ALERT_POLICY_MIN = 1;
 export const ALERT_POLICY_MAX = 100;
 
-export interface Workflow {
+/** A workflow; its run policy (overlap, catch-up, first run: run-policy.ts) included. */
+export interface Workflow extends RunPolicy {
   id: string;
   userId: string;
   name: string;
@@ -82,6 +84,8 @@ export interface NewWorkflow {
   cron?: string | null;
   timeZone?: string;
   jitterSeconds?: number;
+  /** Overlap, catch-up and first-run choices (run-policy.ts); each defaults to the behaviour before them. */
+  runPolicy?: Partial<RunPolicy>;
 }
 
 /** A new workflow, its build QUEUED, no failures counted, not yet scheduled. */
@@ -114,6 +118,9 @@ export function newWorkflow(w: NewWorkflow, now: number): Workflow {
     timeZone: w.timeZone ?? 'UTC',
     jitterSeconds: w.jitterSeconds ?? 0,
     pausedAt: null,
+    overlapPolicy: w.runPolicy?.overlapPolicy ?? DEFAULT_RUN_POLICY.overlapPolicy,
+    catchUpPolicy: w.runPolicy?.catchUpPolicy ?? DEFAULT_RUN_POLICY.catchUpPolicy,
+    firstRun: w.runPolicy?.firstRun ?? DEFAULT_RUN_POLICY.firstRun,
   };
 }
 
@@ -141,6 +148,7 @@ export type WorkflowSummary = Pick<
   | 'jitterSeconds'
   | 'pausedAt'
   | 'alertDown'
+  | keyof RunPolicy
 >;
 
 export interface HeartbeatPayload {
