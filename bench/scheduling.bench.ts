@@ -128,7 +128,8 @@ async function steady(ctx: SuiteContext, s: Settings, n: number, schedule: Stead
   const seed = { count: n, intervalMinutes: 1, spreadMs: 60_000, ...(schedule === 'cron' ? { cron: CRON_SEED } : {}) };
   try {
     return await withSetup(ctx, s, label, seed, async ({ orloj, tool, target, seededMs, startupMs }) => {
-      const firstDue = Date.now() + LEAD_MS;
+      // Cron slots are instants of the clock: built just before a minute starts, the window holds whole minutes of them, as the interval run's does.
+      const firstDue = schedule === 'cron' ? Math.ceil((Date.now() + LEAD_MS) / 60_000) * 60_000 : Date.now() + LEAD_MS;
       const shifted = await tool.shiftSchedule(firstDue);
       const windowStart = firstDue + s.warmupS * 1000;
       const windowEnd = windowStart + s.durationS * 1000;
