@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { newId } from '@orloj/common/core';
-import { ALLOWED_FROM, canTransition, JOB_STATUSES, type Job, type JobStatus } from '@orloj/common/domain';
+import { ALLOWED_FROM, canTransition, DEFAULT_RUN_POLICY, JOB_STATUSES, type Job, type JobStatus } from '@orloj/common/domain';
 import { describeEachEngine } from './support/stores.js';
 
 describe('job state machine', () => {
@@ -41,7 +41,7 @@ describeEachEngine('job transitions in the store', (db) => {
       id: workflowId, userId, name: 'w', payload: '{}', kind: 'HEARTBEAT', buildStatus: 'COMPLETED', intervalMinutes: 1,
       consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3, logRetention: false, generation: 0, createdAt: 0,
       updatedAt: 0, terminatedAt: null, buildCompletedAt: 0, nextDueAt: null, buildToken: 0, skippedSlots: 0, lastSlotSkippedAt: null, cron: null, timeZone: 'UTC', jitterSeconds: 0, pausedAt: null,
-        buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false,
+        buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false, ...DEFAULT_RUN_POLICY,
     });
   });
 
@@ -159,7 +159,7 @@ describeEachEngine('batched job writes in the store', (db) => {
         id, userId, name: 'w', payload: '{}', kind: 'HEARTBEAT', buildStatus: 'COMPLETED', intervalMinutes: 1,
         consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3, logRetention: false, generation: 0, createdAt: 0,
         updatedAt: 0, terminatedAt: null, buildCompletedAt: 0, nextDueAt: 1, buildToken: 0, skippedSlots: 0, lastSlotSkippedAt: null, cron: null, timeZone: 'UTC', jitterSeconds: 0, pausedAt: null,
-        buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false,
+        buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false, ...DEFAULT_RUN_POLICY,
       });
     }
     return ids;

@@ -1,4 +1,4 @@
-import { createDueJob, scheduleOf, type Downtime, type Job, type Schedule, type Workflow } from '@orloj/common/domain';
+import { catchUpSkips, createDueJob, scheduleOf, type Downtime, type Job, type Schedule, type Workflow } from '@orloj/common/domain';
 import type { Store } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
@@ -14,7 +14,14 @@ interface Skip {
 interface Missed {
   skip: Skip;
   schedule: Schedule;
+  /** The missed slots lie in [nextDueAt, end). */
   nextDueAt: number;
+  end: number;
+}
+
+/** A workflow whose catch-up policy `none` left its most recent missed slot without a job too; `readNextDueAt`: next_due_at as the pass read it. */
+interface Passed extends Missed {
+  readNextDueAt: number | null;
 }
 
 /**
@@ -48,15 +55,16 @@ export class DueSlots {
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
       const missed: Missed[] = [];
-      const { jobs, next } = this.plan(due, busy, handOutNow, now, missed);
-      skips.push(...(await this.notWhileDown(tx, missed, now)));
+      const { jobs, next, passed } = this.plan(due, busy, handOutNow, now, missed);
+      // Read before this pass moves next_due_at on.
+      const passedNow = await this.stillPassed(tx, passed);
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
       const inserted = new Set(await tx.jobs.insertMany(jobs.map(([job]) => job)));
       await tx.workflows.setNextDueMany(next);
       const created = jobs.filter(([job]) => inserted.has(job.id));
       // Only where this pass created the slot's job: a second leader's pass over the same slot records nothing.
       const createdFor = new Set(created.map(([job]) => job.workflowId));
-      const recorded = skips.filter((k) => createdFor.has(k.id));
+      const recorded = await this.notWhileDown(tx, [...missed.filter((m) => createdFor.has(m.skip.id)), ...passedNow], now);
       skips.length = 0;
       skips.push(...recorded);
       await tx.workflows.recordSkippedSlots(recorded.map((k) => ({ id: k.id, skipped: k.skipped, at: now })));
@@ -68,10 +76,16 @@ export class DueSlots {
     return handOut.map(([job]) => job.id);
   }
 
-  /** The job each due workflow gets now (if any), its next due time, and the slots it skips (pushed onto `missed`). */
+  /**
+   * The job each due workflow gets now (if any), its next due time, the slots
+   * it skips (pushed onto `missed`), and the workflows whose catch-up policy
+   * passed over the slot (`passed`: no job, so no unique key to tell whether
+   * another leader's pass recorded them first; see stillPassed).
+   */
   private plan(due: readonly Workflow[], busy: ReadonlySet<string>, handOutNow: ReadonlySet<string>, now: number, missed: Missed[]) {
     const jobs: [Job, Workflow][] = [];
     const next: { id: string; nextDueAt: number }[] = [];
+    const passed: Passed[] = [];
     for (const w of due) {
       // Interval or cron, with its jitter (common/src/domain/schedule.ts); none until built.
       const schedule = scheduleOf(w);
@@ -87,11 +101,29 @@ export class DueSlots {
       // The slots from next_due_at up to this one get no job of their own.
       // (next_due_at is off the slots after a job that ended late made the workflow due at once: it stands for the slot before it.)
       const skipped = schedule.skippedBefore(slot, w.nextDueAt);
-      if (skipped > 0) missed.push({ skip: { id: w.id, skipped, slot }, schedule, nextDueAt: w.nextDueAt ?? slot });
+      // Due since the slot, or since a job that overran it ended (next_due_at then lies after the slot: an overlap, not a catch-up).
+      if (catchUpSkips(w.catchUpPolicy, Math.max(slot, w.nextDueAt ?? slot), now)) {
+        // Catch-up `none` (run-policy.ts): the most recent missed slot does not run either.
+        passed.push({ skip: { id: w.id, skipped: skipped + 1, slot }, schedule, nextDueAt: w.nextDueAt ?? slot, end: slot + 1, readNextDueAt: w.nextDueAt });
+        next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(slot) });
+        continue;
+      }
+      if (skipped > 0) missed.push({ skip: { id: w.id, skipped, slot }, schedule, nextDueAt: w.nextDueAt ?? slot, end: slot });
       jobs.push([createDueJob(w, slot, now, handOutNow.has(w.id)), w]);
       next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(slot) });
     }
-    return { jobs, next };
+    return { jobs, next, passed };
+  }
+
+  /**
+   * The passed-over workflows whose next_due_at is still what this pass read
+   * (they are locked now): a second leader's pass over the same slots found
+   * it moved on, and records nothing.
+   */
+  private async stillPassed(tx: Store, passed: readonly Passed[]): Promise<Missed[]> {
+    if (passed.length === 0) return [];
+    const current = new Map((await tx.workflows.findByIds(passed.map((p) => p.skip.id))).map((w) => [w.id, w.nextDueAt]));
+    return passed.filter((p) => current.get(p.skip.id) === p.readNextDueAt).map(({ skip, schedule, nextDueAt, end }) => ({ skip, schedule, nextDueAt, end }));
   }
 
   /**
@@ -104,7 +136,7 @@ export class DueSlots {
     if (missed.length === 0) return [];
     const downtime = await tx.uptime.downtime(Math.min(...missed.map((m) => m.nextDueAt)), now);
     return missed
-      .map(({ skip, schedule, nextDueAt }) => ({ ...skip, skipped: skip.skipped - missedWhileDown(schedule, downtime, nextDueAt, skip.slot) }))
+      .map(({ skip, schedule, nextDueAt, end }) => ({ ...skip, skipped: skip.skipped - missedWhileDown(schedule, downtime, nextDueAt, end) }))
       .filter((k) => k.skipped > 0);
   }
 
@@ -115,17 +147,17 @@ export class DueSlots {
     this.c.stats.slotsSkipped += total;
     this.c.log.warn(
       { slotsSkipped: total, workflows: skips.length, sample: skips.slice(0, 5).map((k) => ({ workflowId: k.id, skipped: k.skipped })) },
-      'skipped due slots: only the most recent missed slot of each workflow runs (the runners were behind, or its previous run still went)',
+      'skipped due slots: at most the most recent missed slot of each workflow runs, by its catch-up policy (the runners were behind, or its previous run still went)',
     );
   }
 }
 
 /** How many of the slots in [nextDueAt, slot) came while orloj was down. */
-function missedWhileDown(schedule: Schedule, downtime: readonly Downtime[], nextDueAt: number, slot: number): number {
+function missedWhileDown(schedule: Schedule, downtime: readonly Downtime[], nextDueAt: number, end: number): number {
   let n = 0;
   for (const down of downtime) {
     const from = Math.max(down.from + 1, nextDueAt);
-    const to = Math.min(down.to, slot);
+    const to = Math.min(down.to, end);
     if (from < to) n += schedule.countIn(from, to);
   }
   return n;

@@ -7,7 +7,7 @@ import { roleBus } from '@orloj/common/envelope';
 import type { Store } from '@orloj/common/store';
 import { Scheduler, type JobEvent } from '@orloj/scheduler';
 import { deferred, describeEachEngine, until as eventually, within } from '@orloj/common/test-support';
-import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
+import { insertUser, insertWorkflow, ranWithoutJobs, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
 /** These tests' fake runners start a job only when a test says so: room for every job a test hands out at once (hand-out.ts, QueueRoom). */
@@ -120,18 +120,10 @@ describeEachEngine('scheduler', (db) => {
     assert.equal((await store().workflows.findById(w.id))?.nextDueAt, anchor + 11 * MINUTE);
   });
 
-  /** The clock moved on `ms` while orloj ran (the leader's uptime beat every few seconds) without creating jobs, as when the runners are behind. */
-  async function ranWithoutJobs(ms: number): Promise<void> {
-    for (let left = ms; left > 0; left -= 5_000) {
-      r.clock.advance(Math.min(5_000, left));
-      await store().uptime.beat(r.clock.now(), 17_000);
-    }
-  }
-
   it('records skipped slots: on the workflow and in the stats', async () => {
     const counting = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger });
     const w = await built();
-    await ranWithoutJobs(10 * MINUTE + 20_000);
+    await ranWithoutJobs(store(), r.clock, 10 * MINUTE + 20_000);
     await counting.tick();
     // slots 1 to 9 never run; slot 10 does
     const after = await store().workflows.findById(w.id);
@@ -144,7 +136,7 @@ describeEachEngine('scheduler', (db) => {
   it('does not count the slots missed while orloj itself was down as the workflow\'s missed runs', async () => {
     const counting = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger });
     const w = await built();
-    await ranWithoutJobs(2 * MINUTE + 20_000);
+    await ranWithoutJobs(store(), r.clock, 2 * MINUTE + 20_000);
     const downFrom = r.clock.now();
     // No leader ran for 8 minutes: slots 3 to 9 came while orloj was down, slot 10 runs.
     r.clock.advance(8 * MINUTE);

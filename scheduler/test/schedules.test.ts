@@ -99,14 +99,19 @@ describeEachEngine('scheduler: cron, jitter, pause', (db) => {
       },
     ],
   ];
-  for (const [busName, open] of buses) {
-    it(`creates exactly one job per slot, every slot run or counted skipped, with two leaders ticking at random times (${busName})`, async function () {
+  /** Today's run policy, and the other choices of catch-up and first run (overlap cannot happen here: finishAll ends each job at once). */
+  const policies: [string, Partial<Workflow>][] = [
+    ['default policy', {}],
+    ['catch-up none, first run now', { catchUpPolicy: 'none', firstRun: 'now' }],
+  ];
+  for (const [busName, open] of buses) for (const [policyName, policy] of policies) {
+    it(`creates exactly one job per slot, every slot run or counted skipped, with two leaders ticking at random times (${busName}, ${policyName})`, async function () {
       const { bus, done } = await open(this);
       busDone = done;
       await start(at('2026-10-03T12:00:00Z'), bus);
       const other = leader();
       try {
-        const w = await built({ cron: '*/20 1-3 * * *', timeZone: 'Australia/Adelaide', jitterSeconds: 120 });
+        const w = await built({ cron: '*/20 1-3 * * *', timeZone: 'Australia/Adelaide', jitterSeconds: 120, ...policy });
         const schedule = scheduleOf(w)!;
         const steps = fc.sample(fc.integer({ min: 1, max: 3 * 60 * MINUTE }), { numRuns: 25, seed: 25 });
         for (const step of steps) {
@@ -119,15 +124,19 @@ describeEachEngine('scheduler: cron, jitter, pause', (db) => {
         }
         const jobs = await jobsOf(store(), w.id);
         const slots = jobs.map((j) => j.slotAt);
-        assert.ok(jobs.length > 3, 'the walk crossed several slots');
         assert.equal(new Set(slots).size, slots.length, 'one job per slot');
         for (const s of slots) assert.ok(schedule.isSlot(s), `${iso(s)} is a slot`);
         const after = (await store().workflows.findById(w.id))!;
+        assert.ok(schedule.isSlot(after.nextDueAt!), 'next due on a slot');
         // Steps longer than a leader handover are downtime: their missed slots are orloj's, not counted as the workflow's.
-        const first = schedule.firstSlotAfter(w.buildCompletedAt!);
-        const downtime = await store().uptime.downtime(first, slots.at(-1)! + 1);
-        const missedWhileDown = schedule.slotsIn(first, slots.at(-1)! + 1, 10_000).filter((s) => !slots.includes(s) && isDown(downtime, s)).length;
-        assert.equal(jobs.length + after.skippedSlots + missedWhileDown, schedule.countIn(first, slots.at(-1)! + 1), 'every slot up to the last run is run, counted skipped, or missed while orloj was down');
+        // Every slot before the next due one (the first at or after the build: first run `now` adds one at it) was run,
+        // counted skipped, or missed while orloj was down.
+        const [first, end] = [schedule.firstSlotAfter(w.buildCompletedAt! - 1), after.nextDueAt!];
+        const downtime = await store().uptime.downtime(first, end);
+        const missedWhileDown = schedule.slotsIn(first, end, 10_000).filter((s) => !slots.includes(s) && isDown(downtime, s)).length;
+        assert.ok(jobs.length + after.skippedSlots + missedWhileDown > 3 && jobs.length > 0, 'the walk crossed several slots');
+        assert.equal(jobs.length + after.skippedSlots + missedWhileDown, schedule.countIn(first, end), 'every slot run, counted skipped, or missed while orloj was down');
+        if (policy.firstRun === 'now') assert.equal(slots[0], w.buildCompletedAt, 'a run right after the build');
       } finally {
         await other.stop();
       }

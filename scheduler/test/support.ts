@@ -106,3 +106,15 @@ export async function insertWorkflow(store: Store, userId: string, now: number, 
 export async function jobsOf(store: Store, workflowId: string): Promise<Job[]> {
   return (await store.jobs.list({ workflowId, limit: 1000 })).reverse();
 }
+
+/**
+ * The clock moves on `ms` while orloj runs (the leader's uptime beat every few
+ * seconds, docs/adr/0021) without creating jobs, as when the runners are behind:
+ * the slots missed meanwhile are the workflow's, not orloj's downtime.
+ */
+export async function ranWithoutJobs(store: Store, clock: ManualClock, ms: number): Promise<void> {
+  for (let left = ms; left > 0; left -= 5_000) {
+    clock.advance(Math.min(5_000, left));
+    await store.uptime.beat(clock.now(), 17_000);
+  }
+}

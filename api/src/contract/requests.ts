@@ -3,13 +3,17 @@ import {
   ALERT_POLICY_MAX,
   ALERT_POLICY_DEFAULT,
   ALERT_POLICY_MIN,
+  CATCH_UP_GRACE_MS,
+  CATCH_UP_POLICIES,
   FAILURE_LIMIT_MAX,
   FAILURE_LIMIT_MIN,
+  FIRST_RUNS,
   heartbeatPayloadSchema,
   INTERVAL_MAX,
   INTERVAL_MIN,
   JITTER_MAX_SECONDS,
   NAME_MAX_LENGTH,
+  OVERLAP_POLICIES,
   WORKFLOW_KINDS,
 } from '@orloj/common/domain';
 import { named, type Wire } from './components.js';
@@ -77,6 +81,19 @@ const scheduleFields = {
     minimum: 0,
     maximum: JITTER_MAX_SECONDS,
     description: 'Every slot moves later by the same offset in [0, jitter_seconds] seconds, derived from the workflow id; default 0.',
+  },
+  // The run policy (ADR 0020); on PUT each is kept when absent.
+  overlap_policy: {
+    enum: [...OVERLAP_POLICIES],
+    description: 'A slot that comes while the previous run still goes: `run_after` (default) runs the most recent such slot once, as soon as that run ends; `skip` runs none of them.',
+  },
+  catch_up_policy: {
+    enum: [...CATCH_UP_POLICIES],
+    description: `Slots missed while orloj was down (taken more than ${CATCH_UP_GRACE_MS / 1000} s after they fell due): \`latest\` (default) runs the most recent one; \`none\` runs none.`,
+  },
+  first_run: {
+    enum: [...FIRST_RUNS],
+    description: '`at_first_slot` (default): the first run is the schedule\'s first slot after the build; `now`: a run right after each build too.',
   },
 } as const;
 const failureLimit = { type: 'integer', minimum: FAILURE_LIMIT_MIN, maximum: FAILURE_LIMIT_MAX } as const;

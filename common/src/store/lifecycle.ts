@@ -63,8 +63,8 @@ export async function deleteWorkflow(tx: Store, workflow: Workflow, now: number)
  */
 export async function recordBuildResult(tx: Store, workflowId: string, token: number, ok: boolean, now: number, error?: BuildError): Promise<boolean> {
   const built = await tx.workflows.finishBuild(workflowId, token, ok, now, ok ? null : (error ?? BUILD_FAILED));
-  // finishBuild puts the first slot one interval on; a cron schedule or a jitter offset puts it elsewhere.
-  const first = built && ok ? scheduleOf(built)?.firstSlotAfter(now) : undefined;
+  // finishBuild puts the first slot one interval on; a cron schedule, a jitter offset or first run `now` (a slot at the build itself) put it elsewhere.
+  const first = built && ok ? scheduleOf(built)?.firstSlotAfter(now - 1) : undefined;
   if (built && first !== undefined && first !== built.nextDueAt) {
     await tx.workflows.setNextDue(built.id, first);
     built.nextDueAt = first;
@@ -199,9 +199,10 @@ async function rollUp(tx: Store, job: Job, now: number): Promise<void> {
 }
 
 /**
- * A slot that came while the job ran was skipped (runs never overlap) and the
- * workflow was set to wait for its next slot. Its most recent missed slot runs
- * now instead, once, as after any downtime.
+ * A slot that came while the job ran got no job (runs never overlap) and the
+ * workflow was set to wait for its next slot. By the overlap policy
+ * (run-policy.ts): `run_after` runs the most recent such slot now instead,
+ * once, as after any downtime; `skip` leaves them all unrun.
  */
 async function runMissedSlot(tx: Store, w: Workflow, job: Job, now: number): Promise<void> {
   // `w` was read locked: the leader locks a due workflow before it decides the
@@ -209,12 +210,21 @@ async function runMissedSlot(tx: Store, w: Workflow, job: Job, now: number): Pro
   // aside before `w` was read (see DueSlots.createDueJobs in scheduler/src/due-slots.ts).
   // A paused workflow has no automatic slots: resuming sets its next one.
   const schedule = scheduleOf(w);
-  if (w.terminatedAt !== null || w.pausedAt !== null || !schedule || w.nextDueAt === null || w.nextDueAt <= now) return;
+  if (w.terminatedAt !== null || w.pausedAt !== null || !schedule || w.nextDueAt === null) return;
   const missed = schedule.mostRecentSlot(now);
-  if (missed <= now && missed > job.scheduledAt) {
+  // No slot came while the job ran.
+  if (missed > now || missed <= job.scheduledAt) return;
+  let skipped: number;
+  if (w.overlapPolicy === 'skip') {
+    // Not even a slot the leader has not come to yet runs: the workflow waits for its next one.
+    if (w.nextDueAt <= now) await tx.workflows.setNextDue(w.id, schedule.firstSlotAfter(now));
+    skipped = schedule.countIn(job.scheduledAt + 1, missed + 1);
+  } else {
+    // A slot the leader has not come to yet runs as it comes.
+    if (w.nextDueAt <= now) return;
     await tx.workflows.setNextDue(w.id, now);
     // The slots between the job's and the one that runs now never run.
-    const skipped = schedule.countIn(job.scheduledAt + 1, missed);
-    if (skipped > 0 && job.trigger === 'AUTOMATIC') await tx.workflows.recordSkippedSlots([{ id: w.id, skipped, at: now }]);
+    skipped = schedule.countIn(job.scheduledAt + 1, missed);
   }
+  if (skipped > 0 && job.trigger === 'AUTOMATIC') await tx.workflows.recordSkippedSlots([{ id: w.id, skipped, at: now }]);
 }

@@ -1,4 +1,5 @@
 import type { Generated, GeneratedAlways, Selectable } from 'kysely';
+import type { CatchUpPolicy, FirstRun, OverlapPolicy } from '../domain/run-policy.js';
 
 /**
  * Table shapes as both engines store them. Timestamps are integer epoch
@@ -60,6 +61,10 @@ export interface WorkflowsTable {
   timezone: Generated<string>;
   jitter_seconds: Generated<number>;
   paused_at: Generated<number | null>;
+  /** Migration 0021: the run policy (domain/run-policy.ts). */
+  overlap_policy: Generated<OverlapPolicy>;
+  catch_up_policy: Generated<CatchUpPolicy>;
+  first_run: Generated<FirstRun>;
   /** Migration 0019: generated from the columns above (domain/attention.ts); never written. */
   attention: GeneratedAlways<number>;
 }
