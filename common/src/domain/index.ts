@@ -14,3 +14,4 @@ export * from './due-slots.js';
 export * from './cron-slots.js';
 export * from './schedule.js';
 export * from './slot-fates.js';
+export * from './maintenance-window.js';

@@ -20,3 +20,4 @@ export type { EndedJobPosition } from './repos/retention.repo.js';
 export { MIGRATION_NAMES } from './migrations/index.js';
 export { INCIDENT_RESOLUTIONS, type Incident, type IncidentListFilter, type IncidentResolution } from './repos/incidents.repo.js';
 export { ROLLUP_BOUNDS_MS, histogramPercentile, type RollupTotals } from './repos/rollups.repo.js';
+export type { WindowDefinition } from './repos/maintenance-windows.repo.js';

@@ -15,6 +15,7 @@ import { AnalyticsRepo } from './repos/analytics.repo.js';
 import { RetentionRepo } from './repos/retention.repo.js';
 import { IncidentsRepo } from './repos/incidents.repo.js';
 import { RollupsRepo } from './repos/rollups.repo.js';
+import { MaintenanceWindowsRepo } from './repos/maintenance-windows.repo.js';
 import type { DatabaseHandle } from './database.js';
 import { CompiledReads, ReadRunner, TransactionScope } from './compiled-read.js';
 
@@ -43,6 +44,8 @@ export class Store {
   readonly incidents: IncidentsRepo;
   /** Reliability rollups (issue 26). */
   readonly rollups: RollupsRepo;
+  /** Maintenance windows and snoozes (issue 25, docs/adr/0019-maintenance-windows.md). */
+  readonly maintenanceWindows: MaintenanceWindowsRepo;
 
   /**
    * `reads` are the database's compiled reads (compiled-read.ts), shared with
@@ -71,6 +74,7 @@ export class Store {
     this.retention = new RetentionRepo(db);
     this.incidents = new IncidentsRepo(db);
     this.rollups = new RollupsRepo(db);
+    this.maintenanceWindows = new MaintenanceWindowsRepo(db);
   }
 
   /** A round trip to the database (readiness probes): rejects when it cannot be reached. */

@@ -18,6 +18,7 @@ import * as m0016 from './0016-user-workflow-counts.js';
 import * as m0017 from './0017-workflow-schedules.js';
 import * as m0018 from './0018-incidents.js';
 import * as m0019 from './0019-workflow-attention.js';
+import * as m0020 from './0020-maintenance-windows.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0017-workflow-schedules': m0017,
   '0018-incidents': m0018,
   '0019-workflow-attention': m0019,
+  '0020-maintenance-windows': m0020,
 };
 
 /** The names of the migrations this build knows, in application order. */
