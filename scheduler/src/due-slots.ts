@@ -1,4 +1,4 @@
-import { createDueJob, scheduleOf, type Job, type Workflow } from '@orloj/common/domain';
+import { createDueJob, scheduleOf, skipsSlot, type Job, type MaintenanceWindow, type Workflow } from '@orloj/common/domain';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 
@@ -39,7 +39,8 @@ export class DueSlots {
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
-      const { jobs, next } = this.plan(due, busy, handOutNow, now, skips);
+      const windows = await tx.maintenanceWindows.inForce(due.map((w) => w.userId), Math.min(now, ...due.map((w) => w.nextDueAt ?? now)));
+      const { jobs, next } = this.plan(due, busy, windows, handOutNow, now, skips);
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
       const inserted = new Set(await tx.jobs.insertMany(jobs.map(([job]) => job)));
       await tx.workflows.setNextDueMany(next);
@@ -59,7 +60,7 @@ export class DueSlots {
   }
 
   /** The job each due workflow gets now (if any), its next due time, and the slots it skips (pushed onto `skips`). */
-  private plan(due: readonly Workflow[], busy: ReadonlySet<string>, handOutNow: ReadonlySet<string>, now: number, skips: Skip[]) {
+  private plan(due: readonly Workflow[], busy: ReadonlySet<string>, windows: readonly MaintenanceWindow[], handOutNow: ReadonlySet<string>, now: number, skips: Skip[]) {
     const jobs: [Job, Workflow][] = [];
     const next: { id: string; nextDueAt: number }[] = [];
     for (const w of due) {
@@ -74,6 +75,11 @@ export class DueSlots {
         continue;
       }
       const slot = schedule.mostRecentSlot(now);
+      if (skipsSlot(windows, w, slot)) {
+        // A skip window holds the slot (docs/adr/0019-maintenance-windows.md): no job; its fate reads skipped, maintenance.
+        next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(slot) });
+        continue;
+      }
       // The slots from next_due_at up to this one get no job of their own.
       // (next_due_at is off the slots after a job that ended late made the workflow due at once: it stands for the slot before it.)
       const skipped = schedule.skippedBefore(slot, w.nextDueAt);

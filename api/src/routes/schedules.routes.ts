@@ -5,7 +5,7 @@
  */
 import type { Context } from 'koa';
 import { isUuid, notFound, OrlojError, toIso, type FieldError } from '@orloj/common/core';
-import { contractInterval, cronProblem, scheduleOf, slotFates, SLOTS_MAX, timeZoneProblem, type Workflow } from '@orloj/common/domain';
+import { contractInterval, cronProblem, scheduleOf, skipsSlot, slotFates, SLOTS_MAX, timeZoneProblem, type Workflow } from '@orloj/common/domain';
 import type { Store } from '@orloj/common/store';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
 import { json, type Wire } from '../contract/components.js';
@@ -124,7 +124,8 @@ async function handleSlots(deps: ApiDeps, ctx: Context): Promise<void> {
     q.done();
   }
   const jobs = schedule ? await deps.store.jobs.automaticAround(id, from, to, 2 * SLOTS_MAX) : [];
-  const slots = schedule ? slotFates(workflow, schedule, jobs, { from, to, now }) : [];
+  const windows = schedule ? await deps.store.maintenanceWindows.inForce([workflow.userId], from) : [];
+  const slots = schedule ? slotFates(workflow, schedule, jobs, { from, to, now }, (slotAt) => skipsSlot(windows, workflow, slotAt)) : [];
   ctx.body = {
     from: toIso(from),
     to: toIso(to),
@@ -177,7 +178,7 @@ export const schedulesOperations: readonly Operation[] = [
     method: 'get',
     path: '/workflows/{workflow_id}/slots',
     summary: "Each automatic slot in a range and what became of it",
-    description: `At most ${SLOTS_MAX} slots (400 naming \`to\` beyond). Fates: ran (with late_ms), running, pending, canceled, skipped (reason still_running or not_run), paused, upcoming. A workflow not built yet has no slots. docs/api.md, "Schedules", says what can and cannot be told.`,
+    description: `At most ${SLOTS_MAX} slots (400 naming \`to\` beyond). Fates: ran (with late_ms), running, pending, canceled, skipped (reason still_running, not_run or maintenance), paused, upcoming. A workflow not built yet has no slots. docs/api.md, "Schedules", says what can and cannot be told.`,
     access: 'session',
     heavy: true,
     parameters: [fromParam, toParam],

@@ -12,7 +12,9 @@ import type { Workflow } from './workflow.js';
  *   has come and is the workflow's next due one, without a job yet, is
  *   `pending` too.
  * - `canceled`: its job was canceled (the workflow was updated or terminated).
- * - `skipped`: no job of its own. `reason`: `still_running` when the previous
+ * - `skipped`: no job of its own. `reason`: `maintenance` when a skip window
+ *   held it (docs/adr/0019-maintenance-windows.md; a window since deleted
+ *   leaves no trace), `still_running` when the previous
  *   run was still going at the slot (runs never overlap), otherwise
  *   `not_run` (the runners were behind, or orloj was down: the store cannot
  *   tell which; only the most recent missed slot runs).
@@ -27,7 +29,7 @@ import type { Workflow } from './workflow.js';
  */
 export const SLOT_FATES = ['ran', 'running', 'pending', 'canceled', 'skipped', 'paused', 'upcoming'] as const;
 export type SlotFate = (typeof SLOT_FATES)[number];
-export const SKIP_REASONS = ['still_running', 'not_run'] as const;
+export const SKIP_REASONS = ['still_running', 'not_run', 'maintenance'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
 
 export interface SlotRecord {
@@ -44,13 +46,15 @@ export const SLOTS_MAX = 1000;
 /**
  * The fate of each slot in [from, to). `jobs`: the workflow's AUTOMATIC jobs
  * with slots in [from, to), and the last one before `from` (to tell whether
- * it was still running at the first slots).
+ * it was still running at the first slots). `inMaintenance`: whether a skip
+ * window held a slot.
  */
 export function slotFates(
   w: Pick<Workflow, 'pausedAt' | 'nextDueAt' | 'terminatedAt'>,
   schedule: Schedule,
   jobs: readonly Job[],
   range: { from: number; to: number; now: number },
+  inMaintenance: (slotAt: number) => boolean = () => false,
 ): SlotRecord[] {
   const bySlot = new Map(jobs.map((j) => [j.slotAt, j]));
   const ordered = [...jobs].sort((a, b) => a.slotAt - b.slotAt);
@@ -65,6 +69,7 @@ export function slotFates(
     else if (w.pausedAt !== null && (slotAt >= w.pausedAt || (w.nextDueAt !== null && slotAt >= w.nextDueAt))) out.push({ slotAt, fate: 'paused' });
     else if (slotAt > range.now) out.push({ slotAt, fate: 'upcoming' });
     else if (w.terminatedAt === null && w.nextDueAt !== null && slotAt >= w.nextDueAt && schedule.firstSlotAfter(slotAt) > range.now) out.push({ slotAt, fate: 'pending' });
+    else if (inMaintenance(slotAt)) out.push({ slotAt, fate: 'skipped', reason: 'maintenance' });
     else out.push({ slotAt, fate: 'skipped', reason: previous && ranPast(previous, slotAt) ? 'still_running' : 'not_run' });
   }
   return out;

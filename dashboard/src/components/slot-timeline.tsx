@@ -13,7 +13,7 @@ const FATE_TEXT: Record<string, string> = {
   paused: 'paused',
   upcoming: 'upcoming',
 };
-const REASON_TEXT: Record<string, string> = { still_running: 'the previous run was still going', not_run: 'runners behind or orloj down' };
+const REASON_TEXT: Record<string, string> = { still_running: 'the previous run was still going', not_run: 'runners behind or orloj down', maintenance: 'a maintenance window' };
 
 /** The window the timeline shows: about 30 slots back (6 hours to 30 days), and the next hour. */
 function windowOf(w: Workflow, narrow: boolean): { from: string; to: string } {
