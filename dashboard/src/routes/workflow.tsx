@@ -19,6 +19,7 @@ import { toasts } from '../components/toasts';
 import { formatCount, formatInterval, formatSeconds, formatSpan, formatTime } from '../format';
 import { useWorkflow } from './workflow-queries';
 import { WorkflowIncidents } from '../components/incidents';
+import { WorkflowSnooze } from '../components/snooze';
 import { useTitle } from '../components/use-title';
 
 function HealthSection({ w }: { w: Workflow }) {
@@ -122,6 +123,7 @@ function Actions({ w }: { w: Workflow }) {
           {w.paused_at ? 'Resume' : 'Pause'}
         </button>
       ) : null}
+      {active ? <WorkflowSnooze workflowId={w.id} /> : null}
       <Link to={`/workflows/${w.id}/edit`} className="button secondary">
         {active ? 'Edit' : 'Edit and reactivate'}
       </Link>
