@@ -39,7 +39,9 @@ export class DueSlots {
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
-      const windows = await tx.maintenanceWindows.inForce(due.map((w) => w.userId), Math.min(now, ...due.map((w) => w.nextDueAt ?? now)));
+      // The owners' windows that may hold a slot due since the earliest next_due_at (docs/adr/0019-maintenance-windows.md).
+      const since = due.reduce((t, w) => Math.min(t, w.nextDueAt ?? now), now);
+      const windows = await tx.maintenanceWindows.inForce(due.map((w) => w.userId), since);
       const { jobs, next } = this.plan(due, busy, windows, handOutNow, now, skips);
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
       const inserted = new Set(await tx.jobs.insertMany(jobs.map(([job]) => job)));
