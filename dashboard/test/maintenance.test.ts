@@ -53,7 +53,7 @@ describe('dashboard: maintenance windows and snooze, in a real browser', functio
     const refusal = problems.findIndex((p) => /status of 400 .*\/api\/maintenance-windows\)$/.test(p));
     assert.ok(refusal >= 0, problems.join('\n'));
     problems.splice(refusal, 1);
-    await axeClean('the window form with an error', '40-maintenance-form-error');
+    await axeClean('the window form with an error', '60-maintenance-form-error');
 
     await form.getByLabel('Ends').fill('2030-01-01T12:00');
     await form.getByRole('button', { name: 'Create window' }).click();
@@ -63,7 +63,7 @@ describe('dashboard: maintenance windows and snooze, in a real browser', functio
     assert.match((await row.textContent()) ?? '', /names containing "billing".*runs skipped.*next /);
     const [stored] = (await api('GET', '/maintenance-windows')).windows;
     assert.deepEqual([stored.mode, stored.workflow_query, Date.parse(stored.ends_at) - Date.parse(stored.starts_at)], ['skip', 'billing', 2 * 3_600_000]);
-    await axeClean('the Maintenance page with a window', '41-maintenance-list');
+    await axeClean('the Maintenance page with a window', '61-maintenance-list');
 
     await row.getByRole('button', { name: 'Delete Billing upgrade' }).click();
     await page.getByText('No maintenance windows', { exact: true }).waitFor();
@@ -78,7 +78,7 @@ describe('dashboard: maintenance windows and snooze, in a real browser', functio
     const snooze = await api('GET', `/workflows/${checkId}/snooze`);
     assert.equal(snooze.snoozed, true);
     assert.ok(Math.abs(Date.parse(snooze.snoozed_until) - Date.now() - 3_600_000) < 5 * 60_000, snooze.snoozed_until);
-    await axeClean('the workflow page, snoozed', '42-workflow-snoozed');
+    await axeClean('the workflow page, snoozed', '62-workflow-snoozed');
     await page.getByRole('button', { name: 'Unsnooze' }).click();
     await page.getByText('Snooze alerts', { exact: true }).waitFor();
     assert.equal((await api('GET', `/workflows/${checkId}/snooze`)).snoozed, false);
@@ -94,7 +94,7 @@ describe('dashboard: maintenance windows and snooze, in a real browser', functio
     const down = drawer.locator('li.notification', { hasText: 'The workflow is down.' });
     await down.waitFor();
     await down.getByText('Snooze alerts').click();
-    await axeClean('the bell with the snooze choices open', '43-bell-snooze');
+    await axeClean('the bell with the snooze choices open', '63-bell-snooze');
     await down.getByRole('button', { name: 'Snooze until tomorrow 09:00' }).click();
     const snooze = await until('the snooze', () => api('GET', `/workflows/${checkId}/snooze`), (s) => s.snoozed);
     const local = await page.evaluate((iso) => {

@@ -145,7 +145,6 @@ function NotificationItem({ n, onRead, busy, onNavigate }: { n: Notification; on
             Open
           </Link>
         ) : null}
-        {tag && p.workflow_id ? <SnoozeChoices workflowId={p.workflow_id} /> : null}
         {n.read_at ? (
           <span className="muted">Read</span>
         ) : (
@@ -153,6 +152,7 @@ function NotificationItem({ n, onRead, busy, onNavigate }: { n: Notification; on
             Mark read
           </button>
         )}
+        {tag && p.workflow_id ? <SnoozeChoices workflowId={p.workflow_id} /> : null}
       </div>
     </li>
   );
