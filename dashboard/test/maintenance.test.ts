@@ -1,6 +1,7 @@
 /**
  * Issue 25 in a real browser against a real `orloj start`: a maintenance
- * window created on the Maintenance page (and deleted there), a workflow
+ * window created on the Maintenance page (and deleted there), one planned
+ * from a workflow's page for that workflow alone, a workflow
  * snoozed from its page and unsnoozed, and snoozed again from a state change
  * in the bell "until tomorrow 09:00". axe-core must find each view clean in
  * light and dark. Screenshots land in artifacts/screenshots/ (dashboard/README.md).
@@ -68,6 +69,27 @@ describe('dashboard: maintenance windows and snooze, in a real browser', functio
     await row.getByRole('button', { name: 'Delete Billing upgrade' }).click();
     await page.getByText('No maintenance windows', { exact: true }).waitFor();
     assert.deepEqual((await api('GET', '/maintenance-windows')).windows, []);
+  });
+
+  it('plans a recurring window for one workflow from its page', async () => {
+    await page.goto(`/workflows/${checkId}`);
+    await page.getByRole('link', { name: 'Plan maintenance' }).click();
+    const form = page.getByRole('form', { name: 'New maintenance window' });
+    assert.equal(await form.getByLabel('Covers').locator('option:checked').textContent(), 'Only billing check');
+    await form.getByLabel('Name', { exact: true }).fill('Weekly restart');
+    await form.getByLabel('During the window').selectOption('mute');
+    await form.getByLabel('When').selectOption('recurring');
+    await form.getByLabel('Starts at (cron)').fill('0 3 * * 0');
+    await form.getByLabel('Time zone').fill('Europe/Berlin');
+    await form.getByLabel('Lasts (minutes)').fill('30');
+    await form.getByRole('button', { name: 'Create window' }).click();
+    const row = page.getByRole('table', { name: 'Maintenance windows' }).locator('tbody tr', { hasText: 'Weekly restart' });
+    await row.waitFor();
+    assert.match((await row.textContent()) ?? '', /one workflow.*0 3 \* \* 0 \(Europe\/Berlin\), 30 min each.*runs, no alerts/);
+    const [stored] = (await api('GET', '/maintenance-windows')).windows;
+    assert.deepEqual([stored.workflow_id, stored.cron, stored.timezone, stored.duration_minutes, stored.mode], [checkId, '0 3 * * 0', 'Europe/Berlin', 30, 'mute']);
+    await row.getByRole('button', { name: 'Delete Weekly restart' }).click();
+    await page.getByText('No maintenance windows', { exact: true }).waitFor();
   });
 
   it('snoozes the workflow from its page for an hour, and unsnoozes it', async () => {

@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
+import { Link, useSearchParams } from 'react-router';
 import { api, call, type MaintenanceWindow, type MaintenanceWindowCreate } from '../api/client';
 import { messageOf } from '../api/problem';
 import { EmptyState, LoadFailed, Spinner, StatusBadge } from '../components/badges';
@@ -13,7 +14,8 @@ import { formatTime } from '../format';
 /**
  * Maintenance windows (issue 25, docs/api.md "Maintenance windows and
  * snooze"): the list, a form for a one-off or recurring window over the
- * workflows whose name contains a text, and Delete.
+ * workflows whose name contains a text (or over one workflow, when the
+ * workflow page's "Plan maintenance" opened it), and Delete.
  */
 
 const MODES: [string, string][] = [
@@ -29,6 +31,8 @@ const WINDOWS_KEY = ['maintenance-windows'];
 interface FormValues {
   name: string;
   mode: 'skip' | 'mute';
+  /** The one workflow it covers, or '' for those whose name contains `query`. */
+  workflowId: string;
   query: string;
   kind: 'once' | 'recurring';
   startsAt: string;
@@ -39,13 +43,13 @@ interface FormValues {
 }
 
 const viewerZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-const EMPTY: FormValues = { name: '', mode: 'skip', query: '', kind: 'once', startsAt: '', endsAt: '', cron: '', timezone: '', duration: '60' };
+const EMPTY: FormValues = { name: '', mode: 'skip', workflowId: '', query: '', kind: 'once', startsAt: '', endsAt: '', cron: '', timezone: '', duration: '60' };
 
 /** A datetime-local value (the viewer's wall clock) as RFC 3339; empty stays empty (the api names the field). */
 const instantOf = (local: string) => (local && !Number.isNaN(new Date(local).getTime()) ? new Date(local).toISOString() : local);
 
 function requestOf(v: FormValues): MaintenanceWindowCreate {
-  const base = { name: v.name, mode: v.mode, workflow_query: v.query };
+  const base = { name: v.name, mode: v.mode, ...(v.workflowId ? { workflow_id: v.workflowId } : { workflow_query: v.query }) };
   if (v.kind === 'once') return { ...base, starts_at: instantOf(v.startsAt), ends_at: instantOf(v.endsAt) };
   return { ...base, cron: v.cron, timezone: v.timezone || viewerZone(), duration_minutes: Number(v.duration) };
 }
@@ -63,16 +67,24 @@ const FIELD_OF: Record<string, keyof FormValues> = {
   duration_minutes: 'duration',
 };
 
+/** Who the form covers: the workflow the page was opened for (`?workflow_id=…&workflow_name=…`), or a name search. */
+function useInitialValues(): [FormValues, string | undefined] {
+  const [params] = useSearchParams();
+  const workflowId = params.get('workflow_id') ?? '';
+  return [{ ...EMPTY, workflowId }, workflowId ? (params.get('workflow_name') ?? 'this workflow') : undefined];
+}
+
 function WindowForm() {
   const client = useQueryClient();
-  const [v, setV] = useState<FormValues>(EMPTY);
+  const [initial, workflowName] = useInitialValues();
+  const [v, setV] = useState<FormValues>(initial);
   const errors = useFormErrors((f) => FIELD_OF[f]);
   const set = (k: keyof FormValues) => (value: string) => setV((old) => ({ ...old, [k]: value }));
   const create = useMutation({
     mutationFn: (body: MaintenanceWindowCreate) => call(api.POST('/maintenance-windows', { body })),
     onSuccess: async (w) => {
       toasts.push('success', `Maintenance window "${w.name}" created.`);
-      setV(EMPTY);
+      setV(initial);
       errors.clear();
       await client.invalidateQueries({ queryKey: WINDOWS_KEY });
     },
@@ -88,15 +100,30 @@ function WindowForm() {
       <h2>New window</h2>
       <FormErrors errors={errors.general} />
       <TextField id="mw-name" label="Name" value={v.name} onChange={set('name')} error={f.name} required maxLength={200} />
-      <TextField
-        id="mw-query"
-        label="Workflows whose name contains"
-        value={v.query}
-        onChange={set('query')}
-        error={f.query}
-        required
-        hint="Case-insensitive, read whenever the window applies: workflows created or renamed later are covered by their name then."
-      />
+      {workflowName !== undefined ? (
+        <SelectField
+          id="mw-covers"
+          label="Covers"
+          value={v.workflowId}
+          onChange={set('workflowId')}
+          options={[
+            [initial.workflowId, `Only ${workflowName}`],
+            ['', 'Workflows whose name contains…'],
+          ]}
+          error={v.workflowId ? f.query : undefined}
+        />
+      ) : null}
+      {v.workflowId ? null : (
+        <TextField
+          id="mw-query"
+          label="Workflows whose name contains"
+          value={v.query}
+          onChange={set('query')}
+          error={f.query}
+          required
+          hint="Case-insensitive, read whenever the window applies: workflows created or renamed later are covered by their name then."
+        />
+      )}
       <SelectField id="mw-mode" label="During the window" value={v.mode} onChange={set('mode')} options={MODES} error={f.mode} />
       <SelectField id="mw-kind" label="When" value={v.kind} onChange={set('kind')} options={KINDS} />
       {v.kind === 'once' ? (
@@ -156,7 +183,10 @@ function WindowList() {
       rowKey={(w) => w.id}
       columns={[
         { header: 'Name', cell: (w) => w.name },
-        { header: 'Covers', cell: (w) => (w.workflow_query !== undefined ? `names containing "${w.workflow_query}"` : 'one workflow') },
+        {
+          header: 'Covers',
+          cell: (w) => (w.workflow_id !== undefined ? <Link to={`/workflows/${w.workflow_id}`}>one workflow</Link> : `names containing "${w.workflow_query ?? ''}"`),
+        },
         { header: 'When', cell: when },
         { header: 'During it', cell: (w) => (w.mode === 'skip' ? 'runs skipped' : 'runs, no alerts') },
         { header: 'State', cell: stateOf },

@@ -124,6 +124,11 @@ function Actions({ w }: { w: Workflow }) {
         </button>
       ) : null}
       {active ? <WorkflowSnooze workflowId={w.id} /> : null}
+      {active ? (
+        <Link to={`/maintenance?${new URLSearchParams({ workflow_id: w.id, workflow_name: w.name }).toString()}`} className="button secondary">
+          Plan maintenance
+        </Link>
+      ) : null}
       <Link to={`/workflows/${w.id}/edit`} className="button secondary">
         {active ? 'Edit' : 'Edit and reactivate'}
       </Link>
