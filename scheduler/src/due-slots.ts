@@ -1,4 +1,4 @@
-import { catchUpSkips, createDueJob, scheduleOf, type Downtime, type Job, type Schedule, type Workflow } from '@orloj/common/domain';
+import { catchUpSkips, createDueJob, scheduleOf, skipsSlot, type Downtime, type Job, type MaintenanceWindow, type Schedule, type Workflow } from '@orloj/common/domain';
 import type { Store } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
@@ -54,8 +54,11 @@ export class DueSlots {
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
+      // The owners' windows that may hold a slot due since the earliest next_due_at (docs/adr/0019-maintenance-windows.md).
+      const since = due.reduce((t, w) => Math.min(t, w.nextDueAt ?? now), now);
+      const windows = await tx.maintenanceWindows.inForce(due.map((w) => w.userId), since);
       const missed: Missed[] = [];
-      const { jobs, next, passed } = this.plan(due, busy, handOutNow, now, missed);
+      const { jobs, next, passed } = this.plan(due, busy, windows, handOutNow, now, missed);
       // Read before this pass moves next_due_at on.
       const passedNow = await this.stillPassed(tx, passed);
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
@@ -80,9 +83,10 @@ export class DueSlots {
    * The job each due workflow gets now (if any), its next due time, the slots
    * it skips (pushed onto `missed`), and the workflows whose catch-up policy
    * passed over the slot (`passed`: no job, so no unique key to tell whether
-   * another leader's pass recorded them first; see stillPassed).
+   * another leader's pass recorded them first; see stillPassed). A slot a skip
+   * window holds gets no job and counts as no one's miss.
    */
-  private plan(due: readonly Workflow[], busy: ReadonlySet<string>, handOutNow: ReadonlySet<string>, now: number, missed: Missed[]) {
+  private plan(due: readonly Workflow[], busy: ReadonlySet<string>, windows: readonly MaintenanceWindow[], handOutNow: ReadonlySet<string>, now: number, missed: Missed[]) {
     const jobs: [Job, Workflow][] = [];
     const next: { id: string; nextDueAt: number }[] = [];
     const passed: Passed[] = [];
@@ -98,6 +102,11 @@ export class DueSlots {
         continue;
       }
       const slot = schedule.mostRecentSlot(now);
+      if (skipsSlot(windows, w, slot)) {
+        // A skip window holds the slot (docs/adr/0019-maintenance-windows.md): no job; its fate reads skipped, maintenance.
+        next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(slot) });
+        continue;
+      }
       // The slots from next_due_at up to this one get no job of their own.
       // (next_due_at is off the slots after a job that ended late made the workflow due at once: it stands for the slot before it.)
       const skipped = schedule.skippedBefore(slot, w.nextDueAt);

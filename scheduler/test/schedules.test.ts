@@ -9,10 +9,9 @@ import fc from 'fast-check';
 import { isDown, jitterOffsetMs, scheduleOf, type Workflow } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { Scheduler } from '@orloj/scheduler';
-import { newId } from '@orloj/common/core';
-import { createBus, type Bus } from '@orloj/common/bus';
-import { deleteBusObjects, describeEachEngine, needService, until as eventually } from '@orloj/common/test-support';
-import { insertUser, insertWorkflow, jobsOf, rig, type Rig } from './support.js';
+import type { Bus } from '@orloj/common/bus';
+import { describeEachEngine, until as eventually } from '@orloj/common/test-support';
+import { insertUser, insertWorkflow, jobsOf, rig, TEST_BUSES, type Rig } from './support.js';
 
 const MINUTE = 60_000;
 const at = (iso: string) => Date.parse(iso);
@@ -87,24 +86,12 @@ describeEachEngine('scheduler: cron, jitter, pause', (db) => {
     assert.equal((await jobsOf(store(), w.id))[0]!.slotAt, at('2026-03-01T01:00:00Z') + offset);
   });
 
-  /** The in-process bus, or RabbitMQ under a prefix of its own (deleted after). */
-  const buses: [name: string, open: (ctx: Mocha.Context) => Promise<{ bus?: Bus; done: () => Promise<void> }>][] = [
-    ['the in-process bus', () => Promise.resolve({ done: () => Promise.resolve() })],
-    [
-      'RabbitMQ',
-      async (ctx) => {
-        const url = needService(ctx, 'amqp');
-        const prefix = `test-schedules-${newId()}.`;
-        return { bus: await createBus(url, { logger: silentLogger, prefix }), done: () => deleteBusObjects(url, prefix) };
-      },
-    ],
-  ];
   /** Today's run policy, and the other choices of catch-up and first run (overlap cannot happen here: finishAll ends each job at once). */
   const policies: [string, Partial<Workflow>][] = [
     ['default policy', {}],
     ['catch-up none, first run now', { catchUpPolicy: 'none', firstRun: 'now' }],
   ];
-  for (const [busName, open] of buses) for (const [policyName, policy] of policies) {
+  for (const [busName, open] of TEST_BUSES) for (const [policyName, policy] of policies) {
     it(`creates exactly one job per slot, every slot run or counted skipped, with two leaders ticking at random times (${busName}, ${policyName})`, async function () {
       const { bus, done } = await open(this);
       busDone = done;

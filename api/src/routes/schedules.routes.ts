@@ -10,6 +10,7 @@ import {
   cronProblem,
   DEFAULT_RUN_POLICY,
   scheduleOf,
+  skipsSlot,
   slotFates,
   SLOTS_MAX,
   timeZoneProblem,
@@ -147,7 +148,8 @@ async function handleSlots(deps: ApiDeps, ctx: Context): Promise<void> {
   }
   const jobs = schedule ? await deps.store.jobs.automaticAround(id, from, to, 2 * SLOTS_MAX) : [];
   const downtime = await deps.store.uptime.downtime(from, to);
-  const slots = schedule ? slotFates(workflow, schedule, jobs, { from, to, now }, downtime) : [];
+  const windows = schedule ? await deps.store.maintenanceWindows.inForce([workflow.userId], from) : [];
+  const slots = schedule ? slotFates(workflow, schedule, jobs, { from, to, now }, { downtime, inMaintenance: (slotAt) => skipsSlot(windows, workflow, slotAt) }) : [];
   ctx.body = {
     from: toIso(from),
     to: toIso(to),
@@ -202,7 +204,7 @@ export const schedulesOperations: readonly Operation[] = [
     method: 'get',
     path: '/workflows/{workflow_id}/slots',
     summary: "Each automatic slot in a range and what became of it",
-    description: `At most ${SLOTS_MAX} slots (400 naming \`to\` beyond). Fates: ran (with late_ms), running, pending, canceled, skipped (reason still_running, orloj_down, not_run or catch_up_none), with the times orloj itself was down, paused, upcoming; after_overlap marks a run that waited for the previous one. A workflow not built yet has no slots. docs/api.md, "Schedules", says what can and cannot be told.`,
+    description: `At most ${SLOTS_MAX} slots (400 naming \`to\` beyond). Fates: ran (with late_ms), running, pending, canceled, skipped (reason still_running, orloj_down, not_run, catch_up_none or maintenance), with the times orloj itself was down, paused, upcoming; after_overlap marks a run that waited for the previous one. A workflow not built yet has no slots. docs/api.md, "Schedules", says what can and cannot be told.`,
     access: 'session',
     heavy: true,
     parameters: [fromParam, toParam],

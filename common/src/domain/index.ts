@@ -16,3 +16,4 @@ export * from './run-policy.js';
 export * from './schedule.js';
 export * from './slot-fates.js';
 export * from './job-attempts.js';
+export * from './maintenance-window.js';

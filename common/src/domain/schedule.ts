@@ -149,11 +149,11 @@ function complete(base: Base): Schedule {
   };
 }
 
-/** CronSlots are built once per (expression, zone) and kept: every pass of the leader asks for them. */
+/** CronSlots are built once per (expression, zone) and kept: every pass of the leader asks for them (and maintenance windows, maintenance-window.ts). */
 const cronSlotsCache = new Map<string, CronSlots>();
 const CRON_CACHE_MAX = 10_000;
 
-function cronSlotsOf(expression: string, timeZone: string): CronSlots {
+export function cronSlotsOf(expression: string, timeZone: string): CronSlots {
   const key = `${timeZone}\u0000${expression}`;
   let slots = cronSlotsCache.get(key);
   if (!slots) {

@@ -13,13 +13,15 @@ import type { Workflow } from './workflow.js';
  *   has come and is the workflow's next due one, without a job yet, is
  *   `pending` too.
  * - `canceled`: its job was canceled (the workflow was updated or terminated).
- * - `skipped`: no job of its own. `reason`: `still_running` when the previous
- *   run was still going at the slot (runs never overlap; with overlap `skip`,
- *   every slot that came during a run); `orloj_down` when the slot came while
- *   orloj itself was not running (its uptime record, `Downtime` below);
- *   otherwise `not_run` (the runners were behind). Only the most recent missed
- *   slot runs, unless the catch-up policy is `none` (run-policy.ts): then that
- *   slot, the one `latest` would have run, reads `catch_up_none`.
+ * - `skipped`: no job of its own. `reason`: `maintenance` when a skip window
+ *   held it (docs/adr/0019-maintenance-windows.md; a window since deleted
+ *   leaves no trace); `still_running` when the previous run was still going
+ *   at the slot (runs never overlap; with overlap `skip`, every slot that came
+ *   during a run); `orloj_down` when the slot came while orloj itself was not
+ *   running (its uptime record, `Downtime` below); otherwise `not_run` (the
+ *   runners were behind). Only the most recent missed slot runs, unless the
+ *   catch-up policy is `none` (run-policy.ts): then that slot, the one
+ *   `latest` would have run, reads `catch_up_none`.
  * - `paused`: the workflow is paused and the slot came (or comes) since, or
  *   was due and not yet taken when it was paused.
  * - `upcoming`: not come yet.
@@ -31,7 +33,7 @@ import type { Workflow } from './workflow.js';
  */
 export const SLOT_FATES = ['ran', 'running', 'pending', 'canceled', 'skipped', 'paused', 'upcoming'] as const;
 export type SlotFate = (typeof SLOT_FATES)[number];
-export const SKIP_REASONS = ['still_running', 'orloj_down', 'not_run', 'catch_up_none'] as const;
+export const SKIP_REASONS = ['still_running', 'orloj_down', 'not_run', 'catch_up_none', 'maintenance'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
 
 export interface SlotRecord {
@@ -60,15 +62,16 @@ export const SLOTS_MAX = 1000;
 /**
  * The fate of each slot in [from, to). `jobs`: the workflow's AUTOMATIC jobs
  * with slots in [from, to), and the last one before `from` (to tell whether
- * it was still running at the first slots). `downtime`: the times orloj was
- * down that reach into the range.
+ * it was still running at the first slots). `around.downtime`: the times orloj
+ * was down that reach into the range; `around.inMaintenance`: whether a skip
+ * window held a slot.
  */
 export function slotFates(
   w: Pick<Workflow, 'pausedAt' | 'nextDueAt' | 'terminatedAt' | 'catchUpPolicy'>,
   schedule: Schedule,
   jobs: readonly Job[],
   range: { from: number; to: number; now: number },
-  downtime: readonly Downtime[] = [],
+  around: { downtime?: readonly Downtime[]; inMaintenance?: (slotAt: number) => boolean } = {},
 ): SlotRecord[] {
   const bySlot = new Map(jobs.map((j) => [j.slotAt, j]));
   const ordered = [...jobs].sort((a, b) => a.slotAt - b.slotAt);
@@ -83,7 +86,8 @@ export function slotFates(
     else if (w.pausedAt !== null && (slotAt >= w.pausedAt || (w.nextDueAt !== null && slotAt >= w.nextDueAt))) out.push({ slotAt, fate: 'paused' });
     else if (slotAt > range.now) out.push({ slotAt, fate: 'upcoming' });
     else if (w.terminatedAt === null && w.nextDueAt !== null && slotAt >= w.nextDueAt && schedule.firstSlotAfter(slotAt) > range.now) out.push({ slotAt, fate: 'pending' });
-    else out.push({ slotAt, fate: 'skipped', reason: skipReason(previous, slotAt, downtime) });
+    else if (around.inMaintenance?.(slotAt)) out.push({ slotAt, fate: 'skipped', reason: 'maintenance' });
+    else out.push({ slotAt, fate: 'skipped', reason: skipReason(previous, slotAt, around.downtime ?? []) });
   }
   return w.catchUpPolicy === 'none' ? markPassedOver(out) : out;
 }

@@ -22,3 +22,4 @@ export { MIGRATION_NAMES } from './migrations/index.js';
 export { INCIDENT_RESOLUTIONS, type Incident, type IncidentListFilter, type IncidentResolution } from './repos/incidents.repo.js';
 export { ROLLUP_BOUNDS_MS, histogramPercentile, type RollupTotals } from './repos/rollups.repo.js';
 export type { UptimeBeat } from './repos/uptime.repo.js';
+export type { WindowDefinition } from './repos/maintenance-windows.repo.js';

@@ -4,6 +4,7 @@ import type { BuildError, Workflow } from '../domain/workflow.js';
 import type { Job } from '../domain/job.js';
 import { cancelReason } from '../domain/job-state.js';
 import { scheduleOf } from '../domain/schedule.js';
+import { isMuted } from '../domain/maintenance-window.js';
 import { domainEvents, type DomainEvent, type TerminationCause } from '../domain/events.js';
 
 /**
@@ -86,11 +87,13 @@ export async function recordBuildResult(tx: Store, workflowId: string, token: nu
 export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise<{ autoTerminated: boolean }> {
   // Locked: see runMissedSlot.
   const workflow = await tx.workflows.findById(job.workflowId, { lock: true });
-  const change = workflow && job.status !== 'CANCELED' ? await alertChange(tx, workflow, job, now) : undefined;
-  if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now, change === 'down'));
+  const alerting = workflow && (job.status === 'FAILED' || (job.status === 'COMPLETED' && workflow.alertDown));
+  const muted = alerting ? await mutedFor(tx, workflow, job, now) : false;
+  const change = alerting ? await alertChange(tx, workflow, job, now, muted) : undefined;
+  if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now, change === 'down', muted));
   if (workflow) await rollUp(tx, job, now);
   if (job.status === 'COMPLETED') {
-    if (workflow && change === 'recovered') await tx.outbox.add(domainEvents.workflowRecovered(workflow, job, now));
+    if (workflow && change === 'recovered') await tx.outbox.add(domainEvents.workflowRecovered(workflow, job, now, muted));
     // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
     if (!workflow || workflow.consecutiveJobFailuresCount > 0) await tx.workflows.resetFailures(job.workflowId, now);
   } else if (job.status === 'FAILED') {
@@ -147,18 +150,21 @@ export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: num
  * incident opens), or a down workflow's latest `recoverAfterSuccesses` runs
  * all COMPLETED (`recovered`: the incident closes). With both at 1 this is
  * the reading before the policy: down when a failure follows a run that did
- * not fail, up when a completion follows a failure. A failure of a workflow
+ * not fail, up when a completion follows a failure. While `muted` (a
+ * maintenance window or a snooze) a failure turns nothing down. A failure of a workflow
  * that is down already counts in its open incident (or opens one, after a
  * termination closed the last). The workflow row is locked by the caller, so
  * outcomes of one workflow are applied one at a time and each transition is
  * seen by exactly one job.
  */
-async function alertChange(tx: Store, w: Workflow, job: Job, now: number): Promise<'down' | 'recovered' | undefined> {
+async function alertChange(tx: Store, w: Workflow, job: Job, now: number, muted: boolean): Promise<'down' | 'recovered' | undefined> {
   if (job.status === 'FAILED' && w.alertDown) {
-    if (!(await tx.incidents.addFailedRun(w.id, now))) await openIncident(tx, w, job, [job], now);
+    if (!(await tx.incidents.addFailedRun(w.id, now)) && !muted) await openIncident(tx, w, job, [job], now);
     return undefined;
   }
   if (job.status === 'COMPLETED' && !w.alertDown) return undefined;
+  // Muted, a failure turns nothing down (no incident); a recovery still closes the incident, silently (its event says muted).
+  if (muted && job.status === 'FAILED') return undefined;
   const n = job.status === 'FAILED' ? w.alertAfterFailures : w.recoverAfterSuccesses;
   const last = await tx.jobs.lastOutcomes(w.id, n);
   if (last[0]?.id !== job.id || last.length < n || !last.every((j) => j.status === job.status)) return undefined;
@@ -169,6 +175,16 @@ async function alertChange(tx: Store, w: Workflow, job: Job, now: number): Promi
   }
   await openIncident(tx, w, job, last, now);
   return 'down';
+}
+
+/**
+ * Whether a maintenance window or a snooze mutes the workflow's alerts
+ * (docs/adr/0019-maintenance-windows.md): one applies now, or applied at the
+ * job's slot (a run that began in the window finishes without alerting).
+ */
+async function mutedFor(tx: Store, w: Workflow, job: Job, now: number): Promise<boolean> {
+  const windows = await tx.maintenanceWindows.inForce([w.userId], Math.min(job.scheduledAt, now));
+  return windows.length > 0 && (isMuted(windows, w, now) || isMuted(windows, w, job.scheduledAt));
 }
 
 /** Opens the workflow's incident: `streak` the failed runs that turned it down, latest first. */

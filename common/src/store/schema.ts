@@ -244,6 +244,29 @@ export interface OrlojUptimeTable {
   last_seen_at: number;
 }
 
+/** A maintenance window or a workflow's snooze (migration 0020, domain/maintenance-window.ts). */
+export interface MaintenanceWindowsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  /** 'skip' or 'mute'. */
+  mode: string;
+  /** 1 for a workflow's snooze (at most one a workflow). */
+  snooze: Generated<number>;
+  /** Exactly one of workflow_id and workflow_query is set. */
+  workflow_id: string | null;
+  workflow_query: string | null;
+  /** A one-off window's span; null for a recurring one. */
+  starts_at: number | null;
+  ends_at: number | null;
+  /** A recurring window's start instants (cron in time_zone) and length; null for a one-off one. */
+  cron: string | null;
+  time_zone: string | null;
+  duration_minutes: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
@@ -263,6 +286,7 @@ export interface Database {
   workflow_rollups: WorkflowRollupsTable;
   job_attempts: JobAttemptsTable;
   orloj_uptime: OrlojUptimeTable;
+  maintenance_windows: MaintenanceWindowsTable;
 }
 
 export type { Generated, Selectable };

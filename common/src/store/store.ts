@@ -19,6 +19,7 @@ import { IncidentsRepo } from './repos/incidents.repo.js';
 import { RollupsRepo } from './repos/rollups.repo.js';
 import { JobAttemptsRepo } from './repos/job-attempts.repo.js';
 import { UptimeRepo } from './repos/uptime.repo.js';
+import { MaintenanceWindowsRepo } from './repos/maintenance-windows.repo.js';
 import type { DatabaseHandle } from './database.js';
 import { CompiledReads, ReadRunner, TransactionScope } from './compiled-read.js';
 
@@ -55,6 +56,8 @@ export class Store {
   readonly jobAttempts: JobAttemptsRepo;
   /** When orloj ran: the leader's periods, and the downtime between them (issue 26). */
   readonly uptime: UptimeRepo;
+  /** Maintenance windows and snoozes (issue 25, docs/adr/0019-maintenance-windows.md). */
+  readonly maintenanceWindows: MaintenanceWindowsRepo;
 
   /**
    * `reads` are the database's compiled reads (compiled-read.ts), shared with
@@ -87,6 +90,7 @@ export class Store {
     this.rollups = new RollupsRepo(db);
     this.jobAttempts = new JobAttemptsRepo(db);
     this.uptime = new UptimeRepo(db);
+    this.maintenanceWindows = new MaintenanceWindowsRepo(db);
   }
 
   /** A round trip to the database (readiness probes): rejects when it cannot be reached. */

@@ -29,6 +29,8 @@ export type WorkflowAnalytics = Schemas['WorkflowAnalytics'];
 export type Incident = Schemas['Incident'];
 export type ReliabilityReport = Schemas['ReliabilityReport'];
 export type JobAttempt = Schemas['JobAttemptList']['attempts'][number];
+export type MaintenanceWindow = Schemas['MaintenanceWindow'];
+export type MaintenanceWindowCreate = Schemas['MaintenanceWindowCreate'];
 
 export type AttentionState = NonNullable<Workflow['attention']>;
 /** In the order `sort=attention` lists them (docs/api.md, "Attention"). */

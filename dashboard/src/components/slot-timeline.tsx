@@ -18,6 +18,8 @@ const REASON_TEXT: Record<string, string> = {
   still_running: 'the previous run was still going',
   orloj_down: 'orloj was down',
   not_run: 'the runners were behind',
+  catch_up_none: 'not caught up: catch-up policy none',
+  maintenance: 'a maintenance window',
 };
 
 /** The window the timeline shows: about 30 slots back (6 hours to 30 days), and the next hour. */

@@ -19,6 +19,7 @@ import { toasts } from '../components/toasts';
 import { formatCount, formatInterval, formatSeconds, formatSpan, formatTime } from '../format';
 import { useWorkflow } from './workflow-queries';
 import { WorkflowIncidents } from '../components/incidents';
+import { WorkflowSnooze } from '../components/snooze';
 import { useTitle } from '../components/use-title';
 
 function HealthSection({ w }: { w: Workflow }) {
@@ -121,6 +122,12 @@ function Actions({ w }: { w: Workflow }) {
         <button type="button" className="secondary" disabled={pauseOrResume.isPending} onClick={() => pauseOrResume.mutate()}>
           {w.paused_at ? 'Resume' : 'Pause'}
         </button>
+      ) : null}
+      {active ? <WorkflowSnooze workflowId={w.id} /> : null}
+      {active ? (
+        <Link to={`/maintenance?${new URLSearchParams({ workflow_id: w.id, workflow_name: w.name }).toString()}`} className="button secondary">
+          Plan maintenance
+        </Link>
       ) : null}
       <Link to={`/workflows/${w.id}/edit`} className="button secondary">
         {active ? 'Edit' : 'Edit and reactivate'}
