@@ -28,7 +28,7 @@ interface Passed extends Missed {
  * The leader's due slots: one job per due slot of each workflow. Exactly once
  * comes from the unique (workflow, slot) key; runs never overlap (one open job
  * per workflow). Whether a slot's job goes to the runners now or waits
- * PENDING for room is the fair hand-out's choice (leader.ts, fair-share.ts);
+ * PENDING for room is the fair hand-out's choice (hand-out.ts, `fairRound`);
  * either way the slot has its job.
  */
 export class DueSlots {

@@ -50,9 +50,12 @@ export interface RunningOrloj {
   output: () => string;
 }
 
-/** `orloj start` from sources (the kit's OrlojProcess); resolves with its port once it prints that it runs. */
+/**
+ * `orloj start` from sources (the kit's OrlojProcess); resolves with its port once it prints that it runs.
+ * On any free port unless `env` names one: 8080, orloj's default, may be another suite's or another program's.
+ */
 export async function startOrloj(env: Record<string, string>): Promise<RunningOrloj> {
-  const orloj = new OrlojProcess([], { LOG_LEVEL: 'warn', ...env });
+  const orloj = new OrlojProcess([], { LOG_LEVEL: 'warn', PORT: '0', ...env });
   const child = orloj.spawn();
   const running = /orloj is running .*listening on [^:]+:(\d+)\)/;
   // Generous: a cold tsx compile of every role on a busy machine.
