@@ -115,7 +115,7 @@ async function probe(store: Store, workflows: Workflow[], stop: AbortSignal): Pr
       const now = Date.now();
       const job = newJob(w, 'MANUAL', now, now);
       await tx.jobs.insert(job);
-      await tx.jobs.transition(job.id, 'CANCELED', now, { completedAt: now });
+      await tx.jobMoves.transition(job.id, 'CANCELED', now, { completedAt: now });
     });
     latencies.push(performance.now() - t0);
     await sleep(PROBE_EVERY_MS);

@@ -29,7 +29,7 @@ export const rollupCost: BenchSuite = {
     const s = { ...base, sizes: [n] };
     const runs: Array<{ variant: (typeof VARIANTS)[number]; run: Run }> = [];
     for (let round = 0; round < rounds; round++) {
-      for (const variant of VARIANTS) runs.push({ variant, run: await steady(ctx, s, n, variant) });
+      for (const variant of VARIANTS) runs.push({ variant, run: await steady(ctx, s, n, 'interval', variant) });
     }
     const rows = runs.map(({ run }) => {
       if (run.kind !== 'steady') return [run.label, `not run: ${run.kind === 'failed' ? run.failure : run.kind}`, '', '', '', '', ''];

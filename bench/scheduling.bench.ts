@@ -1,7 +1,8 @@
 // The scheduling suite: how well orloj keeps a schedule of one-minute HEARTBEAT
 // workflows on the real clock — embedded (every role in one process, SQLite),
-// with the roles in separate processes (PostgreSQL + RabbitMQ), and a burst of
-// slots due at one instant. Each run sets up, measures a window and reads the
+// on an interval and as every-minute cron in mixed time zones, with the roles
+// in separate processes (PostgreSQL + RabbitMQ), and a burst of slots due at
+// one instant. Each run sets up, measures a window and reads the
 // jobs back; the report is bench/lib/scheduling-report.ts's.
 import { startServer, type ServerProcess } from './lib/child.js';
 import { meterCpu, meterMachineCpu, meterOwnCpu, pidsNamed, type CpuMeter } from './lib/cpu.js';
@@ -11,6 +12,7 @@ import { createBenchDatabase } from './lib/orloj.js';
 import { startScheduleDb, type ScheduleDb } from './lib/schedule-db.js';
 import {
   BURST_INTERVAL_MINUTES,
+  CRON_SEED,
   cpuText,
   distributedTotal,
   lagText,
@@ -20,6 +22,7 @@ import {
   type Interference,
   type Run,
   type Settings,
+  type SteadySchedule,
 } from './lib/scheduling-report.js';
 import { envInt, fmt, sleep } from './lib/stats.js';
 import type { BenchSuite, SuiteContext } from './lib/suite.js';
@@ -44,6 +47,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
   const sizes = sizesFrom(env.BENCH_SCHED_SIZES?.trim() || '10000,100000', 'BENCH_SCHED_SIZES');
   const dist = env.BENCH_SCHED_DISTRIBUTED?.trim();
   const distributedSizes = dist === '0' ? [] : dist ? sizesFrom(dist, 'BENCH_SCHED_DISTRIBUTED') : sizes;
+  const cron = env.BENCH_SCHED_CRON?.trim();
+  const cronSizes = cron === '0' ? [] : cron ? sizesFrom(cron, 'BENCH_SCHED_CRON') : sizes;
   return {
     sizes,
     durationS: envInt('BENCH_SCHED_DURATION', 180, 10),
@@ -54,6 +59,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     concurrency: envInt('BENCH_SCHED_CONCURRENCY', 64, 1),
     tick: env.BENCH_SCHED_TICK?.trim() || undefined,
     distributedSizes,
+    cronSizes,
     amqpUrl: env.BENCH_AMQP_URL?.trim() || DEFAULT_AMQP,
   };
 }
@@ -82,7 +88,7 @@ async function withSetup<T>(
   ctx: SuiteContext,
   s: Settings,
   label: string,
-  seed: { count: number; intervalMinutes: number; spreadMs: number },
+  seed: { count: number; intervalMinutes: number; spreadMs: number; cron?: typeof CRON_SEED },
   env: Record<string, string>,
   fn: (x: { orloj: EmbeddedOrloj; tool: ScheduleDb; target: ServerProcess; seededMs: number; startupMs: number }) => Promise<T>,
 ): Promise<T> {
@@ -111,12 +117,23 @@ async function withSetup<T>(
   }
 }
 
-/** N one-minute workflows on the embedded orloj for a window; `variant` names a run with extra environment for orloj (the rollup-cost suite's). */
-export async function steady(ctx: SuiteContext, s: Settings, n: number, variant?: { label: string; env: Record<string, string> }): Promise<Run> {
-  const label = `${fmt(n)} workflows, every minute${variant ? `, ${variant.label}` : ''}`;
+/**
+ * N one-minute workflows on the real clock: on an interval, their anchors
+ * spread over the minute, or as cron `* * * * *` in mixed zones, spread by a
+ * jitter of up to 59 s. `variant` names a run with extra environment for orloj
+ * (the rollup-cost suite's).
+ */
+export async function steady(ctx: SuiteContext, s: Settings, n: number, schedule: SteadySchedule, variant?: { label: string; env: Record<string, string> }): Promise<Run> {
+  const base =
+    schedule === 'interval'
+      ? `${fmt(n)} workflows, every minute`
+      : `${fmt(n)} cron workflows, \`${CRON_SEED.expression}\` in ${CRON_SEED.zones.length} zones, jitter ≤ ${CRON_SEED.jitterSeconds} s`;
+  const label = `${base}${variant ? `, ${variant.label}` : ''}`;
+  const seed = { count: n, intervalMinutes: 1, spreadMs: 60_000, ...(schedule === 'cron' ? { cron: CRON_SEED } : {}) };
   try {
-    return await withSetup(ctx, s, label, { count: n, intervalMinutes: 1, spreadMs: 60_000 }, variant?.env ?? {}, async ({ orloj, tool, target, seededMs, startupMs }) => {
-      const firstDue = Date.now() + LEAD_MS;
+    return await withSetup(ctx, s, label, seed, variant?.env ?? {}, async ({ orloj, tool, target, seededMs, startupMs }) => {
+      // Cron slots are instants of the clock: built just before a minute starts, the window holds whole minutes of them, as the interval run's does.
+      const firstDue = schedule === 'cron' ? Math.ceil((Date.now() + LEAD_MS) / 60_000) * 60_000 : Date.now() + LEAD_MS;
       const shifted = await tool.shiftSchedule(firstDue);
       const windowStart = firstDue + s.warmupS * 1000;
       const windowEnd = windowStart + s.durationS * 1000;
@@ -146,7 +163,7 @@ export async function steady(ctx: SuiteContext, s: Settings, n: number, variant?
       ctx.log(
         `${label}: ${fmt(analysis.completedInWindow / s.durationS, 1)} jobs/s, missed ${fmt(analysis.skipped)} + ${fmt(analysis.noJob)} of ${fmt(analysis.dueSlots)}, lag p50 ${lagText(analysis.lag.p50)} p99 ${lagText(analysis.lag.p99)} ms, CPU ${fmt(usage.cpuPercent)} %`,
       );
-      return { kind: 'steady', label, workflows: n, seededMs, startupMs, usage, interference, targetRequests: requests1 - requests0, analysis, windowS: s.durationS };
+      return { kind: 'steady', schedule, label, workflows: n, seededMs, startupMs, usage, interference, targetRequests: requests1 - requests0, analysis, windowS: s.durationS };
     });
   } catch (err) {
     ctx.log(`${label}: FAILED: ${err instanceof Error ? err.message : String(err)}`);
@@ -282,7 +299,9 @@ export const scheduling: BenchSuite = {
     const s = settingsFromEnv();
     const runs: Run[] = [];
     for (const n of s.sizes) {
-      runs.push(await steady(ctx, s, n));
+      runs.push(await steady(ctx, s, n, 'interval'));
+      // Right after the interval run of the same size, so their CPU per job compares on the same machine load.
+      if (s.cronSizes.includes(n)) runs.push(await steady(ctx, s, n, 'cron'));
       if (s.distributedSizes.includes(n)) runs.push(await steadyDistributed(ctx, s, n));
     }
     for (const n of s.distributedSizes.filter((d) => !s.sizes.includes(d))) runs.push(await steadyDistributed(ctx, s, n));

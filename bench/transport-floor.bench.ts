@@ -190,8 +190,8 @@ async function measureRows(s: Settings, engine: Engine): Promise<Measured> {
       const jobs = Array.from({ length: n }, () => createDueJob(workflows[next++ % workflows.length]!, now, now));
       await store.transaction((tx) => tx.jobs.insertMany(jobs));
       await store.transaction(async (tx) => {
-        await tx.jobs.applyMany(jobs.map((j) => ({ id: j.id, t: startAttempt({ attempt: 1, runnerId: 'runner-floor', startedAt: now }, now, 30_000) })), now);
-        const ended = await tx.jobs.applyMany(
+        await tx.jobMoves.applyMany(jobs.map((j) => ({ id: j.id, t: startAttempt({ attempt: 1, runnerId: 'runner-floor', startedAt: now }, now, 30_000) })), now);
+        const ended = await tx.jobMoves.applyMany(
           jobs.map((j) => ({ id: j.id, t: finishAttempt({ attempt: 1, status: 'COMPLETED', startedAt: now, finishedAt: now + 3, check: { statusCode: 200, responseTimeMs: 3, failure: null } }) })),
           now,
         );

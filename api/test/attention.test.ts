@@ -38,14 +38,17 @@ describeApi('workflow attention', (h) => {
 
   const names = (body: { workflows: { name: string }[] }) => body.workflows.map((w) => w.name);
 
-  it('lists down, degraded, building, healthy, then terminated, over pages whose cursor keeps the order', async () => {
+  it('lists down, degraded, building, healthy, paused, then terminated, over pages whose cursor keeps the order', async () => {
     const c = await h().user();
     const ids: Record<string, string> = {};
-    for (const name of ['healthy-old', 'down-build', 'degraded', 'building', 'down-policy', 'healthy-new', 'gone']) ids[name] = await create(c, name);
-    for (const name of ['healthy-old', 'degraded', 'down-policy', 'healthy-new', 'gone']) await set(ids[name]!, { build_status: 'COMPLETED' });
+    for (const name of ['healthy-old', 'down-build', 'degraded', 'building', 'down-policy', 'healthy-new', 'resting', 'gone']) ids[name] = await create(c, name);
+    for (const name of ['healthy-old', 'degraded', 'down-policy', 'healthy-new', 'resting', 'gone']) await set(ids[name]!, { build_status: 'COMPLETED' });
     await set(ids['down-build']!, { build_status: 'FAILED' });
     await set(ids['degraded']!, { consecutive_job_failures_count: 1 });
     await set(ids['down-policy']!, { alert_down: 1 });
+    // Paused by its owner after a failure: paused, not degraded.
+    await set(ids['resting']!, { consecutive_job_failures_count: 1 });
+    assert.equal((await c.post(`/workflows/${ids['resting']}/pause`)).status, 204);
     assert.equal((await c.patch(`/workflows/${ids['gone']}`)).status, 204);
     ids['stopped'] = await create(c, 'stopped');
     await set(ids['stopped']!, { build_status: 'COMPLETED', terminated_at: Date.now(), consecutive_job_failures_count: 3 });
@@ -53,11 +56,11 @@ describeApi('workflow attention', (h) => {
     const all = await c.get('/workflows?sort=attention&include_terminated=true&limit=100');
     assert.equal(all.status, 200, all.text);
     conforms('WorkflowPage', all.json);
-    const order = ['stopped', 'down-policy', 'down-build', 'degraded', 'building', 'healthy-new', 'healthy-old', 'gone'];
+    const order = ['stopped', 'down-policy', 'down-build', 'degraded', 'building', 'healthy-new', 'healthy-old', 'resting', 'gone'];
     assert.deepEqual(names(all.json), order, 'by attention, newest first within a state');
     assert.deepEqual(
       all.json.workflows.map((w: { attention: string }) => w.attention),
-      ['down', 'down', 'down', 'degraded', 'building', 'healthy', 'healthy', 'terminated'],
+      ['down', 'down', 'down', 'degraded', 'building', 'healthy', 'healthy', 'paused', 'terminated'],
     );
 
     const paged: string[] = [];
@@ -83,7 +86,13 @@ describeApi('workflow attention', (h) => {
     const summary = await c.get('/workflow-summary');
     assert.equal(summary.status, 200, summary.text);
     conforms('AttentionSummary', summary.json);
-    assert.deepEqual(summary.json, { attention: { down: 3, degraded: 1, building: 1, healthy: 2, terminated: 1 }, total: 8 });
+    assert.deepEqual(summary.json, { attention: { down: 3, degraded: 1, building: 1, healthy: 2, paused: 1, terminated: 1 }, total: 9 });
+
+    const paused = await c.get('/workflows?attention=paused&include=health');
+    assert.deepEqual(names(paused.json), ['resting'], 'every paused one, from the server');
+    assert.equal(paused.json.workflows[0].health.state, 'paused');
+    assert.equal((await c.post(`/workflows/${ids['resting']}/resume`)).status, 204);
+    assert.deepEqual((await c.get('/workflow-summary')).json.attention, { down: 3, degraded: 2, building: 1, healthy: 2, paused: 0, terminated: 1 }, 'resumed: by its runs again');
 
     const other = await h().user();
     assert.deepEqual((await other.get('/workflow-summary')).json.total, 0, 'only the user\'s own');
@@ -132,6 +141,6 @@ describeApi('workflow attention', (h) => {
       ],
       'recovered: the cached page moved with alert_down',
     );
-    assert.deepEqual((await c.get('/workflow-summary')).json.attention, { down: 0, degraded: 0, building: 1, healthy: 1, terminated: 0 });
+    assert.deepEqual((await c.get('/workflow-summary')).json.attention, { down: 0, degraded: 0, building: 1, healthy: 1, paused: 0, terminated: 0 });
   });
 });

@@ -25,7 +25,7 @@ const FAST = { pollMs: 20, statusMs: 100, keepAliveMs: 50, holeGraceMs: 60_000 }
 
 async function complete(h: ApiHarness, jobId: string): Promise<void> {
   const now = Date.now();
-  assert.ok(await h.db.store.jobs.transition(jobId, 'COMPLETED', now, { completedAt: now }), 'job completed');
+  assert.ok(await h.db.store.jobMoves.transition(jobId, 'COMPLETED', now, { completedAt: now }), 'job completed');
 }
 
 /** The event sequence a whole tail must be: connected, the lines in order, end. */

@@ -292,10 +292,10 @@ describeApi('jobs', (h) => {
         const job = all[index]!;
         assert.equal(job.status, 'PENDING');
         const t0 = job.scheduledAt + 10_000;
-        assert.ok(await store().jobs.transition(job.id, 'QUEUED', t0, { attempts: 1, queuedAt: t0 }));
-        let moved = await store().jobs.transition(job.id, 'RUNNING', t0 + 1, { startedAt: t0 + 1, containerId }, { attempts: 1 });
+        assert.ok(await store().jobMoves.transition(job.id, 'QUEUED', t0, { attempts: 1, queuedAt: t0 }));
+        let moved = await store().jobMoves.transition(job.id, 'RUNNING', t0 + 1, { startedAt: t0 + 1, containerId }, { attempts: 1 });
         if (end === 'FAILED') {
-          moved = await store().jobs.transition(job.id, 'FAILED', t0 + 2, { completedAt: t0 + 2, reason: reasons.timeLimitExceeded(30_000) });
+          moved = await store().jobMoves.transition(job.id, 'FAILED', t0 + 2, { completedAt: t0 + 2, reason: reasons.timeLimitExceeded(30_000) });
         }
         assert.ok(moved);
         all[index] = moved;

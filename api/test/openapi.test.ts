@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { systemClock } from '@orloj/common/core';
-import { reasons, type Job } from '@orloj/common/domain';
+import { reasons, WINDOWS_PER_USER_MAX, type Job } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { ApiServer, openApiDocument } from '@orloj/api';
 import { TestClient, type HttpResponse } from './support/client.js';
@@ -749,6 +749,22 @@ describeApi('openapi document matches real responses', (h) => {
       check('get', LINES, retention);
     });
 
+    it('GET …/attempts (issue 26): 200, 400, 404', async () => {
+      const { u, wid, done, running, off, offJob } = await world();
+      const ATTEMPTS = '/workflows/{workflow_id}/jobs/{job_id}/attempts';
+      for (const [w, job] of [[wid, done], [wid, running], [off, offJob]] as const) {
+        const res = await u.get(`/workflows/${w}/jobs/${job.id}/attempts`);
+        assert.equal(res.status, 200, res.text);
+        check('get', ATTEMPTS, res);
+      }
+      const bad = await u.get(`/workflows/${wid}/jobs/nope/attempts`);
+      assert.equal(bad.status, 400);
+      check('get', ATTEMPTS, bad);
+      const missing = await u.get(`/workflows/${wid}/jobs/${crypto.randomUUID()}/attempts`);
+      assert.equal(missing.status, 404);
+      check('get', ATTEMPTS, missing);
+    });
+
     it('GET …/logs/raw: 200 in every format, 400, 401, 404, 412', async () => {
       const { u, wid, done, running, off, offJob } = await world();
       const path = `/workflows/${wid}/jobs/${done.id}/logs/raw`;
@@ -919,6 +935,59 @@ describeApi('openapi document matches real responses', (h) => {
         check('post', template, await u.post(path, undefined, { rawBody: Buffer.alloc(BIG, 32), headers: JSON_TYPE }));
       }
       check('post', '/incidents/{incident_id}/snooze', await u.post(`/incidents/${incident}/snooze`, { until: 'soon' }));
+    });
+
+    it('maintenance windows and snooze (issue 25): list, create, show, change, delete; a workflow\'s snooze: 200, 201, 204, 400, 403, 404, 409, 413', async () => {
+      const u = await h().user();
+      const id = (await u.post('/workflows', workflowBody(), { headers: key() })).json.id as string;
+      const stranger = await other();
+      const hour = (n: number) => new Date(Date.now() + n * 3_600_000).toISOString();
+      const body = { name: 'Upgrade', mode: 'skip', workflow_id: id, starts_at: hour(1), ends_at: hour(2) };
+      const big = { rawBody: Buffer.alloc(BIG, 32), headers: JSON_TYPE };
+      const created = await u.post('/maintenance-windows', body);
+      assert.equal(created.status, 201, created.text);
+      for (const res of [created, await u.post('/maintenance-windows', { ...body, ends_at: hour(0) }), await withoutCsrf(u).post('/maintenance-windows', body), await u.post('/maintenance-windows', undefined, big)]) {
+        check('post', '/maintenance-windows', res);
+      }
+      check('get', '/maintenance-windows', await u.get('/maintenance-windows'));
+      check('get', '/maintenance-windows', await u.get('/maintenance-windows?limit=0'));
+      const one = `/maintenance-windows/${created.json.id}`;
+      const template = '/maintenance-windows/{window_id}';
+      for (const res of [await u.get(one), await u.get('/maintenance-windows/nope'), await stranger.get(one)]) check('get', template, res);
+      for (const res of [
+        await u.patch(one, { body: { name: 'Renamed' } }),
+        await u.patch(one, { body: { duration_minutes: 5 } }),
+        await u.patch('/maintenance-windows/nope', { body: {} }),
+        await stranger.patch(one, { body: {} }),
+        await withoutCsrf(u).patch(one, { body: {} }),
+        await u.patch(one, big),
+      ]) {
+        check('patch', template, res);
+      }
+      for (const res of [await u.delete('/maintenance-windows/nope'), await stranger.delete(one), await withoutCsrf(u).delete(one), await u.delete(one)]) check('delete', template, res);
+
+      const snooze = `/workflows/${id}/snooze`;
+      const snoozeTemplate = '/workflows/{workflow_id}/snooze';
+      const until = { until: hour(1) };
+      for (const res of [
+        await u.post(snooze, until),
+        await u.post(snooze, { until: hour(-1) }),
+        await u.post('/workflows/nope/snooze', until),
+        await stranger.post(snooze, until),
+        await withoutCsrf(u).post(snooze, until),
+        await u.post(snooze, undefined, big),
+      ]) {
+        check('post', snoozeTemplate, res);
+      }
+      for (const res of [await u.get(snooze), await u.get('/workflows/nope/snooze'), await stranger.get(snooze)]) check('get', snoozeTemplate, res);
+      for (const res of [await u.delete('/workflows/nope/snooze'), await stranger.delete(snooze), await withoutCsrf(u).delete(snooze), await u.delete(snooze)]) check('delete', snoozeTemplate, res);
+
+      // At the bound (written directly: a hundred requests add nothing here)
+      const userId = await userIdOf(h().db.store, u);
+      for (let i = 0; i < WINDOWS_PER_USER_MAX; i++) await h().db.store.maintenanceWindows.insert(crypto.randomUUID(), userId, { name: 'W', mode: 'mute', workflowQuery: 'x', cron: '@daily', timeZone: 'UTC', durationMinutes: 5 }, Date.now());
+      const refused = await u.post('/maintenance-windows', body);
+      assert.equal(refused.status, 409, refused.text);
+      check('post', '/maintenance-windows', refused);
     });
 
     it('GET /reports/reliability (issue 26): 200, 400, 401, 404', async () => {

@@ -60,6 +60,34 @@ describeApi('workflow schedules', (h) => {
     assert.deepEqual([w.cron, w.timezone, w.interval], [null, 'Asia/Kolkata', 5]);
   });
 
+  it('takes the run policy on create and PUT (kept when absent), shows it on the resource and the list, and answers 400 naming a bad one', async () => {
+    const c = await h().user();
+    const plain = (await c.get(`/workflows/${(await c.post('/workflows', workflowBody(), { headers: key() })).json.id as string}`)).json;
+    assert.deepEqual([plain.overlap_policy, plain.catch_up_policy, plain.first_run], ['run_after', 'latest', 'at_first_slot'], 'defaults: the behaviour before the policy');
+    const id = (await c.post('/workflows', workflowBody({ overlap_policy: 'skip', catch_up_policy: 'none', first_run: 'now' }), { headers: key() })).json.id as string;
+    const policyOf = (w: Record<string, unknown>) => [w.overlap_policy, w.catch_up_policy, w.first_run];
+    assert.deepEqual(policyOf((await c.get(`/workflows/${id}`)).json), ['skip', 'none', 'now']);
+    const listed = ((await c.get('/workflows')).json.workflows as Record<string, unknown>[]).find((w) => w.id === id)!;
+    assert.deepEqual(policyOf(listed), ['skip', 'none', 'now']);
+    const put = (extra: Record<string, unknown>) => c.put(`/workflows/${id}`, { name: 'n', payload: workflowBody().payload, interval: 5, max_consecutive_job_failures_allowed: 3, ...extra }, { headers: key() });
+    assert.equal((await put({})).status, 204, 'a contract client’s PUT');
+    assert.deepEqual(policyOf((await c.get(`/workflows/${id}`)).json), ['skip', 'none', 'now']);
+    assert.equal((await put({ overlap_policy: 'run_after' })).status, 204);
+    assert.deepEqual(policyOf((await c.get(`/workflows/${id}`)).json), ['run_after', 'none', 'now']);
+    for (const [extra, field] of [
+      [{ overlap_policy: 'queue' }, 'overlap_policy'],
+      [{ catch_up_policy: 'all' }, 'catch_up_policy'],
+      [{ first_run: null }, 'first_run'],
+    ] as const) {
+      const res = await c.post('/workflows', workflowBody(extra), { headers: key() });
+      assert.equal(res.status, 400, JSON.stringify(extra));
+      assert.deepEqual(fields(res), [field]);
+      const updated = await put(extra);
+      assert.equal(updated.status, 400, JSON.stringify(extra));
+      assert.deepEqual(fields(updated), [field]);
+    }
+  });
+
   it('pauses and resumes: 204 each time, 404 for no workflow of yours, 412 once terminated; manual runs of a paused workflow are allowed', async () => {
     const c = await h().user();
     const id = (await c.post('/workflows', workflowBody(), { headers: key() })).json.id as string;
@@ -119,6 +147,46 @@ describeApi('workflow slots', (h) => {
     assert.equal((await c.post(`/workflows/${id}/pause`)).status, 204);
     const paused = (await c.get(`/workflows/${id}/slots?from=${new Date(builtAt + 55 * MINUTE).toISOString()}&to=${new Date(builtAt + 90 * MINUTE).toISOString()}`)).json.slots as { fate: string }[];
     assert.deepEqual(paused.map((s) => s.fate), ['paused', 'paused', 'paused']);
+  });
+
+  it('tells slots missed while orloj itself was down as orloj_down, and lists the downtime', async () => {
+    const c = await h().user();
+    const { id, builtAt, w } = await builtWorkflow(c, 65 * MINUTE);
+    assert.ok(await h().db.store.jobs.insert({ ...newJob(w, 'AUTOMATIC', builtAt + 10 * MINUTE, builtAt), status: 'COMPLETED', startedAt: builtAt + 10 * MINUTE, completedAt: builtAt + 10 * MINUTE + 500 }));
+    // orloj ran until 25 min after the build, and again from 45 min: slots 3 and 4 came while it was down, slot 2 did not.
+    await h().db.handle.db.deleteFrom('orloj_uptime').execute();
+    await h().db.handle.db
+      .insertInto('orloj_uptime')
+      .values([
+        { started_at: builtAt - 60 * MINUTE, last_seen_at: builtAt + 25 * MINUTE },
+        { started_at: builtAt + 45 * MINUTE, last_seen_at: Date.now() },
+      ])
+      .execute();
+    const res = await c.get(`/workflows/${id}/slots?from=${new Date(builtAt).toISOString()}&to=${new Date(builtAt + 55 * MINUTE).toISOString()}`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(
+      (res.json.slots as { fate: string; reason?: string }[]).map((s) => [s.fate, s.reason ?? '']),
+      [['ran', ''], ['skipped', 'not_run'], ['skipped', 'orloj_down'], ['skipped', 'orloj_down'], ['skipped', 'not_run']],
+    );
+    assert.deepEqual(res.json.downtime, [{ from: new Date(builtAt + 25 * MINUTE).toISOString(), to: new Date(builtAt + 45 * MINUTE).toISOString() }]);
+  });
+
+  it('marks a run that waited for the previous one, and, for catch-up none, the missed slot it passed over', async () => {
+    const c = await h().user();
+    const { id, builtAt, w } = await builtWorkflow(c, 65 * MINUTE);
+    await h().db.handle.db.updateTable('workflows').set({ catch_up_policy: 'none' }).where('id', '=', id).execute();
+    // No uptime record (another test's would tell its own downtime): the missed slots read as the runners'.
+    await h().db.handle.db.deleteFrom('orloj_uptime').execute();
+    const slot = (k: number) => builtAt + k * 10 * MINUTE;
+    const job = (k: number, startedAt: number, completedAt: number): Job => ({ ...newJob(w, 'AUTOMATIC', slot(k), builtAt), status: 'COMPLETED', startedAt, completedAt });
+    // slot 1's run took 12 min; slot 2's ran after it (overlap run_after); slots 3 and 4 missed while down, 5 ran
+    for (const j of [job(1, slot(1), slot(1) + 12 * MINUTE), job(2, slot(1) + 12 * MINUTE + 500, slot(1) + 13 * MINUTE), job(5, slot(5), slot(5) + 1_000)]) assert.ok(await h().db.store.jobs.insert(j));
+    const res = await c.get(`/workflows/${id}/slots?from=${new Date(builtAt).toISOString()}&to=${new Date(slot(5) + 1).toISOString()}`);
+    const slots = res.json.slots as { fate: string; reason?: string; after_overlap?: boolean }[];
+    assert.deepEqual(
+      slots.map((s) => [s.fate, s.reason ?? (s.after_overlap ? 'after_overlap' : '')]),
+      [['ran', ''], ['ran', 'after_overlap'], ['skipped', 'not_run'], ['skipped', 'catch_up_none'], ['ran', '']],
+    );
   });
 
   it('answers 400 for a range past 1000 slots or the wrong way round or not a date-time, 404 for no workflow of yours', async () => {

@@ -528,7 +528,7 @@ describeApi('workflows', (h) => {
       const res = await c.delete(`/workflows/${id}`);
       assert.equal(res.status, 412);
       assert.equal(res.json.code, 'workflow_has_running_jobs');
-      await h().db.store.jobs.transition(running, 'CANCELED', Date.now());
+      await h().db.store.jobMoves.transition(running, 'CANCELED', Date.now());
       assert.equal((await c.delete(`/workflows/${id}`)).status, 204);
       assert.equal(await h().db.store.jobs.findById(running), undefined);
     });

@@ -41,7 +41,14 @@ export interface JobRow {
 export interface ScheduleDb {
   readonly pid: number;
   engine(): Promise<string>;
-  seedHeartbeats(arg: { count: number; intervalMinutes: number; spreadMs: number; endpoint: string }): Promise<{ ms: number }>;
+  /** `cron`: cron workflows on that expression, in the zones in turn, spread by the jitter (interval and spread do not apply). */
+  seedHeartbeats(arg: {
+    count: number;
+    intervalMinutes: number;
+    spreadMs: number;
+    endpoint: string;
+    cron?: { expression: string; zones: readonly string[]; jitterSeconds: number };
+  }): Promise<{ ms: number }>;
   shiftSchedule(firstDueAt: number): Promise<{ ms: number }>;
   slotProgress(slotAt: number): Promise<Record<string, number>>;
   analyzeWindow(arg: { windowStart: number; windowEnd: number; stopAt: number }): Promise<WindowAnalysis>;

@@ -18,6 +18,18 @@ const TARGET_DIST_P99_MS = 500;
 const TARGET_DIST_CPU_RATIO = 2;
 /** The burst's workflows' interval: long enough that no second round interferes. */
 export const BURST_INTERVAL_MINUTES = 60;
+// Issue 25: cron workflows in mixed zones keep the same schedule at CPU per job at most this many times the interval workflows' in the same run.
+const TARGET_CRON_CPU_RATIO = 1.2;
+/**
+ * The cron workflows of the steady runs: every minute, in zones with whole,
+ * half- and quarter-hour offsets and both hemispheres' daylight saving; the
+ * jitter spreads them over the minute as the interval workflows' anchors are.
+ */
+export const CRON_SEED = {
+  expression: '* * * * *',
+  zones: ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Asia/Kathmandu', 'Australia/Adelaide', 'America/St_Johns', 'Pacific/Chatham'],
+  jitterSeconds: 59,
+} as const;
 
 export interface Settings {
   sizes: number[];
@@ -31,8 +43,13 @@ export interface Settings {
   tick: string | undefined;
   /** Sizes also run with the roles in separate processes on PostgreSQL + RabbitMQ (after the embedded run of the same size). */
   distributedSizes: number[];
+  /** Sizes also run as cron workflows (CRON_SEED), right after the interval run of the same size. */
+  cronSizes: number[];
   amqpUrl: string;
 }
+
+/** What the steady run's workflows are scheduled by. */
+export type SteadySchedule = 'interval' | 'cron';
 
 export /** CPU of the helper processes and the rest of the machine over one measured stretch (% of one core). */
 interface Interference {
@@ -51,7 +68,7 @@ export interface Common {
   interference: Interference;
   targetRequests: number;
 }
-export type SteadyRun = Common & { kind: 'steady'; analysis: WindowAnalysis; windowS: number };
+export type SteadyRun = Common & { kind: 'steady'; schedule: SteadySchedule; analysis: WindowAnalysis; windowS: number };
 export type BurstRun = Common & { kind: 'burst'; analysis: SlotAnalysis; drained: boolean };
 /** CPU over the window, % of one core, by process group. */
 export interface DistributedCpu {
@@ -104,7 +121,7 @@ export function schedulingReport(runs: readonly Run[], s: Settings): SuiteReport
       columns: ['Run', 'due slots', 'jobs/s', 'missed', 'lag p50 / p99 / max ms', 'time to drain', 'orloj CPU', 'orloj peak RSS', 'CPU elsewhere', 'FAILED jobs (whole run)'],
       rows: runs.map((r) => tableRow(r, s)),
     },
-    verdict: [...embeddedVerdict(runs, s), ...distributedVerdict(runs)],
+    verdict: [...embeddedVerdict(runs, s), ...cronVerdict(runs), ...distributedVerdict(runs)],
     notes: noteLines(runs),
     valid: !(runs.some((r) => r.kind === 'failed') || brokenRuns(runs).length > 0),
   };
@@ -115,6 +132,7 @@ const DESCRIPTION = [
   'N built HEARTBEAT workflows with a one-minute interval are inserted straight into the SQLite file, their slots spread evenly over the minute (build anchors i × 60 s / N apart); each job is one HTTP GET to a local node:http target in another child process that answers 200.',
   'After a warm-up the suite measures a window, waits a tail so that the window\'s last slots get their jobs, stops orloj and reads the jobs table.',
   'The rows "roles in separate processes" run the same schedule with api, scheduler, runners, log-ingest and notifier as separate `orloj start --roles <role>` processes on PostgreSQL (a fresh schema) and RabbitMQ (a fresh prefix), right after the embedded run of the same size; their CPU is read from /proc for each role process, the PostgreSQL backends serving them (by application_name) and beam.smp, and CPU per job is compared with the embedded run.',
+  `The cron rows (issue 25) run the same number of HEARTBEAT workflows on cron \`${CRON_SEED.expression}\` read in ${CRON_SEED.zones.join(', ')} (in turn), each moved by its jitter (up to ${CRON_SEED.jitterSeconds} s, from its id) so that they spread over the minute as the interval workflows do; they are built just before the first slot, and their slots (for "missed") are computed by the schedule code of this tree. Each cron run comes right after the interval run of the same size, so their CPU per job compares under the same load.`,
   `The burst row seeds workflows whose first slot is one and the same instant (interval ${BURST_INTERVAL_MINUTES} min, so no second round interferes) and measures how long it takes until all their jobs are COMPLETED in the store.`,
 ].join(' ');
 
@@ -124,7 +142,7 @@ function settingsOf(s: Settings): Array<[label: string, value: string]> {
     ['orloj', `all roles in one child process (TypeScript sources via tsx), \`NODE_ENV=production\`, \`BUS_URL=memory:\`, SQLite in a temp file, \`SCHEDULER_TICK=${s.tick ?? '1s (default)'}\`, \`RUNNER_CONCURRENCY=${s.concurrency}\`, \`RUNNER_ALLOW_TARGETS=127.0.0.0/8\`, \`LOG_LEVEL=warn\`, \`MAX_ACTIVE_JOBS_PER_USER\` and \`MAX_WORKFLOWS_PER_USER\` out of the way (one user owns every workflow), real clock, other settings default`],
     ['Steady state', `N = ${s.sizes.map((n) => fmt(n)).join(' and ')}; ${s.durationS} s measured after ${s.warmupS} s of schedule, orloj stopped ${s.tailS} s after the window`],
     ['Burst', s.burst > 0 ? `${fmt(s.burst)} workflows, one slot instant, at most ${s.burstTimeoutS} s` : 'skipped (BENCH_SCHED_BURST=0)'],
-    ['Overrides', 'BENCH_SCHED_SIZES (comma-separated N), BENCH_SCHED_DURATION, BENCH_SCHED_WARMUP, BENCH_SCHED_TAIL (s), BENCH_SCHED_BURST (N, 0 skips), BENCH_SCHED_BURST_TIMEOUT (s), BENCH_SCHED_CONCURRENCY, BENCH_SCHED_TICK (SCHEDULER_TICK), BENCH_SCHED_DISTRIBUTED (sizes also run with the roles in separate processes on PostgreSQL + RabbitMQ; default: every size; 0: none), BENCH_AMQP_URL, BENCH_DATABASE_URL, BENCH_CPU_PROF (adds orloj-embedded-<run>-<pid>.cpuprofile: the orloj process during each measured window; the role processes write a profile of their whole life), BENCH_ROLE_NODE_OPTIONS (NODE_OPTIONS of the role processes, e.g. `--require ./bench/tools/count-pg-statements.cjs` to count their SQL statements)'],
+    ['Overrides', 'BENCH_SCHED_SIZES (comma-separated N), BENCH_SCHED_DURATION, BENCH_SCHED_WARMUP, BENCH_SCHED_TAIL (s), BENCH_SCHED_BURST (N, 0 skips), BENCH_SCHED_BURST_TIMEOUT (s), BENCH_SCHED_CONCURRENCY, BENCH_SCHED_TICK (SCHEDULER_TICK), BENCH_SCHED_DISTRIBUTED (sizes also run with the roles in separate processes on PostgreSQL + RabbitMQ; default: every size; 0: none), BENCH_SCHED_CRON (sizes of BENCH_SCHED_SIZES also run as cron workflows; default: every size; 0: none), BENCH_AMQP_URL, BENCH_DATABASE_URL, BENCH_CPU_PROF (adds orloj-embedded-<run>-<pid>.cpuprofile: the orloj process during each measured window; the role processes write a profile of their whole life), BENCH_ROLE_NODE_OPTIONS (NODE_OPTIONS of the role processes, e.g. `--require ./bench/tools/count-pg-statements.cjs` to count their SQL statements)'],
   ];
 }
 
@@ -206,6 +224,28 @@ function embeddedVerdict(runs: readonly Run[], s: Settings): string[] {
   return verdict;
 }
 
+/** The embedded interval run of `workflows` workflows, the baseline of the others of that size. */
+const intervalRun = (runs: readonly Run[], workflows: number) => runs.find((b): b is SteadyRun => b.kind === 'steady' && b.schedule === 'interval' && b.workflows === workflows);
+
+/** The cron runs against the interval runs of the same size (issue 25); none without cron runs. */
+function cronVerdict(runs: readonly Run[]): string[] {
+  const cron = runs.filter((r): r is SteadyRun => r.kind === 'steady' && r.schedule === 'cron');
+  if (!cron.length) return [];
+  const verdict: string[] = ['', `Targets (issue 25), cron workflows in mixed zones: 0 missed slots and CPU per job ≤ ${TARGET_CRON_CPU_RATIO}× the interval workflows' of the same size in the same run.`, ''];
+  for (const r of cron) {
+    const missed = r.analysis.skipped + r.analysis.noJob;
+    const perJob = cpuMsPerJob(r.usage.cpuPercent, r.windowS, r.analysis.completedInWindow);
+    const base = intervalRun(runs, r.workflows);
+    const basePerJob = base ? cpuMsPerJob(base.usage.cpuPercent, base.windowS, base.analysis.completedInWindow) : Number.NaN;
+    const ratio = perJob / basePerJob;
+    const okCpu = Number.isFinite(ratio) && ratio <= TARGET_CRON_CPU_RATIO;
+    verdict.push(
+      `- ${r.label}: missed ${fmt(missed)} (${missed === 0 ? 'met' : 'missed'}), CPU ${fmt(perJob, 2)} ms/job = ${Number.isFinite(ratio) ? `${fmt(ratio, 2)}×` : 'n/a ×'} the interval workflows' ${fmt(basePerJob, 2)} ms/job (${okCpu ? 'met' : 'missed'}) → **${missed === 0 && okCpu ? 'met' : 'missed'}**`,
+    );
+  }
+  return verdict;
+}
+
 /** The verdict of the runs with the roles in separate processes (issue 19); none without such runs. */
 function distributedVerdict(runs: readonly Run[]): string[] {
   const distributed = distributedRuns(runs);
@@ -220,7 +260,7 @@ function distributedVerdict(runs: readonly Run[]): string[] {
     const missed = a.skipped + a.noJob;
     const okLag = a.lag.p99.v !== null && Number.isFinite(a.lag.p99.v) && !a.lag.p99.censored && a.lag.p99.v <= TARGET_DIST_P99_MS;
     const perJob = cpuMsPerJob(distributedTotal(r.cpu), r.windowS, a.completedInWindow);
-    const base = runs.find((b): b is SteadyRun => b.kind === 'steady' && b.workflows === r.workflows);
+    const base = intervalRun(runs, r.workflows);
     const basePerJob = base ? cpuMsPerJob(base.usage.cpuPercent, base.windowS, base.analysis.completedInWindow) : Number.NaN;
     const ratio = perJob / basePerJob;
     const okCpu = Number.isFinite(ratio) && ratio <= TARGET_DIST_CPU_RATIO;

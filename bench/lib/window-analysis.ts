@@ -17,11 +17,22 @@ export interface JobTimes {
 /** Per step between the due slot and COMPLETED in the store (ms). */
 export type Phases = Record<string, Summary>;
 
-/** The columns of a workflow the slot arithmetic needs (slots fall at build_completed_at + k × interval). */
+/** The columns of a workflow the interval arithmetic needs (slots fall at build_completed_at + k × interval). */
 export interface WorkflowSlots {
   id: string;
   build_completed_at: number | null;
   interval_minutes: number;
+}
+
+/** A workflow's slots in [from, to), in order; the default is the interval arithmetic. */
+export type SlotsIn<W extends WorkflowSlots> = (w: W, from: number, to: number) => Iterable<number>;
+
+/** Slots at build_completed_at + k × interval, k ≥ 1. */
+function* intervalSlots(w: WorkflowSlots, from: number, to: number): Iterable<number> {
+  if (w.build_completed_at === null) return;
+  const interval = w.interval_minutes * 60_000;
+  const anchor = w.build_completed_at;
+  for (let slot = anchor + Math.max(1, Math.ceil((from - anchor) / interval)) * interval; slot < to; slot += interval) yield slot;
 }
 
 /** An AUTOMATIC job with the times of its steps. */
@@ -76,12 +87,15 @@ export function phases(rows: readonly JobTimes[]): Phases {
  * "skipped" when the workflow already has a job for a later slot (orloj runs
  * only the most recent missed slot), "no job" when none existed yet at stopAt.
  * Lag = started_at − slot_at; a job not started by stopAt counts with
- * stopAt − slot_at as a lower bound.
+ * stopAt − slot_at as a lower bound. `slotsIn` tells the slots of a workflow
+ * that is not on an interval (a cron schedule, for the suite that reads it
+ * with this tree's code).
  */
-export function slotCoverage(
-  workflows: readonly WorkflowSlots[],
+export function slotCoverage<W extends WorkflowSlots>(
+  workflows: readonly W[],
   jobs: readonly SlotJob[],
   window: { windowStart: number; windowEnd: number; stopAt: number },
+  slotsIn: SlotsIn<W> = intervalSlots,
 ): SlotCoverage {
   const { windowStart: ws, windowEnd: we, stopAt } = window;
   const byWorkflow = new Map<string, { slots: Map<number, JobTimes>; last: number }>();
@@ -99,11 +113,8 @@ export function slotCoverage(
   const statuses: Record<string, number> = {};
   for (const w of workflows) {
     if (w.build_completed_at === null) continue;
-    const interval = w.interval_minutes * 60_000;
-    const anchor = w.build_completed_at;
-    const first = Math.max(1, Math.ceil((ws - anchor) / interval));
     const e = byWorkflow.get(w.id);
-    for (let slot = anchor + first * interval; slot < we; slot += interval) {
+    for (const slot of slotsIn(w, ws, we)) {
       due += 1;
       const job = e?.slots.get(slot);
       if (!job) {

@@ -5,6 +5,7 @@
 // afterwards. No HTTP: it reports port 0.
 import { sql } from 'kysely';
 import { newId } from '@orloj/common/core';
+import { contractInterval, scheduleOf } from '@orloj/common/domain';
 import { loadConfig } from '@orloj/common/config';
 import { openDatabase, Store } from '@orloj/common/store';
 import { serveParent } from '../lib/child.js';
@@ -23,6 +24,31 @@ const BATCH = 500; // rows per insert: 16 columns × 500 stays under SQLite's bi
 /** Seeded slots start this far in the future until shiftSchedule() moves them. */
 const PARKED_MS = 24 * 60 * 60_000;
 let parkedAt = 0;
+/** Whether the seeded workflows are cron ones: their slots are instants of the clock, so shiftSchedule builds them anew. */
+let seededCron = false;
+
+/** Cron workflows to seed: one expression, read in each zone in turn, every slot moved by a per-workflow jitter. */
+interface CronSeed {
+  expression: string;
+  zones: readonly string[];
+  jitterSeconds: number;
+}
+
+/** Cron workflows built at `builtAt` − 1 ms, each due at its first slot after it. */
+async function rebuildCronSchedules(firstDueAt: number): Promise<void> {
+  const builtAt = firstDueAt - 1;
+  await store.transaction(async (tx) => {
+    await tx.db.updateTable('workflows').set({ build_completed_at: builtAt }).execute();
+    const rows = await tx.db.selectFrom('workflows').selectAll().execute();
+    for (let start = 0; start < rows.length; start += BATCH) {
+      const next = rows.slice(start, start + BATCH).map((r) => ({
+        id: r.id,
+        nextDueAt: scheduleOf({ id: r.id, buildCompletedAt: builtAt, intervalMinutes: r.interval_minutes, cron: r.cron, timeZone: r.timezone, jitterSeconds: r.jitter_seconds, firstRun: r.first_run })!.firstSlotAfter(builtAt),
+      }));
+      await tx.workflows.setNextDueMany(next);
+    }
+  });
+}
 
 /** FAILED jobs by reason ("CODE: message"), for the reports. */
 async function failureReasons(slotAt?: number): Promise<Record<string, number>> {
@@ -46,14 +72,20 @@ serveParent(
      * A user and `count` built HEARTBEAT workflows on the endpoint, interval
      * `intervalMinutes`, their first slots spread evenly over `spreadMs` (0:
      * all at one instant) and parked a day ahead until shiftSchedule().
+     * With `cron`, each runs on that expression instead, in the zones in turn,
+     * spread by the jitter (interval and spread then do not apply).
      */
-    async seedHeartbeats(arg: { count: number; intervalMinutes: number; spreadMs: number; endpoint: string }) {
+    async seedHeartbeats(arg: { count: number; intervalMinutes: number; spreadMs: number; endpoint: string; cron?: CronSeed }) {
       const started = performance.now();
       const now = Date.now();
       parkedAt = now + PARKED_MS;
       const userId = newId();
       const payload = JSON.stringify({ endpoint: arg.endpoint, method: 'GET', expected_status_code: 200, timeout: '10s' });
       const intervalMs = arg.intervalMinutes * 60_000;
+      const { cron } = arg;
+      seededCron = cron !== undefined;
+      // What `interval` holds for a cron workflow (its longest gap), once per zone: it walks a year of slots.
+      const cronInterval = new Map(cron?.zones.map((zone) => [zone, contractInterval(cron.expression, zone, 0, now)]));
       await store.transaction(async (tx) => {
         await tx.users.insert({
           id: userId,
@@ -76,7 +108,7 @@ serveParent(
               payload,
               kind: 'HEARTBEAT' as const,
               build_status: 'COMPLETED' as const,
-              interval_minutes: arg.intervalMinutes,
+              interval_minutes: cron ? cronInterval.get(cron.zones[i % cron.zones.length]!)! : arg.intervalMinutes,
               consecutive_job_failures_count: 0,
               max_consecutive_job_failures_allowed: 3,
               log_retention: 0,
@@ -86,6 +118,7 @@ serveParent(
               terminated_at: null,
               build_completed_at: due - intervalMs,
               next_due_at: due,
+              ...(cron ? { cron: cron.expression, timezone: cron.zones[i % cron.zones.length]!, jitter_seconds: cron.jitterSeconds } : {}),
             });
           }
           await tx.db.insertInto('workflows').values(rows).execute();
@@ -95,9 +128,18 @@ serveParent(
       return { ms: Math.round(performance.now() - started) };
     },
 
-    /** Moves every seeded schedule so that the first slot of the first workflow is `firstDueAt` (one UPDATE). */
+    /**
+     * Moves every seeded schedule so that the first slot of the first workflow
+     * is `firstDueAt` (one UPDATE). Cron workflows are built just before
+     * `firstDueAt` instead, each due at its first slot after it (as the
+     * scheduler sets it after a build).
+     */
     async shiftSchedule(arg: { firstDueAt: number }) {
       const started = performance.now();
+      if (seededCron) {
+        await rebuildCronSchedules(arg.firstDueAt);
+        return { ms: Math.round(performance.now() - started) };
+      }
       const delta = arg.firstDueAt - parkedAt;
       await db
         .updateTable('workflows')
@@ -124,14 +166,17 @@ serveParent(
     /** The steady-state verdict from the tables alone (the rule: slotCoverage in lib/window-analysis.ts). */
     async analyzeWindow(arg: { windowStart: number; windowEnd: number; stopAt: number }) {
       const { windowStart: ws, windowEnd: we } = arg;
-      const workflows = await db.selectFrom('workflows').select(['id', 'build_completed_at', 'interval_minutes']).execute();
+      const workflows = await db.selectFrom('workflows').select(['id', 'build_completed_at', 'interval_minutes', 'cron', 'timezone', 'jitter_seconds', 'first_run']).execute();
       const jobs = await db
         .selectFrom('jobs')
         .select(['workflow_id', 'slot_at', 'status', 'created_at', 'queued_at', 'started_at', 'completed_at', 'updated_at'])
         .where('trigger', '=', 'AUTOMATIC')
         .where('slot_at', '>=', ws)
         .execute();
-      const coverage = slotCoverage(workflows, jobs, arg);
+      // Each workflow's own slots, as the scheduler computes them (interval or cron, jitter).
+      const coverage = slotCoverage(workflows, jobs, arg, (w, from, to) =>
+        scheduleOf({ id: w.id, buildCompletedAt: w.build_completed_at, intervalMinutes: w.interval_minutes, cron: w.cron, timeZone: w.timezone, jitterSeconds: w.jitter_seconds, firstRun: w.first_run })?.slotsIn(from, to, Number.MAX_SAFE_INTEGER) ?? [],
+      );
       const completed = await db
         .selectFrom('jobs')
         .select((eb) => eb.fn.countAll<number>().as('n'))

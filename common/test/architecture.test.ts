@@ -99,9 +99,10 @@ describe("ARCHITECTURE.md's two main paths", () => {
     }
   });
 
-  it('keeps the paths within their bounds (issue 23: 15 files for the manual job, 12 for the log line)', () => {
+  it('keeps the paths within their bounds (issue 23: 15 files and 2 jumps back for the manual job, 12 files for the log line)', () => {
     const [job, line] = paths;
     assert.ok(job!.files <= 15, `the manual job: ${job!.files} files`);
+    assert.ok(job!.jumps <= 2, `the manual job: ${job!.jumps} jumps back`);
     assert.ok(line!.files <= 12, `the log line: ${line!.files} files`);
   });
 });

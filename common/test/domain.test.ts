@@ -104,9 +104,17 @@ describe('newWorkflow', () => {
         timeZone: 'UTC',
         jitterSeconds: 0,
         pausedAt: null,
+        overlapPolicy: 'run_after',
+        catchUpPolicy: 'latest',
+        firstRun: 'at_first_slot',
       },
     );
     assert.notEqual(newWorkflow(chosen, 1_000).id, w.id);
+  });
+
+  it('takes the run policy chosen, each choice left out at its default', () => {
+    const w = newWorkflow({ ...chosen, runPolicy: { overlapPolicy: 'skip', firstRun: 'now' } }, 0);
+    assert.deepEqual([w.overlapPolicy, w.catchUpPolicy, w.firstRun], ['skip', 'latest', 'now']);
   });
 
   it('keeps logs of a CONTAINER workflow unless told not to, and never of a HEARTBEAT one', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { newId } from '@orloj/common/core';
-import { ALLOWED_FROM, canTransition, JOB_STATUSES, type Job, type JobStatus } from '@orloj/common/domain';
+import { ALLOWED_FROM, canTransition, DEFAULT_RUN_POLICY, JOB_STATUSES, type Job, type JobStatus } from '@orloj/common/domain';
 import { describeEachEngine } from './support/stores.js';
 
 describe('job state machine', () => {
@@ -41,7 +41,7 @@ describeEachEngine('job transitions in the store', (db) => {
       id: workflowId, userId, name: 'w', payload: '{}', kind: 'HEARTBEAT', buildStatus: 'COMPLETED', intervalMinutes: 1,
       consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3, logRetention: false, generation: 0, createdAt: 0,
       updatedAt: 0, terminatedAt: null, buildCompletedAt: 0, nextDueAt: null, buildToken: 0, skippedSlots: 0, lastSlotSkippedAt: null, cron: null, timeZone: 'UTC', jitterSeconds: 0, pausedAt: null,
-        buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false,
+        buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false, ...DEFAULT_RUN_POLICY,
     });
   });
 
@@ -59,50 +59,50 @@ describeEachEngine('job transitions in the store', (db) => {
     for (const from of ['PENDING', 'COMPLETED', 'FAILED', 'CANCELED'] as const) {
       for (const to of JOB_STATUSES) {
         const job = await jobIn(from);
-        const moved = await db().store.jobs.transition(job.id, to, 1);
+        const moved = await db().store.jobMoves.transition(job.id, to, 1);
         assert.equal(moved !== undefined, canTransition(from, to), `${from}→${to}`);
         assert.equal((await db().store.jobs.findById(job.id))?.status, moved ? to : from);
         // free the workflow's one active slot for the next case
-        if (moved && (to === 'QUEUED' || to === 'RUNNING')) await db().store.jobs.transition(job.id, 'CANCELED', 1);
+        if (moved && (to === 'QUEUED' || to === 'RUNNING')) await db().store.jobMoves.transition(job.id, 'CANCELED', 1);
       }
     }
   });
 
   it('applies a transition once: the same transition again changes nothing', async () => {
     const job = await jobIn('PENDING');
-    assert.ok(await db().store.jobs.transition(job.id, 'CANCELED', 1));
-    assert.equal(await db().store.jobs.transition(job.id, 'CANCELED', 2), undefined);
+    assert.ok(await db().store.jobMoves.transition(job.id, 'CANCELED', 1));
+    assert.equal(await db().store.jobMoves.transition(job.id, 'CANCELED', 2), undefined);
   });
 
   it('ignores a transition guarded by another attempt', async () => {
     const job = await jobIn('PENDING');
-    assert.equal(await db().store.jobs.transition(job.id, 'QUEUED', 1, {}, { attempts: 2 }), undefined);
-    assert.ok(await db().store.jobs.transition(job.id, 'QUEUED', 1, {}, { attempts: 1 }));
-    await db().store.jobs.transition(job.id, 'CANCELED', 2);
+    assert.equal(await db().store.jobMoves.transition(job.id, 'QUEUED', 1, {}, { attempts: 2 }), undefined);
+    assert.ok(await db().store.jobMoves.transition(job.id, 'QUEUED', 1, {}, { attempts: 1 }));
+    await db().store.jobMoves.transition(job.id, 'CANCELED', 2);
   });
 
   it('moves without reading back (tryTransition) exactly where transition() would, and reports whether it moved', async () => {
     for (const from of ['PENDING', 'COMPLETED', 'FAILED', 'CANCELED'] as const) {
       for (const to of JOB_STATUSES) {
         const job = await jobIn(from);
-        const moved = await db().store.jobs.tryTransition(job.id, to, 1);
+        const moved = await db().store.jobMoves.tryTransition(job.id, to, 1);
         assert.equal(moved, canTransition(from, to), `${from}→${to}`);
         assert.equal((await db().store.jobs.findById(job.id))?.status, moved ? to : from);
-        if (moved && (to === 'QUEUED' || to === 'RUNNING')) await db().store.jobs.transition(job.id, 'CANCELED', 1);
+        if (moved && (to === 'QUEUED' || to === 'RUNNING')) await db().store.jobMoves.transition(job.id, 'CANCELED', 1);
       }
     }
     const job = await jobIn('PENDING');
-    assert.equal(await db().store.jobs.tryTransition(job.id, 'QUEUED', 1, { attempts: 2 }, { attempts: 2 }), false);
-    assert.equal(await db().store.jobs.tryTransition(job.id, 'QUEUED', 1, { attempts: 2 }, { attempts: 1 }), true);
-    assert.equal(await db().store.jobs.tryTransition(job.id, 'RUNNING', 2, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 1 }), false);
-    assert.equal(await db().store.jobs.tryTransition(job.id, 'RUNNING', 2, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 2 }), true);
-    assert.equal(await db().store.jobs.tryTransition(job.id, 'RUNNING', 3, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 2 }), false);
+    assert.equal(await db().store.jobMoves.tryTransition(job.id, 'QUEUED', 1, { attempts: 2 }, { attempts: 2 }), false);
+    assert.equal(await db().store.jobMoves.tryTransition(job.id, 'QUEUED', 1, { attempts: 2 }, { attempts: 1 }), true);
+    assert.equal(await db().store.jobMoves.tryTransition(job.id, 'RUNNING', 2, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 1 }), false);
+    assert.equal(await db().store.jobMoves.tryTransition(job.id, 'RUNNING', 2, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 2 }), true);
+    assert.equal(await db().store.jobMoves.tryTransition(job.id, 'RUNNING', 3, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 2 }), false);
     const running = await db().store.jobs.findById(job.id);
     assert.deepEqual(
       [running?.status, running?.attempts, running?.runnerId, running?.startedAt, running?.leaseExpiresAt, running?.updatedAt],
       ['RUNNING', 2, 'r', 2, 9, 2],
     );
-    await db().store.jobs.transition(job.id, 'CANCELED', 4);
+    await db().store.jobMoves.transition(job.id, 'CANCELED', 4);
   });
 
   it('sets the values of every call, nulls included, when the same shape of transition runs again', async () => {
@@ -110,8 +110,8 @@ describeEachEngine('job transitions in the store', (db) => {
     const done = [] as Job[];
     for (const [i, reason] of [[1, { code: 'TIME_LIMIT_EXCEEDED' as const, message: 'first' }], [2, null], [3, { code: 'UNEXPECTED_STATUS_CODE' as const, message: 'third' }]] as const) {
       const job = await jobIn('PENDING');
-      await db().store.jobs.transition(job.id, 'QUEUED', i, { attempts: 2, queuedAt: i });
-      const failed = await db().store.jobs.transition(job.id, 'FAILED', 10 + i, { completedAt: 20 + i, leaseExpiresAt: null, reason }, { attempts: 2 });
+      await db().store.jobMoves.transition(job.id, 'QUEUED', i, { attempts: 2, queuedAt: i });
+      const failed = await db().store.jobMoves.transition(job.id, 'FAILED', 10 + i, { completedAt: 20 + i, leaseExpiresAt: null, reason }, { attempts: 2 });
       assert.ok(failed);
       done.push(failed);
     }
@@ -128,11 +128,11 @@ describeEachEngine('job transitions in the store', (db) => {
   it('keeps at most one QUEUED or RUNNING job per workflow', async () => {
     const a = await jobIn('PENDING');
     const b = await jobIn('PENDING');
-    assert.ok(await db().store.jobs.transition(a.id, 'QUEUED', 1));
-    await assert.rejects(db().store.jobs.transition(b.id, 'QUEUED', 1), (err) => db().handle.dialect.isUniqueViolation(err));
-    await db().store.jobs.transition(a.id, 'CANCELED', 2);
-    assert.ok(await db().store.jobs.transition(b.id, 'QUEUED', 3));
-    await db().store.jobs.transition(b.id, 'CANCELED', 4);
+    assert.ok(await db().store.jobMoves.transition(a.id, 'QUEUED', 1));
+    await assert.rejects(db().store.jobMoves.transition(b.id, 'QUEUED', 1), (err) => db().handle.dialect.isUniqueViolation(err));
+    await db().store.jobMoves.transition(a.id, 'CANCELED', 2);
+    assert.ok(await db().store.jobMoves.transition(b.id, 'QUEUED', 3));
+    await db().store.jobMoves.transition(b.id, 'CANCELED', 4);
   });
 
   it('keeps one AUTOMATIC job per (workflow, slot)', async () => {
@@ -159,7 +159,7 @@ describeEachEngine('batched job writes in the store', (db) => {
         id, userId, name: 'w', payload: '{}', kind: 'HEARTBEAT', buildStatus: 'COMPLETED', intervalMinutes: 1,
         consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3, logRetention: false, generation: 0, createdAt: 0,
         updatedAt: 0, terminatedAt: null, buildCompletedAt: 0, nextDueAt: 1, buildToken: 0, skippedSlots: 0, lastSlotSkippedAt: null, cron: null, timeZone: 'UTC', jitterSeconds: 0, pausedAt: null,
-        buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false,
+        buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false, ...DEFAULT_RUN_POLICY,
       });
     }
     return ids;
@@ -187,7 +187,7 @@ describeEachEngine('batched job writes in the store', (db) => {
     const ids = await workflows(4);
     const [pending, retried, stale, done] = [job(ids[0]!, 'PENDING'), job(ids[1]!, 'RUNNING', 2), job(ids[2]!, 'PENDING', 1), job(ids[3]!, 'COMPLETED')];
     await db().store.jobs.insertMany([pending, retried, stale, done]);
-    const moved = await db().store.jobs.queueNextAttempts(
+    const moved = await db().store.jobQueue.queueNextAttempts(
       [
         { id: pending.id, attempts: 0 },
         { id: retried.id, attempts: 2 },
@@ -203,7 +203,7 @@ describeEachEngine('batched job writes in the store', (db) => {
     assert.equal((await db().store.jobs.findById(stale.id))?.status, 'PENDING');
     assert.equal((await db().store.jobs.findById(done.id))?.status, 'COMPLETED');
     // Its message is confirmed for the attempt it is on, not for an older one.
-    await db().store.jobs.markDispatched([{ id: pending.id, attempts: 1 }, { id: retried.id, attempts: 2 }], 600);
+    await db().store.jobQueue.markDispatched([{ id: pending.id, attempts: 1 }, { id: retried.id, attempts: 2 }], 600);
     const dispatchedAt = async (id: string) => (await db().store.db.selectFrom('jobs').select('dispatched_at').where('id', '=', id).executeTakeFirst())?.dispatched_at;
     assert.equal(await dispatchedAt(pending.id), 600);
     assert.equal(await dispatchedAt(retried.id), null);
@@ -216,7 +216,7 @@ describeEachEngine('batched job writes in the store', (db) => {
     const other = job(b!, 'PENDING');
     await db().store.jobs.insertMany([first, second, other]);
     await assert.rejects(
-      db().store.jobs.queueNextAttempts([first, second, other].map((j) => ({ id: j.id, attempts: 0 })), 1),
+      db().store.jobQueue.queueNextAttempts([first, second, other].map((j) => ({ id: j.id, attempts: 0 })), 1),
       (err) => db().handle.dialect.isUniqueViolation(err),
     );
     for (const j of [first, second, other]) assert.equal((await db().store.jobs.findById(j.id))?.status, 'PENDING');

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { contractInterval, jitterOffsetMs, scheduleOf, type ScheduleFields } from '@orloj/common/domain';
+import { catchUpSkips, CATCH_UP_GRACE_MS, contractInterval, jitterOffsetMs, scheduleOf, type ScheduleFields } from '@orloj/common/domain';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -15,7 +15,7 @@ const iso = (t: number) => new Date(t).toISOString().replace('.000Z', 'Z');
 const ID = '0190a0b0-0000-7000-8000-000000000001';
 
 function fields(over: Partial<ScheduleFields>): ScheduleFields {
-  return { id: ID, buildCompletedAt: at('2026-01-01T00:00:00Z'), intervalMinutes: 1, cron: null, timeZone: 'UTC', jitterSeconds: 0, ...over };
+  return { id: ID, buildCompletedAt: at('2026-01-01T00:00:00Z'), intervalMinutes: 1, cron: null, timeZone: 'UTC', jitterSeconds: 0, firstRun: 'at_first_slot', ...over };
 }
 const cron = (expression: string, timeZone: string, built: string) => scheduleOf(fields({ cron: expression, timeZone, buildCompletedAt: at(built) }))!;
 
@@ -33,6 +33,37 @@ describe('workflow schedules', () => {
     assert.equal(s.countIn(built, built + 16 * MINUTE), 3);
     assert.equal(s.skippedBefore(built + 20 * MINUTE, built + 5 * MINUTE), 3);
     assert.equal(s.skippedBefore(built + 20 * MINUTE, built + 7 * MINUTE), 3, 'off the slots: stands for the slot before it');
+  });
+
+  describe('run policy (run-policy.ts)', () => {
+    it('first run `now` adds one slot at the build, before the schedule\'s own, unmoved by the jitter', () => {
+      const built = at('2026-01-01T00:00:00Z');
+      const s = scheduleOf(fields({ intervalMinutes: 5, jitterSeconds: 600, firstRun: 'now' }))!;
+      const own = scheduleOf(fields({ intervalMinutes: 5, jitterSeconds: 600 }))!;
+      const first = own.firstSlotAfter(built);
+      assert.equal(s.firstSlotAfter(built - 1), built);
+      assert.equal(s.firstSlotAfter(built), first);
+      assert.ok(s.isSlot(built) && !own.isSlot(built));
+      assert.equal(s.mostRecentSlot(built), built);
+      assert.equal(s.mostRecentSlot(first - 1), built);
+      assert.equal(s.mostRecentSlot(first), first);
+      assert.deepEqual(s.slotsIn(built, first + 1, 10), [built, first]);
+      assert.equal(s.countIn(built - 1, first + 5 * MINUTE + 1), 3);
+      assert.equal(s.skippedBefore(first + 5 * MINUTE, built), 2, 'the build\'s slot and the first own one');
+    });
+
+    it('first run `now` works for a cron schedule too', () => {
+      const built = at('2026-01-01T00:00:10Z');
+      const s = scheduleOf(fields({ cron: '0 * * * *', buildCompletedAt: built, firstRun: 'now' }))!;
+      assert.deepEqual(s.slotsIn(built - 1, at('2026-01-01T02:00:01Z'), 10).map(iso), ['2026-01-01T00:00:10Z', '2026-01-01T01:00:00Z', '2026-01-01T02:00:00Z']);
+    });
+
+    it('catch-up `none` passes over a slot only once it is more than the grace late', () => {
+      const slot = at('2026-01-01T00:00:00Z');
+      assert.equal(catchUpSkips('none', slot, slot + CATCH_UP_GRACE_MS), false);
+      assert.equal(catchUpSkips('none', slot, slot + CATCH_UP_GRACE_MS + 1), true);
+      assert.equal(catchUpSkips('latest', slot, slot + 7 * 24 * HOUR), false);
+    });
   });
 
   describe('cron in a time zone, across real transitions', () => {
@@ -116,20 +147,24 @@ describe('workflow schedules', () => {
       intervalMinutes: fc.integer({ min: 1, max: 1440 }),
       jitterSeconds: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3600 })),
       id: fc.uuid(),
+      firstRun: fc.constantFrom('at_first_slot' as const, 'now' as const),
+      catchUpPolicy: fc.constantFrom('latest' as const, 'none' as const),
       // around the transitions of 2026 in both hemispheres
       buildCompletedAt: fc.constantFrom('2026-03-27T12:00:00Z', '2026-04-03T12:00:00Z', '2026-10-02T12:00:00Z', '2026-10-24T12:00:00Z').map(at),
     });
     /** Gaps between passes: a tick, a minute, hours of downtime. */
     const gaps = fc.array(fc.oneof(fc.integer({ min: 1, max: 5_000 }), fc.integer({ min: 1, max: 2 * HOUR }), fc.integer({ min: 1, max: 3 * 24 * HOUR })), { minLength: 1, maxLength: 40 });
 
-    it('every slot gets at most one job, and each slot up to the last run is run or counted skipped, once', () => {
+    it('every slot gets at most one job, and each slot up to the last one taken is run or counted skipped, once, whatever the first run and catch-up', () => {
       fc.assert(
         fc.property(schedule, gaps, (w, steps) => {
           const s = scheduleOf(w)!;
-          const first = s.firstSlotAfter(w.buildCompletedAt!);
+          // as recordBuildResult: the first slot at or after the build (the build's own with first run `now`)
+          const first = s.firstSlotAfter(w.buildCompletedAt! - 1);
           let nextDueAt = first;
           let now = w.buildCompletedAt!;
           const runs: number[] = [];
+          let lastTaken: number | undefined;
           let skipped = 0;
           for (const gap of steps) {
             now += gap;
@@ -138,11 +173,15 @@ describe('workflow schedules', () => {
             assert.ok(slot <= now && s.isSlot(slot), 'a due slot that has come');
             assert.ok(s.firstSlotAfter(slot) > now, 'the most recent one');
             skipped += s.skippedBefore(slot, nextDueAt);
-            runs.push(slot);
+            // as DueSlots.plan: catch-up `none` passes over a slot taken too late
+            if (catchUpSkips(w.catchUpPolicy, Math.max(slot, nextDueAt), now)) skipped += 1;
+            else runs.push(slot);
+            lastTaken = slot;
             nextDueAt = s.firstSlotAfter(slot);
           }
           assert.deepEqual(runs, [...new Set(runs)].sort((a, b) => a - b), 'strictly increasing: one job per slot');
-          if (runs.length > 0) assert.equal(runs.length + skipped, s.countIn(first, runs.at(-1)! + 1), 'every slot run or skipped');
+          if (w.firstRun === 'now' && runs.length > 0 && w.catchUpPolicy === 'latest' && steps[0]! < s.firstSlotAfter(first) - first) assert.equal(runs[0], w.buildCompletedAt, 'the first run follows the build');
+          if (lastTaken !== undefined) assert.equal(runs.length + skipped, s.countIn(first, lastTaken + 1), 'every slot run or skipped');
         }),
         { numRuns: 300 },
       );

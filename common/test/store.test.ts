@@ -216,7 +216,7 @@ describeEachEngine('store', (db) => {
       await assert.rejects(
         db().store.transaction(async (tx) => {
           // transition and logAccess are compiled statements; findById goes through Kysely
-          assert.equal((await tx.jobs.transition(job.id, 'QUEUED', 2, { attempts: 1, queuedAt: 2 }))?.status, 'QUEUED');
+          assert.equal((await tx.jobMoves.transition(job.id, 'QUEUED', 2, { attempts: 1, queuedAt: 2 }))?.status, 'QUEUED');
           assert.equal((await tx.jobs.findById(job.id))?.status, 'QUEUED');
           assert.equal((await tx.jobs.logAccess(userId, w.id, job.id))?.attempts, 1);
           throw new Error('roll back');

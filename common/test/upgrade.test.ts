@@ -100,6 +100,27 @@ for (const engine of ENGINES) {
       assert.deepEqual([...(await store.rollups.totals(userId, 2 * 3_600_000)).values()].map((t) => [t.runs, t.failures]), [[4, 2]]);
     });
 
+    it('0024 ranks paused workflows as paused, below the active ones and above the terminated', async function () {
+      database = await createTestDatabase(engine, this, { migrate: false });
+      const migrator = await migratorOf(database);
+      assert.equal((await migrator.migrateTo('0019-workflow-attention')).error, undefined);
+      const store = Store.fromHandle(database.handle);
+      const userId = newId();
+      await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
+      const built = { buildStatus: 'COMPLETED' as const, buildCompletedAt: 0 };
+      const flows = {
+        healthy: workflowFixture(userId, built),
+        paused: workflowFixture(userId, { ...built, pausedAt: 1, consecutiveJobFailuresCount: 1 }),
+        terminated: workflowFixture(userId, { ...built, terminatedAt: 1 }),
+      };
+      for (const w of Object.values(flows)) await store.workflows.insert(w);
+
+      assert.equal((await migrator.migrateToLatest()).error, undefined);
+      const { db } = database.handle;
+      const rank = async (id: string) => Number((await db.selectFrom('workflows').select('attention').where('id', '=', id).executeTakeFirstOrThrow()).attention);
+      assert.deepEqual([await rank(flows.healthy.id), await rank(flows.paused.id), await rank(flows.terminated.id)], [3, 4, 5]);
+    });
+
     it('0015 marks the state changes among older notifications, WEB_RECOVERED ones becoming WEB_SUCCESS', async function () {
       database = await createTestDatabase(engine, this, { migrate: false });
       const migrator = await migratorOf(database);

@@ -13,6 +13,7 @@ import { WorkflowPage } from './routes/workflow';
 import { JobPage } from './routes/job';
 import { ProfilePage } from './routes/profile';
 import { AnalyticsPage } from './routes/analytics';
+import { MaintenancePage } from './routes/maintenance';
 
 /** Pages behind sign-in: unknown or dead sessions go to /login, and come back after. */
 function RequireSession({ children }: { children: ReactNode }) {
@@ -69,6 +70,7 @@ export function App() {
             <Route path="workflows/:workflowId/jobs/:jobId" element={<JobPage />} />
             <Route path="profile" element={<ProfilePage />} />
             <Route path="analytics" element={<AnalyticsPage />} />
+            <Route path="maintenance" element={<MaintenancePage />} />
             <Route path="*" element={<NotFound />} />
           </Route>
         </Routes>

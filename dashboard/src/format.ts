@@ -5,6 +5,20 @@ export function formatTime(iso: string | undefined): string {
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
 
+/**
+ * A period as "04:35–04:39" (the user's locale and zone): the date once when
+ * it is today, on both ends otherwise.
+ */
+export function formatPeriod(fromIso: string, toIso: string, now: Date = new Date()): string {
+  const from = new Date(fromIso);
+  const to = new Date(toIso);
+  const clock = (d: Date) => d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+  const today = (d: Date) => d.toDateString() === now.toDateString();
+  if (today(from) && today(to)) return `${clock(from)}–${clock(to)}`;
+  const day = (d: Date) => d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+  return from.toDateString() === to.toDateString() ? `${day(from)} ${clock(from)}–${clock(to)}` : `${day(from)} ${clock(from)} – ${day(to)} ${clock(to)}`;
+}
+
 export function formatSeconds(total: number): string {
   if (!Number.isFinite(total) || total < 0) return '—';
   if (total < 1) return `${Math.round(total * 1000)}ms`;

@@ -123,7 +123,7 @@ describe('dashboard: bulk actions on the workflow list, in a real browser', func
     await page.getByRole('button', { name: 'Terminate', exact: true }).click();
     await page.getByRole('button', { name: 'Yes, terminate' }).click();
     await status().getByText('Terminate: 0 done, 3 already so, 0 refused.').waitFor();
-    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.getByRole('region', { name: 'Bulk actions' }).getByRole('button', { name: 'Pause' }).click();
     await status().getByText('Pause: 0 done, 0 already so, 3 refused.').waitFor();
     assert.match((await results().getByRole('row', { name: /^bulk-2/ }).textContent()) ?? '', /refused — Precondition Failed: The workflow is terminated/);
     // Chromium logs each 4xx answer on the console: the six 412s asked for here are expected, nothing else.

@@ -8,8 +8,12 @@
  * log-ingest), so the tail must resume where it stopped — with
  * `Last-Event-ID` — and go on live, every line once, in order, none lost.
  * What the page received is read over the DevTools protocol (each
- * server-sent event with its id), beside what it shows. Screenshots land in
- * artifacts/screenshots/ (dashboard/README.md).
+ * server-sent event with its id), beside what it shows. Then (issue 26) a
+ * restart that changes the attempt: the workers crash (SIGKILL) while the api
+ * restarts, the job's attempt is found lost and runs again as attempt 2, and
+ * the page must start attempt 2 at its line 0 and say so, never splicing it
+ * onto attempt 1; after a reload both attempts' lines are reachable.
+ * Screenshots land in artifacts/screenshots/ (dashboard/README.md).
  */
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -19,6 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { axeViolations } from './support/axe.js';
 import { createTestDatabase, deleteBusObjects, RoleProcess, services, type TestDatabase } from '@orloj/common/test-support';
 import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, callApi, outlastRetryRound, pollUntil, saveScreenshot, watchedPage, needBrowser } from './support/orloj.js';
 
@@ -47,6 +52,49 @@ interface Received {
   data: string;
 }
 
+/** A tail's open request, with the Last-Event-ID it was sent with. */
+interface TailOpen {
+  requestId: string;
+  url: string;
+  lastEventId?: string;
+}
+
+/** Every server-sent event the page receives, and every request that opens a tail, with its headers (over CDP). */
+async function watchEvents(page: Page): Promise<{ received: Received[]; opens: TailOpen[] }> {
+  const cdp = await page.context().newCDPSession(page);
+  const received: Received[] = [];
+  const opens: TailOpen[] = [];
+  const lastEventIdOf = (headers: Record<string, string>) => Object.entries(headers).find(([k]) => k.toLowerCase() === 'last-event-id')?.[1];
+  cdp.on('Network.eventSourceMessageReceived', (e: Received) => received.push(e));
+  cdp.on('Network.requestWillBeSent', (e: { requestId: string; request: { url: string; headers: Record<string, string> } }) => {
+    if (/\/jobs\/[0-9a-f-]+\/events/.test(e.request.url)) opens.push({ requestId: e.requestId, url: e.request.url });
+  });
+  // The headers as sent (Last-Event-ID is added by the network stack, after requestWillBeSent).
+  cdp.on('Network.requestWillBeSentExtraInfo', (e: { requestId: string; headers: Record<string, string> }) => {
+    const header = lastEventIdOf(e.headers);
+    if (header === undefined) return;
+    const open = opens.find((o) => o.requestId === e.requestId);
+    if (open) open.lastEventId = header;
+    else opens.push({ requestId: e.requestId, url: '', lastEventId: header });
+  });
+  await cdp.send('Network.enable');
+  return { received, opens };
+}
+
+/** A CONTAINER workflow whose job prints `line 1` … `line <lines>`, one every 250 ms; its id once its image is checked. */
+async function countingWorkflow(api: (method: 'GET' | 'POST', route: string, body?: unknown) => Promise<any>, name: string, lines: number): Promise<string> {
+  const script = `i=0; while [ $i -lt ${lines} ]; do i=$((i+1)); echo "line $i"; sleep 0.25; done`;
+  const { id } = (await api('POST', '/workflows', {
+    name,
+    kind: 'CONTAINER',
+    payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sh', '-c', script], timeout: '3m' }),
+    interval: 600,
+    max_consecutive_job_failures_allowed: 3,
+  })) as { id: string };
+  await pollUntil(WAIT, 'the image checked', () => api('GET', `/workflows/${id}`), (w) => w.build_status === 'COMPLETED');
+  return id;
+}
+
 describe('dashboard: a live tail through a restart of the api, in a real browser', function () {
   this.timeout(6 * WAIT);
   let db: TestDatabase | undefined;
@@ -73,7 +121,8 @@ describe('dashboard: a live tail through a restart of the api, in a real browser
     // The test image is local: both the api (which checks payloads) and the runners allow its registry.
     const shared = { CONTAINER_REGISTRIES: 'docker.io,localhost', LOG_LEVEL: 'warn' };
     apiProcess = new RoleProcess('api', env, { ...shared, PORT: String(port), DASHBOARD_DIR: DASHBOARD_DIST, RATE_LIMIT_ENABLED: 'false' });
-    workers = new RoleProcess('scheduler,runners,log-ingest,notifier', env, { ...shared, DOCKER_HOST: services.docker! });
+    // Short leases: after the workers crash, their job's attempt is found lost within seconds of the restart (the second test).
+    workers = new RoleProcess('scheduler,runners,log-ingest,notifier', env, { ...shared, DOCKER_HOST: services.docker!, JOB_LEASE_TTL: '10s', LEADER_LEASE_TTL: '3s' });
     // The keys are made once into DATA_DIR/keys (RoleProcess.start), before the processes share it.
     await apiProcess.start();
     await workers.start();
@@ -101,34 +150,9 @@ describe('dashboard: a live tail through a restart of the api, in a real browser
 
   it('resumes the tail of a running CONTAINER job with Last-Event-ID, every line once, none lost', async () => {
     await api('POST', '/auth/register', { email: `tail-${Date.now()}@example.com`, password: 'correct horse battery' });
-    const script = `i=0; while [ $i -lt ${LINES} ]; do i=$((i+1)); echo "line $i"; sleep 0.25; done`;
-    const { id: workflowId } = (await api('POST', '/workflows', {
-      name: 'counting container',
-      kind: 'CONTAINER',
-      payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sh', '-c', script], timeout: '3m' }),
-      interval: 600,
-      max_consecutive_job_failures_allowed: 3,
-    })) as { id: string };
-    await pollUntil(WAIT, 'the image checked', () => api('GET', `/workflows/${workflowId}`), (w) => w.build_status === 'COMPLETED');
+    const workflowId = await countingWorkflow(api, 'counting container', LINES);
 
-    // Every server-sent event the page receives, and every request that opens a tail, with its headers.
-    const cdp = await page.context().newCDPSession(page);
-    const received: Received[] = [];
-    const opens: { requestId: string; url: string; lastEventId?: string }[] = [];
-    const lastEventIdOf = (headers: Record<string, string>) => Object.entries(headers).find(([k]) => k.toLowerCase() === 'last-event-id')?.[1];
-    cdp.on('Network.eventSourceMessageReceived', (e: Received) => received.push(e));
-    cdp.on('Network.requestWillBeSent', (e: { requestId: string; request: { url: string; headers: Record<string, string> } }) => {
-      if (/\/jobs\/[0-9a-f-]+\/events/.test(e.request.url)) opens.push({ requestId: e.requestId, url: e.request.url });
-    });
-    // The headers as sent (Last-Event-ID is added by the network stack, after requestWillBeSent).
-    cdp.on('Network.requestWillBeSentExtraInfo', (e: { requestId: string; headers: Record<string, string> }) => {
-      const header = lastEventIdOf(e.headers);
-      if (header === undefined) return;
-      const open = opens.find((o) => o.requestId === e.requestId);
-      if (open) open.lastEventId = header;
-      else opens.push({ requestId: e.requestId, url: '', lastEventId: header });
-    });
-    await cdp.send('Network.enable');
+    const { received, opens } = await watchEvents(page);
 
     const { id: jobId } = (await api('POST', `/workflows/${workflowId}/jobs/schedule`)) as { id: string };
     await page.goto(`/workflows/${workflowId}/jobs/${jobId}`);
@@ -190,5 +214,62 @@ describe('dashboard: a live tail through a restart of the api, in a real browser
     const shown = await log.locator('.log-line:not(.log-pending) .log-message').allTextContents();
     assert.equal(new Set(shown).size, shown.length, `a line shown twice: ${JSON.stringify(shown)}`);
     await saveScreenshot(page, '29-job-live-after-restart');
+  });
+  it('starts the new attempt at its line 0 and says so when a restart changes the attempt; both attempts stay readable after a reload', async () => {
+    const PER_ATTEMPT = 160;
+    const workflowId = await countingWorkflow(api, 'counting container, crashed', PER_ATTEMPT);
+    const { received } = await watchEvents(page);
+    const { id: jobId } = (await api('POST', `/workflows/${workflowId}/jobs/schedule`)) as { id: string };
+    await page.goto(`/workflows/${workflowId}/jobs/${jobId}`);
+    const live = page.getByLabel('Live log');
+    await live.getByText('line 8', { exact: true }).waitFor();
+    const attemptOf = (e: Received) => Number((JSON.parse(e.data) as { event_id: string }).event_id.split(':')[1]);
+    const logsOf = (attempt: number) => received.filter((e) => e.eventName === 'log' && attemptOf(e) === attempt);
+
+    // The api restarts while the workers crash: the job's runner is gone, its lease runs out, it runs again as attempt 2.
+    apiDown = true;
+    await Promise.all([apiProcess!.stop('SIGTERM'), workers!.stop('SIGKILL')]);
+    const banner = page.getByRole('status').filter({ hasText: 'Disconnected — retrying' });
+    await banner.waitFor();
+    await workers!.start();
+    await apiProcess!.start();
+    await banner.waitFor({ state: 'detached' });
+    apiDown = false;
+
+    await page.getByRole('status').filter({ hasText: 'Attempt 2 started: its log starts at line 0' }).waitFor();
+    // What it shows: attempt 2 alone, from its first line (the restart may have taken long enough for it to print many).
+    await live.evaluate((el) => el.scrollTo({ top: 0 }));
+    await live.getByText('line 1', { exact: true }).waitFor();
+    const shown = await live.locator('.log-line:not(.log-pending) .log-message').allTextContents();
+    assert.equal(shown[0], 'line 1', `the live log starts with attempt 2's first line: ${JSON.stringify(shown.slice(0, 5))}`);
+    assert.ok(shown.every((m, i) => m === `line ${i + 1}`), `no line of attempt 1 spliced in: ${JSON.stringify(shown)}`);
+    await saveScreenshot(page, '60-job-attempt-switched');
+    // What it received: attempt 2 from its line 0, every line once, in order, nothing skipped for the lines attempt 1 had shown.
+    await pollUntil(WAIT, "attempt 2's lines at the page", async () => logsOf(2).length, (n) => n >= 12);
+    const second = logsOf(2).map((e) => Number(e.eventId));
+    assert.deepEqual(second, Array.from({ length: second.length }, (_, i) => i), `attempt 2's lines as received: ${JSON.stringify(second)}`);
+
+    // The attempts, and after a reload each attempt's own log.
+    const attempts = page.getByRole('table', { name: 'Attempts, oldest first' });
+    await attempts.locator('tbody tr').nth(1).waitFor();
+    const first = attempts.locator('tbody tr').first();
+    await first.getByText('retried').waitFor();
+    await first.getByText(/its runner stopped responding/).waitFor();
+    await page.reload();
+    const firstLines = ((await api('GET', `/workflows/${workflowId}/jobs/${jobId}/attempts`)) as { attempts: { log_lines: number }[] }).attempts[0]!.log_lines;
+    assert.ok(firstLines >= 8, `attempt 1 kept ${firstLines} lines`);
+    await attempts.getByRole('link', { name: /Attempt 1's log/ }).click();
+    await page.getByRole('note').filter({ hasText: 'The log of attempt 1 of 2' }).waitFor();
+    await page.getByLabel('Log', { exact: true }).getByText(`line ${firstLines}`, { exact: true }).waitFor();
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      assert.deepEqual(await axeViolations(page), [], `the job page with its attempts, ${scheme}`);
+      await saveScreenshot(page, `61-job-attempt-1-log-${scheme}`);
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.getByRole('link', { name: "Show the current attempt's log" }).click();
+    // Attempt 2 runs to its end (the workers stop gracefully after the suite only once no job runs).
+    await page.locator('.page-head .badge', { hasText: 'completed' }).waitFor();
+    await page.getByLabel('Log', { exact: true }).getByText(`line ${PER_ATTEMPT}`, { exact: true }).waitFor();
   });
 });

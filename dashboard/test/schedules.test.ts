@@ -47,14 +47,18 @@ describe('dashboard: schedules, in a real browser', function () {
     await facts.getByText('* * * * * (Australia/Adelaide)').waitFor();
   });
 
-  it('pauses and resumes from the workflow page; the list shows it under Paused only', async () => {
+  it('pauses and resumes from the workflow page; the list shows it under the Paused state, counted by the server', async () => {
     await page.goto(`/workflows/${workflowId}`);
     await page.getByRole('button', { name: 'Pause' }).click();
     await page.locator('.page-head').getByText('paused', { exact: true }).waitFor();
     await page.locator('dl.details dt', { hasText: 'Paused' }).waitFor();
     const read = await api('GET', `/workflows/${workflowId}`);
     assert.ok(read.paused_at);
-    await page.goto('/workflows?show=paused');
+    await page.goto('/workflows');
+    const paused = page.getByRole('group', { name: 'Workflows by state' }).getByRole('button', { name: /^Paused/ });
+    await paused.getByText('1', { exact: true }).waitFor();
+    await paused.click();
+    await page.waitForURL(/attention=paused/);
     const table = page.getByRole('table', { name: 'Workflows' });
     await table.getByRole('link', { name: 'every minute in Adelaide' }).waitFor();
     await table.locator('.state', { hasText: 'Paused' }).waitFor();

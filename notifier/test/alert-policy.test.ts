@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { newId } from '@orloj/common/core';
 import { reasons } from '@orloj/common/domain';
 import type { Bus } from '@orloj/common/bus';
 import type { RoleKeys } from '@orloj/common/envelope';
@@ -73,6 +74,27 @@ describeEachEngine('alert policy and incidents', (db, engine) => {
     assert.equal(JSON.parse(down.payload).entity_id, ended[7]!.id, 'the third failure in a row turned it down');
     assert.deepEqual([...new Set(once.map((n) => n.kind))].sort(), ['WEB_ERROR', 'WEB_SUCCESS'], "the contract's kinds");
     assert.equal(once.filter((n) => JSON.parse(n.payload).entity_type === 'JOB').length, seq.length, 'every job keeps its own notification');
+  });
+
+  it('notifies nobody of the failures and the recovery of a workflow under a maintenance window, and alerts again after it', async () => {
+    const userId = await insertUser(store());
+    const w = await insertWorkflow(store(), userId, { name: 'Billing export', maxConsecutiveJobFailuresAllowed: 100 });
+    const failed = () => endJob(store(), w, { status: 'FAILED', ranMs: 5, reason: reasons.connectionRefused() });
+    await failed(); // down, an incident, a down notification
+    const now = Date.now();
+    const window = await store().maintenanceWindows.insert(newId(), userId, { name: 'Billing upgrade', mode: 'mute', workflowQuery: 'billing', startsAt: now - 1_000, endsAt: now + 3_600_000 }, now);
+    await failed(); // muted: counted in the incident, nobody notified
+    await endJob(store(), w, { status: 'COMPLETED', ranMs: 5 }); // muted: the incident closes, silently
+    assert.equal(await store().maintenanceWindows.delete(userId, window.id), true);
+    await failed(); // down again, alerted
+    const events = (await store().outbox.claimDue(Date.now(), Date.now() + 60_000, 1000)).filter((e) => e.workflow_id === w.id);
+    notifier = notifierOn(store(), bus, keys, { relay: false });
+    await notifier.start();
+    await notifier.applyMany(events);
+    const notified = await notificationsOf(store(), userId);
+    assert.deepEqual(notified.map((n) => `${JSON.parse(n.payload).title}${n.stateChange ? ` (${n.stateChange})` : ''}`).sort(), ['Job completed', 'Job failed (down)', 'Job failed (down)']);
+    const [again, first] = await incidentsOf(userId, w.id);
+    assert.deepEqual([first!.failedRuns, first!.resolution, again!.closedAt], [2, 'recovered', null]);
   });
 
   it('with the defaults (1 and 1) opens an incident on the first failure and closes it on the first completion; termination closes it too', async () => {

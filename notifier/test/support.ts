@@ -38,7 +38,7 @@ export async function endJob(store: Store, w: Workflow, end: JobEnd, clock: Cloc
   const from = started ? 'RUNNING' : end.status === 'CANCELED' ? 'PENDING' : 'QUEUED';
   const job = await insertJob(store, w, from, { at: now, attempts: started ? 1 : 0, startedAt: started ? now : null, requestId: end.requestId ?? null });
   return store.transaction(async (tx) => {
-    const ended = await tx.jobs.transition(job.id, end.status, now + (end.ranMs ?? 0), {
+    const ended = await tx.jobMoves.transition(job.id, end.status, now + (end.ranMs ?? 0), {
       completedAt: now + (end.ranMs ?? 0),
       reason: end.status === 'COMPLETED' ? null : (end.reason ?? null),
     });

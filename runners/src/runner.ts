@@ -13,8 +13,8 @@
  *
  * This file is the role itself: what it does with each inbound message
  * (job.run, job.stop, build.run), its slots, and how it starts and drains.
- * One attempt's life, from job.started to job.finished, is attempt.ts
- * (running it: attempt-execution.ts); the options are runner-options.ts.
+ * One attempt's life, from job.started through running it to job.finished,
+ * is attempt.ts; the options are runner-options.ts.
  */
 import { setMaxListeners } from 'node:events';
 import { type Clock, nonNegativeInt, positiveInt, retryPolicies } from '@orloj/common/core';
@@ -33,8 +33,7 @@ import {
 import type { Envelope, SignedBus } from '@orloj/common/envelope';
 import type { Subscription } from '@orloj/common/bus';
 import type { ContainerExecutor } from './executors/container.executor.js';
-import { attemptKey, JobAttempt, type AttemptDeps } from './attempt.js';
-import { ABORTED, AttemptExecution, untilAborted } from './attempt-execution.js';
+import { ABORTED, attemptKey, AttemptExecution, JobAttempt, untilAborted, type AttemptDeps } from './attempt.js';
 import { RUNNER_ID_LABEL } from './container-labels.js';
 import { ExpiringSet } from './expiring-set.js';
 import { discardingLogSink, type LogSink } from './log-sink.js';

@@ -1,4 +1,5 @@
-import { createDueJob, scheduleOf, type Job, type Workflow } from '@orloj/common/domain';
+import { catchUpSkips, createDueJob, scheduleOf, skipsSlot, type Downtime, type Job, type MaintenanceWindow, type Schedule, type Workflow } from '@orloj/common/domain';
+import type { Store } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
 import type { HandOut } from './hand-out.js';
 
@@ -9,11 +10,25 @@ interface Skip {
   slot: number;
 }
 
+/** A workflow that missed slots, before the ones missed while orloj was down are told apart. */
+interface Missed {
+  skip: Skip;
+  schedule: Schedule;
+  /** The missed slots lie in [nextDueAt, end). */
+  nextDueAt: number;
+  end: number;
+}
+
+/** A workflow whose catch-up policy `none` left its most recent missed slot without a job too; `readNextDueAt`: next_due_at as the pass read it. */
+interface Passed extends Missed {
+  readNextDueAt: number | null;
+}
+
 /**
  * The leader's due slots: one job per due slot of each workflow. Exactly once
  * comes from the unique (workflow, slot) key; runs never overlap (one open job
  * per workflow). Whether a slot's job goes to the runners now or waits
- * PENDING for room is the fair hand-out's choice (leader.ts, fair-share.ts);
+ * PENDING for room is the fair hand-out's choice (hand-out.ts, `fairRound`);
  * either way the slot has its job.
  */
 export class DueSlots {
@@ -39,14 +54,20 @@ export class DueSlots {
       // sees the workflow set aside below and makes it due again (applyJobOutcome).
       await tx.workflows.lock(due.map((w) => w.id));
       const busy = await tx.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
-      const { jobs, next } = this.plan(due, busy, handOutNow, now, skips);
+      // The owners' windows that may hold a slot due since the earliest next_due_at (docs/adr/0019-maintenance-windows.md).
+      const since = due.reduce((t, w) => Math.min(t, w.nextDueAt ?? now), now);
+      const windows = await tx.maintenanceWindows.inForce(due.map((w) => w.userId), since);
+      const missed: Missed[] = [];
+      const { jobs, next, passed } = this.plan(due, busy, windows, handOutNow, now, missed);
+      // Read before this pass moves next_due_at on.
+      const passedNow = await this.stillPassed(tx, passed);
       // The whole batch in two statements; the unique (workflow, slot) key still skips a slot that has its job.
       const inserted = new Set(await tx.jobs.insertMany(jobs.map(([job]) => job)));
       await tx.workflows.setNextDueMany(next);
       const created = jobs.filter(([job]) => inserted.has(job.id));
       // Only where this pass created the slot's job: a second leader's pass over the same slot records nothing.
       const createdFor = new Set(created.map(([job]) => job.workflowId));
-      const recorded = skips.filter((k) => createdFor.has(k.id));
+      const recorded = await this.notWhileDown(tx, [...missed.filter((m) => createdFor.has(m.skip.id)), ...passedNow], now);
       skips.length = 0;
       skips.push(...recorded);
       await tx.workflows.recordSkippedSlots(recorded.map((k) => ({ id: k.id, skipped: k.skipped, at: now })));
@@ -58,10 +79,17 @@ export class DueSlots {
     return handOut.map(([job]) => job.id);
   }
 
-  /** The job each due workflow gets now (if any), its next due time, and the slots it skips (pushed onto `skips`). */
-  private plan(due: readonly Workflow[], busy: ReadonlySet<string>, handOutNow: ReadonlySet<string>, now: number, skips: Skip[]) {
+  /**
+   * The job each due workflow gets now (if any), its next due time, the slots
+   * it skips (pushed onto `missed`), and the workflows whose catch-up policy
+   * passed over the slot (`passed`: no job, so no unique key to tell whether
+   * another leader's pass recorded them first; see stillPassed). A slot a skip
+   * window holds gets no job and counts as no one's miss.
+   */
+  private plan(due: readonly Workflow[], busy: ReadonlySet<string>, windows: readonly MaintenanceWindow[], handOutNow: ReadonlySet<string>, now: number, missed: Missed[]) {
     const jobs: [Job, Workflow][] = [];
     const next: { id: string; nextDueAt: number }[] = [];
+    const passed: Passed[] = [];
     for (const w of due) {
       // Interval or cron, with its jitter (common/src/domain/schedule.ts); none until built.
       const schedule = scheduleOf(w);
@@ -74,14 +102,51 @@ export class DueSlots {
         continue;
       }
       const slot = schedule.mostRecentSlot(now);
+      if (skipsSlot(windows, w, slot)) {
+        // A skip window holds the slot (docs/adr/0019-maintenance-windows.md): no job; its fate reads skipped, maintenance.
+        next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(slot) });
+        continue;
+      }
       // The slots from next_due_at up to this one get no job of their own.
       // (next_due_at is off the slots after a job that ended late made the workflow due at once: it stands for the slot before it.)
       const skipped = schedule.skippedBefore(slot, w.nextDueAt);
-      if (skipped > 0) skips.push({ id: w.id, skipped, slot });
+      // Due since the slot, or since a job that overran it ended (next_due_at then lies after the slot: an overlap, not a catch-up).
+      if (catchUpSkips(w.catchUpPolicy, Math.max(slot, w.nextDueAt ?? slot), now)) {
+        // Catch-up `none` (run-policy.ts): the most recent missed slot does not run either.
+        passed.push({ skip: { id: w.id, skipped: skipped + 1, slot }, schedule, nextDueAt: w.nextDueAt ?? slot, end: slot + 1, readNextDueAt: w.nextDueAt });
+        next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(slot) });
+        continue;
+      }
+      if (skipped > 0) missed.push({ skip: { id: w.id, skipped, slot }, schedule, nextDueAt: w.nextDueAt ?? slot, end: slot });
       jobs.push([createDueJob(w, slot, now, handOutNow.has(w.id)), w]);
       next.push({ id: w.id, nextDueAt: schedule.firstSlotAfter(slot) });
     }
-    return { jobs, next };
+    return { jobs, next, passed };
+  }
+
+  /**
+   * The passed-over workflows whose next_due_at is still what this pass read
+   * (they are locked now): a second leader's pass over the same slots found
+   * it moved on, and records nothing.
+   */
+  private async stillPassed(tx: Store, passed: readonly Passed[]): Promise<Missed[]> {
+    if (passed.length === 0) return [];
+    const current = new Map((await tx.workflows.findByIds(passed.map((p) => p.skip.id))).map((w) => [w.id, w.nextDueAt]));
+    return passed.filter((p) => current.get(p.skip.id) === p.readNextDueAt).map(({ skip, schedule, nextDueAt, end }) => ({ skip, schedule, nextDueAt, end }));
+  }
+
+  /**
+   * The skips less the slots that came while orloj itself was down (its
+   * uptime record, docs/adr/0021): those are orloj's, not the workflow's, and
+   * are not added to its missed runs (its slot fates tell them as
+   * `orloj_down`). One read of the record, only when slots were missed.
+   */
+  private async notWhileDown(tx: Store, missed: readonly Missed[], now: number): Promise<Skip[]> {
+    if (missed.length === 0) return [];
+    const downtime = await tx.uptime.downtime(Math.min(...missed.map((m) => m.nextDueAt)), now);
+    return missed
+      .map(({ skip, schedule, nextDueAt, end }) => ({ ...skip, skipped: skip.skipped - missedWhileDown(schedule, downtime, nextDueAt, end) }))
+      .filter((k) => k.skipped > 0);
   }
 
   /** Skipped slots: a warn line per pass and the stats counter (the workflows' own counts are in the store). */
@@ -91,7 +156,18 @@ export class DueSlots {
     this.c.stats.slotsSkipped += total;
     this.c.log.warn(
       { slotsSkipped: total, workflows: skips.length, sample: skips.slice(0, 5).map((k) => ({ workflowId: k.id, skipped: k.skipped })) },
-      'skipped due slots: only the most recent missed slot of each workflow runs (runners behind, or orloj was down)',
+      'skipped due slots: at most the most recent missed slot of each workflow runs, by its catch-up policy (the runners were behind, or its previous run still went)',
     );
   }
+}
+
+/** How many of the slots in [nextDueAt, slot) came while orloj was down. */
+function missedWhileDown(schedule: Schedule, downtime: readonly Downtime[], nextDueAt: number, end: number): number {
+  let n = 0;
+  for (const down of downtime) {
+    const from = Math.max(down.from + 1, nextDueAt);
+    const to = Math.min(down.to, end);
+    if (from < to) n += schedule.countIn(from, to);
+  }
+  return n;
 }

@@ -1,15 +1,143 @@
-import { afterSystemFailure, queueNextAttempt, type Job, type JobReason, type Workflow } from '@orloj/common/domain';
+import { afterSystemFailure, queueNextAttempt, type AttemptEnd, type Job, type JobReason, type Workflow } from '@orloj/common/domain';
 import { MESSAGE_TYPES, QUEUES, TOPICS, type JobRunMessage, type JobStopMessage } from '@orloj/common/messages';
 import { applyJobOutcome } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
+import { fairPick, type Candidate } from './fair-share.js';
+
+/** The fewest jobs the hand-out keeps waiting for the runners, whatever they took lately. */
+export const QUEUE_FLOOR = 4;
+/**
+ * The hand-out keeps about this much (real time: the runners' work takes real
+ * time whatever the scheduler's clock) of the runners' recent work waiting for
+ * them. It must be longer than a job takes from the hand-out to its start being
+ * applied (the bus, the runner, its job.started, a scheduler's batch): a job
+ * still on that way counts as waiting, and with a shorter window the room would
+ * shrink pass after pass on a busy fleet (CI: 5 jobs a second where 30 were due).
+ */
+const DEPTH_WINDOW_MS = 5_000;
+/** A job handed out and not started for this long (real time: the runners' work takes real time whatever the scheduler's clock) no longer holds room: it is stuck, not waiting for a slot. */
+const STUCK_AFTER_MS = 60_000;
 
 /**
- * Jobs on their way to the runners and back: handing jobs out (job.run), the
- * next attempt after a SYSTEM failure, and stop requests (job.stop). The
- * leader's loop and the job events every replica applies both use it.
+ * The runners' room: how many more jobs the hand-out may give them now
+ * (docs/adr/0014-work-conserving-fair-hand-out.md).
+ *
+ * The queue is kept about five seconds deep: as many of the jobs this leader
+ * handed out may wait unstarted as the runners started in the last five seconds,
+ * and at least `floor`. A runner that frees a slot finds the next job waiting
+ * (no slot idles while work waits), yet nothing queues far ahead of the
+ * runners, so the order in which users' jobs run stays the hand-out's fair
+ * choice rather than the order of a long queue. It needs nothing from the
+ * runners but the job states: a runner that dies takes no room with it (its
+ * jobs are RUNNING, not waiting, and its unacknowledged messages go back to
+ * the queue), and a job that waits longer than STUCK_AFTER_MS stops holding
+ * room. Jobs handed out by others (a previous leader, retries) are not
+ * counted: at worst the queue is a little deeper for a while.
+ */
+class QueueRoom {
+  /** Jobs this leader handed out, not yet seen started: id → when (real time: the runners' work takes real time whatever the scheduler's clock). */
+  private readonly waiting = new Map<string, number>();
+  private readonly started: { at: number; n: number }[] = [];
+
+  constructor(
+    /** Of the ids given, those still QUEUED. */
+    private readonly stillQueued: (ids: readonly string[]) => Promise<ReadonlySet<string>>,
+    private readonly now: () => number,
+    private readonly floor = QUEUE_FLOOR,
+  ) {}
+
+  /** The room at this pass. */
+  async room(): Promise<number> {
+    const at = this.now();
+    const queued = this.waiting.size === 0 ? new Set<string>() : await this.stillQueued([...this.waiting.keys()]);
+    let n = 0;
+    for (const [id, since] of this.waiting) {
+      if (queued.has(id) && at - since < STUCK_AFTER_MS) continue;
+      this.waiting.delete(id);
+      if (!queued.has(id)) n += 1;
+    }
+    if (n > 0) this.started.push({ at, n });
+    while (this.started.length > 0 && at - this.started[0]!.at > DEPTH_WINDOW_MS) this.started.shift();
+    const depth = Math.max(this.floor, this.started.reduce((sum, s) => sum + s.n, 0));
+    return depth - this.waiting.size;
+  }
+
+  /** This pass moved these jobs to QUEUED. */
+  handedOut(ids: readonly string[]): void {
+    const at = this.now();
+    for (const id of ids) this.waiting.set(id, at);
+  }
+}
+
+/** What one round of the fair hand-out did, for the leader's pass. */
+export interface FairRound {
+  /** The due workflows (of those offered) that got room: their slots' jobs go to the runners now. */
+  dueNow: Set<string>;
+  /** Work was left waiting for room. */
+  leftWaiting: boolean;
+  /** The pending jobs filled the window and room was given: more may be waiting. */
+  morePending: boolean;
+}
+
+/**
+ * Jobs on their way to the runners and back: how much may go (the runners'
+ * room) and which jobs (the fair choice), handing them out (job.run), the next
+ * attempt after a SYSTEM failure, and stop requests (job.stop). The runners'
+ * queue it reads and writes is the store's `jobQueue`
+ * (common/src/store/repos/job-queue.repo.ts). The leader's loop and the job
+ * events every replica applies both use it.
  */
 export class HandOut {
-  constructor(private readonly c: SchedulerContext) {}
+  private readonly room: QueueRoom;
+
+  constructor(private readonly c: SchedulerContext) {
+    this.room = new QueueRoom((ids) => c.store.jobQueue.queuedAmong(ids), () => c.workClock.now(), c.config.queueFloor);
+  }
+
+  /**
+   * One round of the fair hand-out (docs/adr/0014-work-conserving-fair-hand-out.md):
+   * the room the runners have (QueueRoom, within the queue's hard bound
+   * SCHEDULER_MAX_QUEUED), the pending jobs that may go, and which of them and
+   * of the `due` workflows (free of open jobs) get the room: fair queuing
+   * across users (fair-share.ts), a user's manual runs before their due slots.
+   * The chosen pending jobs are handed out here; the chosen due workflows are
+   * returned, for the leader to make their slots' jobs and record them
+   * (handedOut()).
+   */
+  async fairRound(now: number, window: number, due: readonly Workflow[]): Promise<FairRound> {
+    const { store, config } = this.c;
+    const room = Math.max(0, Math.min(await this.room.room(), config.maxQueued - (await store.jobQueue.countQueued(config.maxQueued))));
+    const pending = room > 0 ? await store.jobQueue.dispatchable(now, window) : [];
+    const candidates: Candidate<Job | Workflow>[] = [
+      ...pending.map((j) => ({ userId: j.userId, manual: j.trigger === 'MANUAL', since: j.scheduledAt, item: j })),
+      ...due.map((w) => ({ userId: w.userId, manual: false, since: w.nextDueAt ?? now, item: w })),
+    ];
+    const active = room > 0 ? await store.jobQueue.activeCountsByUser(candidates.map((c) => c.userId)) : new Map<string, number>();
+    const chosen = new Set(fairPick(candidates, active, room, config.maxActivePerUser).map((c) => c.item));
+    this.handedOut(await this.dispatch(now, pending.filter((j) => chosen.has(j))));
+    return {
+      dueNow: new Set(due.filter((w) => chosen.has(w)).map((w) => w.id)),
+      leftWaiting: candidates.length > chosen.size,
+      morePending: pending.length === window && chosen.size > 0,
+    };
+  }
+
+  /** The due slots' jobs the leader made QUEUED at this round's choice (DueSlots): like the round's own, they hold room until started. */
+  handedOut(ids: readonly string[]): void {
+    this.room.handedOut(ids);
+  }
+
+  /** Hands out these PENDING jobs (the fair round chose them). Returns the ids it moved to QUEUED. */
+  private async dispatch(now: number, jobs: readonly Job[]): Promise<string[]> {
+    if (jobs.length === 0) return [];
+    const workflows = new Map((await this.c.store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
+    const queued: [Job, Workflow][] = [];
+    for (const moved of await this.queueAll(jobs.filter((j) => workflows.has(j.workflowId)), now)) {
+      queued.push([moved, workflows.get(moved.workflowId)!]);
+    }
+    await this.send(queued);
+    return queued.map(([job]) => job.id);
+  }
 
   /**
    * Publishes the jobs' messages and records which ones the bus confirmed. A
@@ -38,7 +166,7 @@ export class HandOut {
         }
       }),
     );
-    await this.c.store.jobs.markDispatched(sent, this.c.clock.now());
+    await this.c.store.jobQueue.markDispatched(sent, this.c.clock.now());
   }
 
   /**
@@ -47,13 +175,13 @@ export class HandOut {
    * manual job, got there first), one by one, each job that would overlap
    * waiting.
    */
-  async queueAll(jobs: readonly Job[], now: number): Promise<Job[]> {
+  private async queueAll(jobs: readonly Job[], now: number): Promise<Job[]> {
     const { store } = this.c;
-    const all = await this.guardOverlap(() => store.jobs.queueNextAttempts(jobs, now));
+    const all = await this.guardOverlap(() => store.jobQueue.queueNextAttempts(jobs, now));
     if (all) return all;
     const moved: Job[] = [];
     for (const job of jobs) {
-      const one = await this.guardOverlap(() => store.jobs.apply(job.id, queueNextAttempt(job, now), now));
+      const one = await this.guardOverlap(() => store.jobMoves.apply(job.id, queueNextAttempt(job, now), now));
       if (one) moved.push(one);
     }
     return moved;
@@ -72,14 +200,24 @@ export class HandOut {
   /**
    * A SYSTEM failure of one attempt (runner vanished, runtime unavailable):
    * another attempt while attempts remain, else FAILED SYSTEM_ERROR. A job of
-   * a workflow terminated meanwhile is canceled instead.
+   * a workflow terminated meanwhile is canceled instead. An attempt given up
+   * for another is recorded with `end` (why) in the same transaction, for the
+   * job page's attempts.
    */
-  async retryOrFail(job: Job, now: number, finalReason: JobReason): Promise<void> {
+  async retryOrFail(job: Job, now: number, finalReason: JobReason, end: AttemptEnd): Promise<void> {
     const { store } = this.c;
     const workflow = await store.workflows.findById(job.workflowId);
     const next = afterSystemFailure(job, workflow, this.c.config.maxAttempts, now, finalReason);
     if (next.to === 'QUEUED' && workflow) {
-      const retried = await this.guardOverlap(() => store.jobs.apply(job.id, next, now));
+      const retried = await this.guardOverlap(() =>
+        store.transaction(async (tx) => {
+          const moved = await tx.jobMoves.apply(job.id, next, now);
+          if (moved) {
+            await tx.jobAttempts.recordEnded({ jobId: job.id, attempt: job.attempts, runnerId: job.runnerId, startedAt: job.startedAt, endedAt: now, end });
+          }
+          return moved;
+        }),
+      );
       if (retried) {
         this.c.log.warn({ jobId: job.id, attempt: retried.attempts }, 'retrying a job on another runner');
         await this.send([[retried, workflow]]);
@@ -87,7 +225,7 @@ export class HandOut {
       return;
     }
     await store.transaction(async (tx) => {
-      const ended = await tx.jobs.apply(job.id, next, now);
+      const ended = await tx.jobMoves.apply(job.id, next, now);
       if (ended) await applyJobOutcome(tx, ended, now);
     });
   }

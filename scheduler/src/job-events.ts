@@ -1,5 +1,5 @@
 import { Batcher, retry, retryPolicies, type Within } from '@orloj/common/core';
-import { finishAttempt, isOpenAttempt, leaseExpiry, reasons, staleAttemptStop, startAttempt, type AttemptResult, type JobTransition } from '@orloj/common/domain';
+import { attemptEndOf, finishAttempt, isOpenAttempt, leaseExpiry, reasons, staleAttemptStop, startAttempt, type AttemptResult, type JobTransition } from '@orloj/common/domain';
 import { MESSAGE_TYPES, type BuildFinishedMessage, type JobFinishedRead, type OrlojMessages } from '@orloj/common/messages';
 import type { TypedEnvelope } from '@orloj/common/envelope';
 import { applyJobOutcomes, recordBuildResult, type JobMove, type Store } from '@orloj/common/store';
@@ -142,7 +142,8 @@ export class JobEvents {
   private async systemFailure(m: JobFinishedRead, now: number): Promise<void> {
     const job = await this.c.store.jobs.findById(m.job_id);
     if (isOpenAttempt(job, m.attempt)) {
-      await this.handOut.retryOrFail(job, now, m.reason ?? reasons.failureUnavailable());
+      const reason = m.reason ?? reasons.failureUnavailable();
+      await this.handOut.retryOrFail(job, now, reason, attemptEndOf(job, { runner: reason }));
     }
   }
 
@@ -178,7 +179,7 @@ function resultOf(m: JobFinishedRead): AttemptResult {
 /**
  * Applies a batch of starts, lease renewals and results in the caller's
  * transaction, with the effect of applying them one by one in the order
- * received, in a few statements for the lot (JobsRepo.applyMany,
+ * received, in a few statements for the lot (JobMovesRepo.applyMany,
  * applyJobOutcomes). Returns, per event, whether the store still expects its
  * attempt to run: false for a start or renewal that found the job elsewhere
  * (the runner is told to stop); a result is never stale (its runner is done).
@@ -191,7 +192,7 @@ function resultOf(m: JobFinishedRead): AttemptResult {
  * commute.
  */
 export async function applyBatched(tx: Store, plans: readonly Batched[], now: number): Promise<boolean[]> {
-  const workflowOf = await tx.jobs.workflowsOf(plans.map((p) => p.jobId));
+  const workflowOf = await tx.jobMoves.workflowsOf(plans.map((p) => p.jobId));
   // PostgreSQL: every workflow this batch may lock, up front and in id order,
   // as the leader locks due workflows, so two batches (or a batch and the
   // leader) cannot deadlock over them.
@@ -209,10 +210,10 @@ export async function applyBatched(tx: Store, plans: readonly Batched[], now: nu
       else if (p.kind === 'start') starts.push({ id: p.jobId, t: p.move(now) });
       else results.push({ id: p.jobId, t: withStart(p.move(now), startOf.has(i) ? plans[startOf.get(i)!]! : undefined, now) });
     }
-    const started = new Set((await tx.jobs.applyMany(starts, now)).map((j) => j.id));
+    const started = new Set((await tx.jobMoves.applyMany(starts, now)).map((j) => j.id));
     for (const i of round) if (plans[i]!.kind === 'start') fresh[i] = started.has(plans[i]!.jobId);
     // Each result once: a repeated one finds the job ended and moves nothing.
-    await applyJobOutcomes(tx, await tx.jobs.applyMany(results, now), now);
+    await applyJobOutcomes(tx, await tx.jobMoves.applyMany(results, now), now);
   }
   return fresh;
 }

@@ -1,11 +1,10 @@
-import { cancelReason, parsePayload, reasons, type Job, type Workflow } from '@orloj/common/domain';
+import { attemptEndOf, cancelReason, parsePayload, reasons } from '@orloj/common/domain';
 import { MESSAGE_TYPES, QUEUES, type BuildRunMessage } from '@orloj/common/messages';
 import { recordBuildResult } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
+import type { SchedulerConfig } from './scheduler.js';
 import { DueSlots } from './due-slots.js';
-import { fairPick, type Candidate } from './fair-share.js';
 import type { HandOut } from './hand-out.js';
-import { QueueRoom } from './queue-room.js';
 
 /** A stored payload that no longer parses (a rule tightened since it was accepted): its build fails so. */
 const INVALID_PAYLOAD = { code: 'EXECUTION_FAILED', message: 'The payload is not valid for its kind; update the workflow.' };
@@ -22,7 +21,6 @@ export class LeaderWork {
   /** Clock time this replica started (0 until it does): on the in-process bus, no message from before it exists any more. */
   startedAt = 0;
   private restartRecovered = false;
-  private readonly queueRoom: QueueRoom;
   /** The last pass left jobs waiting for room on the runners. */
   private waiting = false;
 
@@ -31,11 +29,11 @@ export class LeaderWork {
     private readonly handOut: HandOut,
   ) {
     this.dueSlots = new DueSlots(c, handOut);
-    this.queueRoom = new QueueRoom((ids) => c.store.jobs.queuedAmong(ids), () => c.workClock.now(), c.config.queueFloor);
   }
 
   /** A full pass: builds, due slots and pending jobs, recovery, stops. */
   async tick(now: number): Promise<void> {
+    await this.recordUptime(now);
     if (!this.restartRecovered) await this.recoverRestart(now);
     await this.startBuilds(now);
     await this.duePass(now);
@@ -51,10 +49,11 @@ export class LeaderWork {
    *
    * Work-conserving and fair (docs/adr/0014-work-conserving-fair-hand-out.md):
    * every due slot gets its job now; as many jobs go to the runners as they can
-   * take (QueueRoom), never far more, so no job waits while a slot is idle and
-   * none queues behind another user's backlog. Which jobs get the room is fair
-   * queuing across users (fair-share.ts), a user's manual runs before their
-   * due slots; the rest wait PENDING for the next pass.
+   * take, never far more, so no job waits while a slot is idle and none queues
+   * behind another user's backlog. The hand-out decides how much may go and
+   * which jobs get it (HandOut.fairRound: fair queuing across users, a user's
+   * manual runs before their due slots); the rest wait PENDING for the next
+   * pass.
    */
   async duePass(now: number): Promise<void> {
     const { clock, store, config } = this.c;
@@ -62,28 +61,28 @@ export class LeaderWork {
     const until = clock.now() + config.tickMs;
     const window = config.batchSize;
     for (;;) {
-      // The room the runners have, within the queue's hard bound (SCHEDULER_MAX_QUEUED).
-      const room = Math.max(0, Math.min(await this.queueRoom.room(), config.maxQueued - (await store.jobs.countQueued(config.maxQueued))));
-      const pending = room > 0 ? await store.jobs.dispatchable(now, window) : [];
       const due = await store.workflows.due(now, window);
       // A due workflow whose job is still open takes no room: it only moves on to its next slot (DueSlots.plan).
       const busy = await store.jobs.workflowsWithOpenJobs(due.map((w) => w.id));
-      const candidates: Candidate<Job | Workflow>[] = [
-        ...pending.map((j) => ({ userId: j.userId, manual: j.trigger === 'MANUAL', since: j.scheduledAt, item: j })),
-        ...due.filter((w) => !busy.has(w.id)).map((w) => ({ userId: w.userId, manual: false, since: w.nextDueAt ?? now, item: w })),
-      ];
-      const active = room > 0 ? await store.jobs.activeCountsByUser(candidates.map((c) => c.userId)) : new Map<string, number>();
-      const chosen = new Set(fairPick(candidates, active, room, config.maxActivePerUser).map((c) => c.item));
-      this.queueRoom.handedOut([
-        ...(await this.dispatch(now, pending.filter((j) => chosen.has(j)))),
-        ...(await this.dueSlots.createDueJobs(now, due, new Set(due.filter((w) => chosen.has(w)).map((w) => w.id)))),
-      ]);
+      const round = await this.handOut.fairRound(now, window, due.filter((w) => !busy.has(w.id)));
+      this.handOut.handedOut(await this.dueSlots.createDueJobs(now, due, round.dueNow));
       // Left waiting for room: the next pass comes when a runner takes a job (JobEvents), not at the next due time.
-      this.waiting = candidates.length > chosen.size;
-      const more = due.length === window || (pending.length === window && chosen.size > 0);
+      this.waiting = round.leftWaiting;
+      const more = due.length === window || round.morePending;
       if (!more || clock.now() >= until || this.c.signal.aborted) return;
       await new Promise((resolve) => setImmediate(resolve));
     }
+  }
+
+  /**
+   * Marks orloj as running until now (the uptime record, docs/adr/0021): one
+   * row updated per tick. A beat after a gap longer than a leader handover
+   * (the lease's TTL and two ticks) records the gap as downtime, whose missed
+   * slots are orloj's own (DueSlots, slot fates).
+   */
+  private async recordUptime(now: number): Promise<void> {
+    const beat = await this.c.store.uptime.beat(now, uptimeGapMs(this.c.config));
+    if (beat.downtime) this.c.log.warn({ downFrom: beat.downtime.from, downTo: beat.downtime.to }, 'orloj was down: the slots missed meanwhile are not counted as missed runs');
   }
 
   /** When the next slot falls due, or since when a pending job waits to be handed out (not while it waits for room). */
@@ -110,18 +109,6 @@ export class LeaderWork {
     }
   }
 
-  /** Hands out these PENDING jobs (the fair hand-out chose them). Returns the ids it moved to QUEUED. */
-  private async dispatch(now: number, jobs: readonly Job[]): Promise<string[]> {
-    if (jobs.length === 0) return [];
-    const workflows = new Map((await this.c.store.workflows.findByIds(jobs.map((j) => j.workflowId))).map((w) => [w.id, w]));
-    const queued: [Job, Workflow][] = [];
-    for (const moved of await this.handOut.queueAll(jobs.filter((j) => workflows.has(j.workflowId)), now)) {
-      queued.push([moved, workflows.get(moved.workflowId)!]);
-    }
-    await this.handOut.send(queued);
-    return queued.map(([job]) => job.id);
-  }
-
   /** Jobs whose runner stopped renewing their lease, or whose message was never started or confirmed. */
   private async recover(now: number): Promise<void> {
     const { store, config } = this.c;
@@ -129,7 +116,7 @@ export class LeaderWork {
       ...(await store.jobs.expiredLeases(now, config.batchSize)),
       ...(await store.jobs.staleQueued(now - config.queueTimeoutMs, now - config.unsentTimeoutMs, config.batchSize)),
     ];
-    for (const job of lost) await this.handOut.retryOrFail(job, now, reasons.leaseLost(job.attempts));
+    for (const job of lost) await this.handOut.retryOrFail(job, now, reasons.leaseLost(job.attempts), attemptEndOf(job, 'sweep'));
   }
 
   private async requestStops(now: number): Promise<void> {
@@ -165,7 +152,9 @@ export class LeaderWork {
       // The same attempt: its message died with the old process, no copy of it can run.
       const moved = await store.jobs.resendSameAttempt(queued.filter((j) => workflows.has(j.workflowId)), now);
       await this.handOut.send(moved.map((j) => [j, workflows.get(j.workflowId)!] as const));
-      for (const job of open.filter((j) => j.status === 'RUNNING')) await this.handOut.retryOrFail(job, now, reasons.leaseLost(job.attempts));
+      for (const job of open.filter((j) => j.status === 'RUNNING')) {
+        await this.handOut.retryOrFail(job, now, reasons.leaseLost(job.attempts), attemptEndOf(job, { restart: true }));
+      }
       recovered += open.length;
       // Whatever did not move (a job of a deleted workflow) is left to the sweep; do not loop on it.
       if (open.length < config.batchSize || moved.length === 0) break;
@@ -174,4 +163,9 @@ export class LeaderWork {
     this.c.stats.jobsRecoveredAfterRestart += recovered;
     if (recovered > 0) this.c.log.warn({ jobs: recovered }, 'handed out again the jobs queued or running before the restart (their in-process messages were lost)');
   }
+}
+
+/** The longest time without a leader's tick that is not downtime: a leader's lease running out, and a tick of the next one either side. */
+export function uptimeGapMs(config: Pick<SchedulerConfig, 'leaderLeaseTtlMs' | 'tickMs'>): number {
+  return config.leaderLeaseTtlMs + 2 * config.tickMs;
 }

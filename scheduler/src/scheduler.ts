@@ -6,11 +6,10 @@ import type { SignedBus } from '@orloj/common/envelope';
 import type { Subscription } from '@orloj/common/bus';
 import type { Store } from '@orloj/common/store';
 import type { SchedulerContext } from './context.js';
-import { HandOut } from './hand-out.js';
+import { HandOut, QUEUE_FLOOR } from './hand-out.js';
 import { JOB_EVENT_TYPES, JobEvents, type JobEvent } from './job-events.js';
 import { LeaderWork } from './leader.js';
 import { leaseHolder, LeaderLease } from './leader-lease.js';
-import { QUEUE_FLOOR } from './queue-room.js';
 import { RefusedJobs } from './refused-jobs.js';
 
 /**
@@ -71,7 +70,7 @@ export interface SchedulerConfig {
    * runners equally among the users who want them.
    */
   maxActivePerUser?: number | undefined;
-  /** The fewest jobs the hand-out keeps waiting for the runners (queue-room.ts); tests whose fake runners never start jobs raise it. */
+  /** The fewest jobs the hand-out keeps waiting for the runners (hand-out.ts, QueueRoom); tests whose fake runners never start jobs raise it. */
   queueFloor: number;
 }
 
@@ -102,7 +101,7 @@ export interface SchedulerDeps {
   /**
    * The time runners' work takes: real time (the default), even when `clock`
    * runs faster, for the hand-out keeps a few seconds of the runners' work
-   * waiting (queue-room.ts). Tests whose fake runners play jobs on a manual
+   * waiting (hand-out.ts, QueueRoom). Tests whose fake runners play jobs on a manual
    * clock pass that clock.
    */
   workClock?: Clock;

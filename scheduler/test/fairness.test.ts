@@ -28,7 +28,7 @@ describeEachEngine('scheduler fairness between users', (db) => {
     await r.bus.close();
   });
 
-  const active = async (userId: string) => (await store().jobs.activeCountsByUser([userId])).get(userId) ?? 0;
+  const active = async (userId: string) => (await store().jobQueue.activeCountsByUser([userId])).get(userId) ?? 0;
 
   it("hands out at most the user's share of due slots; the rest wait PENDING and run once a job ends", async () => {
     const greedy = await insertUser(store());

@@ -7,10 +7,10 @@ import { roleBus } from '@orloj/common/envelope';
 import type { Store } from '@orloj/common/store';
 import { Scheduler, type JobEvent } from '@orloj/scheduler';
 import { deferred, describeEachEngine, until as eventually, within } from '@orloj/common/test-support';
-import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
+import { insertUser, insertWorkflow, ranWithoutJobs, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
-/** These tests' fake runners start a job only when a test says so: room for every job a test hands out at once (queue-room.ts). */
+/** These tests' fake runners start a job only when a test says so: room for every job a test hands out at once (hand-out.ts, QueueRoom). */
 const FAKE_RUNNERS_ROOM = 100;
 
 async function jobsOf(store: Store, workflowId: string): Promise<Job[]> {
@@ -25,6 +25,8 @@ describeEachEngine('scheduler', (db) => {
 
   beforeEach(async () => {
     r = await rig();
+    // Each test's clock starts afresh: the uptime record of another test's clock would read as downtime here.
+    await store().db.deleteFrom('orloj_uptime').execute();
     scheduler = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger, config: { jobLeaseTtlMs: 30_000, queueFloor: FAKE_RUNNERS_ROOM } });
     await scheduler.start({ leaderLoop: false });
     userId = await insertUser(store());
@@ -121,13 +123,28 @@ describeEachEngine('scheduler', (db) => {
   it('records skipped slots: on the workflow and in the stats', async () => {
     const counting = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger });
     const w = await built();
-    r.clock.advance(10 * MINUTE + 20_000);
+    await ranWithoutJobs(store(), r.clock, 10 * MINUTE + 20_000);
     await counting.tick();
     // slots 1 to 9 never run; slot 10 does
     const after = await store().workflows.findById(w.id);
     assert.equal(after?.skippedSlots, 9);
     assert.equal(after?.lastSlotSkippedAt, r.clock.now());
     assert.equal(counting.stats.slotsSkipped, 9);
+    await counting.stop();
+  });
+
+  it('does not count the slots missed while orloj itself was down as the workflow\'s missed runs', async () => {
+    const counting = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger });
+    const w = await built();
+    await ranWithoutJobs(store(), r.clock, 2 * MINUTE + 20_000);
+    const downFrom = r.clock.now();
+    // No leader ran for 8 minutes: slots 3 to 9 came while orloj was down, slot 10 runs.
+    r.clock.advance(8 * MINUTE);
+    await counting.tick();
+    const after = await store().workflows.findById(w.id);
+    assert.equal(after?.skippedSlots, 2, 'slots 1 and 2 were missed while orloj ran');
+    assert.equal(counting.stats.slotsSkipped, 2);
+    assert.deepEqual(await store().uptime.downtime(downFrom - 1, r.clock.now() + 1), [{ from: downFrom, to: r.clock.now() }]);
     await counting.stop();
   });
 
@@ -284,6 +301,10 @@ describeEachEngine('scheduler', (db) => {
     assert.equal(job?.statusReasonCode, 'SYSTEM_ERROR');
     assert.equal(job?.attempts, 3);
     assert.equal((await store().workflows.findById(w.id))?.consecutiveJobFailuresCount, 1);
+    // The two attempts given up are recorded with their runner and why; the third is the job's own row.
+    const given = await store().jobAttempts.ofJob(job!.id);
+    assert.deepEqual(given.map((a) => [a.attempt, a.runnerId, a.end.code]), [[1, 'r1', 'lease_lost'], [2, 'r1', 'lease_lost']]);
+    assert.ok(given.every((a) => a.startedAt !== null && a.endedAt > a.startedAt));
   });
 
   it('hands out again, as a new attempt, a job queued by a leader that died before publishing it', async () => {
@@ -291,7 +312,7 @@ describeEachEngine('scheduler', (db) => {
     const job = newJob(w, 'MANUAL', r.clock.now(), r.clock.now());
     await store().jobs.insert(job);
     // what the dead leader managed: the state change, not the message
-    await store().jobs.transition(job.id, 'QUEUED', r.clock.now(), { attempts: 1, queuedAt: r.clock.now() });
+    await store().jobMoves.transition(job.id, 'QUEUED', r.clock.now(), { attempts: 1, queuedAt: r.clock.now() });
     await scheduler.tick();
     assert.equal(r.runners.jobs.length, 0);
     r.clock.advance(15_001);
@@ -299,6 +320,7 @@ describeEachEngine('scheduler', (db) => {
     await r.runners.until(() => r.runners.jobs.length === 1, 'the job handed out again');
     assert.equal(r.runners.jobs[0]!.attempt, 2);
     assert.ok((await store().jobs.findById(job.id))?.attempts === 2);
+    assert.deepEqual((await store().jobAttempts.ofJob(job.id)).map((a) => a.end.code), ['not_started']);
   });
 
   it('ignores events about an old attempt and tells that runner to stop', async () => {
@@ -329,6 +351,8 @@ describeEachEngine('scheduler', (db) => {
     await r.runners.finished(msg, 'FAILED', { started: 0, finished: 1 }, { system_failure: true, reason: { code: 'SYSTEM_ERROR', message: 'The container runtime is not available.' } });
     await r.runners.until(() => r.runners.jobs.length === 2, 'attempt 2');
     assert.equal(r.runners.jobs[1]!.attempt, 2);
+    const [given] = await store().jobAttempts.ofJob(msg.job_id);
+    assert.deepEqual(given?.end, { code: 'runner_failure', message: 'The container runtime is not available.' });
   });
 
   it('asks runners to stop the running job of a terminated workflow, and cancels queued ones', async () => {
@@ -541,7 +565,7 @@ describeEachEngine('scheduler', (db) => {
 
   it('hands out no more than maxQueued jobs until the runners start them', async () => {
     // Earlier tests in this store left QUEUED jobs behind; room for two more.
-    const before = await store().jobs.countQueued(10_000);
+    const before = await store().jobQueue.countQueued(10_000);
     const held = new Scheduler({ store: store(), bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger, config: { maxQueued: before + 2 } });
     try {
       await Promise.all(Array.from({ length: 5 }, () => insertWorkflow(store(), userId, r.clock.now())));
@@ -552,7 +576,7 @@ describeEachEngine('scheduler', (db) => {
       await held.tick();
       assert.equal(r.runners.jobs.length, 2);
       for (const job of r.runners.jobs) await r.runners.started(job, r.clock.now());
-      await eventually(() => store().jobs.countQueued(10_000), (n) => n === before, 'both started');
+      await eventually(() => store().jobQueue.countQueued(10_000), (n) => n === before, 'both started');
       await held.tick();
       await r.runners.until(() => r.runners.jobs.length === 4, 'two more job.run');
     } finally {

@@ -6,13 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { jitterOffsetMs, scheduleOf, type Workflow } from '@orloj/common/domain';
+import { isDown, jitterOffsetMs, scheduleOf, type Workflow } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { Scheduler } from '@orloj/scheduler';
-import { newId } from '@orloj/common/core';
-import { createBus, type Bus } from '@orloj/common/bus';
-import { deleteBusObjects, describeEachEngine, needService, until as eventually } from '@orloj/common/test-support';
-import { insertUser, insertWorkflow, jobsOf, rig, type Rig } from './support.js';
+import type { Bus } from '@orloj/common/bus';
+import { describeEachEngine, until as eventually } from '@orloj/common/test-support';
+import { insertUser, insertWorkflow, jobsOf, rig, TEST_BUSES, type Rig } from './support.js';
 
 const MINUTE = 60_000;
 const at = (iso: string) => Date.parse(iso);
@@ -29,6 +28,8 @@ describeEachEngine('scheduler: cron, jitter, pause', (db) => {
   /** A scheduler (its leader loop off: the test ticks it) on a clock set to `now`, and a user. */
   async function start(now: number, bus?: Bus) {
     r = await rig(now, bus);
+    // Each test's clock starts afresh: the uptime record of another test's clock would read as downtime here.
+    await store().db.deleteFrom('orloj_uptime').execute();
     scheduler = leader();
     await scheduler.start({ leaderLoop: false });
     running = true;
@@ -85,26 +86,19 @@ describeEachEngine('scheduler: cron, jitter, pause', (db) => {
     assert.equal((await jobsOf(store(), w.id))[0]!.slotAt, at('2026-03-01T01:00:00Z') + offset);
   });
 
-  /** The in-process bus, or RabbitMQ under a prefix of its own (deleted after). */
-  const buses: [name: string, open: (ctx: Mocha.Context) => Promise<{ bus?: Bus; done: () => Promise<void> }>][] = [
-    ['the in-process bus', () => Promise.resolve({ done: () => Promise.resolve() })],
-    [
-      'RabbitMQ',
-      async (ctx) => {
-        const url = needService(ctx, 'amqp');
-        const prefix = `test-schedules-${newId()}.`;
-        return { bus: await createBus(url, { logger: silentLogger, prefix }), done: () => deleteBusObjects(url, prefix) };
-      },
-    ],
+  /** Today's run policy, and the other choices of catch-up and first run (overlap cannot happen here: finishAll ends each job at once). */
+  const policies: [string, Partial<Workflow>][] = [
+    ['default policy', {}],
+    ['catch-up none, first run now', { catchUpPolicy: 'none', firstRun: 'now' }],
   ];
-  for (const [busName, open] of buses) {
-    it(`creates exactly one job per slot, every slot run or counted skipped, with two leaders ticking at random times (${busName})`, async function () {
+  for (const [busName, open] of TEST_BUSES) for (const [policyName, policy] of policies) {
+    it(`creates exactly one job per slot, every slot run or counted skipped, with two leaders ticking at random times (${busName}, ${policyName})`, async function () {
       const { bus, done } = await open(this);
       busDone = done;
       await start(at('2026-10-03T12:00:00Z'), bus);
       const other = leader();
       try {
-        const w = await built({ cron: '*/20 1-3 * * *', timeZone: 'Australia/Adelaide', jitterSeconds: 120 });
+        const w = await built({ cron: '*/20 1-3 * * *', timeZone: 'Australia/Adelaide', jitterSeconds: 120, ...policy });
         const schedule = scheduleOf(w)!;
         const steps = fc.sample(fc.integer({ min: 1, max: 3 * 60 * MINUTE }), { numRuns: 25, seed: 25 });
         for (const step of steps) {
@@ -117,11 +111,19 @@ describeEachEngine('scheduler: cron, jitter, pause', (db) => {
         }
         const jobs = await jobsOf(store(), w.id);
         const slots = jobs.map((j) => j.slotAt);
-        assert.ok(jobs.length > 3, 'the walk crossed several slots');
         assert.equal(new Set(slots).size, slots.length, 'one job per slot');
         for (const s of slots) assert.ok(schedule.isSlot(s), `${iso(s)} is a slot`);
         const after = (await store().workflows.findById(w.id))!;
-        assert.equal(jobs.length + after.skippedSlots, schedule.countIn(schedule.firstSlotAfter(w.buildCompletedAt!), slots.at(-1)! + 1), 'every slot up to the last run is run or counted skipped');
+        assert.ok(schedule.isSlot(after.nextDueAt!), 'next due on a slot');
+        // Steps longer than a leader handover are downtime: their missed slots are orloj's, not counted as the workflow's.
+        // Every slot before the next due one (the first at or after the build: first run `now` adds one at it) was run,
+        // counted skipped, or missed while orloj was down.
+        const [first, end] = [schedule.firstSlotAfter(w.buildCompletedAt! - 1), after.nextDueAt!];
+        const downtime = await store().uptime.downtime(first, end);
+        const missedWhileDown = schedule.slotsIn(first, end, 10_000).filter((s) => !slots.includes(s) && isDown(downtime, s)).length;
+        assert.ok(jobs.length + after.skippedSlots + missedWhileDown > 3 && jobs.length > 0, 'the walk crossed several slots');
+        assert.equal(jobs.length + after.skippedSlots + missedWhileDown, schedule.countIn(first, end), 'every slot run, counted skipped, or missed while orloj was down');
+        if (policy.firstRun === 'now') assert.equal(slots[0], w.buildCompletedAt, 'a run right after the build');
       } finally {
         await other.stop();
       }

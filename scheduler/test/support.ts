@@ -3,9 +3,10 @@ import type { Job, Workflow } from '@orloj/common/domain';
 import { silentLogger } from '@orloj/common/logging';
 import { MESSAGE_TYPES, QUEUES, TOPICS, type JobFinishedMessage, type JobRunMessage, type JobStopMessage, type BuildRunMessage } from '@orloj/common/messages';
 import { roleBus, type Envelope, type RoleKeys, type SignedBus } from '@orloj/common/envelope';
-import { MemoryBus, type Bus } from '@orloj/common/bus';
+import { createBus, MemoryBus, type Bus } from '@orloj/common/bus';
 import type { Store } from '@orloj/common/store';
-import { generateKeys, workflowFixture } from '@orloj/common/test-support';
+import { newId } from '@orloj/common/core';
+import { deleteBusObjects, generateKeys, needService, workflowFixture } from '@orloj/common/test-support';
 
 export { insertUser } from '@orloj/common/test-support';
 
@@ -106,3 +107,28 @@ export async function insertWorkflow(store: Store, userId: string, now: number, 
 export async function jobsOf(store: Store, workflowId: string): Promise<Job[]> {
   return (await store.jobs.list({ workflowId, limit: 1000 })).reverse();
 }
+
+/**
+ * The clock moves on `ms` while orloj runs (the leader's uptime beat every few
+ * seconds, docs/adr/0021) without creating jobs, as when the runners are behind:
+ * the slots missed meanwhile are the workflow's, not orloj's downtime.
+ */
+export async function ranWithoutJobs(store: Store, clock: ManualClock, ms: number): Promise<void> {
+  for (let left = ms; left > 0; left -= 5_000) {
+    clock.advance(Math.min(5_000, left));
+    await store.uptime.beat(clock.now(), 17_000);
+  }
+}
+
+/** The buses a suite runs over: the in-process one, or RabbitMQ under a prefix of its own (deleted after by `done`). */
+export const TEST_BUSES: readonly [name: string, open: (ctx: Mocha.Context) => Promise<{ bus?: Bus; done: () => Promise<void> }>][] = [
+  ['the in-process bus', () => Promise.resolve({ done: () => Promise.resolve() })],
+  [
+    'RabbitMQ',
+    async (ctx) => {
+      const url = needService(ctx, 'amqp');
+      const prefix = `test-scheduler-${newId()}.`;
+      return { bus: await createBus(url, { logger: silentLogger, prefix }), done: () => deleteBusObjects(url, prefix) };
+    },
+  ],
+];

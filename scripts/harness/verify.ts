@@ -1,8 +1,10 @@
 // The guarantees of docs/chaos.md, checked from the database once a run has
 // settled: verify() runs one named check per guarantee over each workflow's
-// jobs, and tells the misses the most-recent-missed-slot rule or a leaderless
-// stretch explains from real violations; summarizeJobs() counts for the report.
-import { TERMINAL_JOB_STATUSES } from '@orloj/common/domain';
+// jobs, and tells the misses the most-recent-missed-slot rule, the workflow's
+// run policy or a leaderless stretch explains from real violations;
+// summarizeJobs() counts for the report. Slots are the workflow's own schedule
+// (interval or cron in a zone, jitter, first run: common/src/domain/schedule.ts).
+import { CATCH_UP_GRACE_MS, scheduleOf, TERMINAL_JOB_STATUSES, type Schedule } from '@orloj/common/domain';
 import type { JobsTable, Selectable, WorkflowsTable } from '@orloj/common/store';
 import { iso } from './time.js';
 
@@ -55,9 +57,8 @@ interface Checked {
   automatic: JobRow[];
   /** the AUTOMATIC jobs of each slot */
   perSlot: Map<number, JobRow[]>;
-  /** build_completed_at: slot k lies at anchor + k × interval */
-  anchor: number;
-  interval: number;
+  /** its slots, as the scheduler computes them */
+  schedule: Schedule;
 }
 
 /**
@@ -86,7 +87,7 @@ export function verify(input: {
     const automatic = own.filter((j) => j.trigger === 'AUTOMATIC').sort((a, b) => a.slot_at - b.slot_at);
     const perSlot = new Map<number, JobRow[]>();
     for (const j of automatic) perSlot.set(j.slot_at, [...(perSlot.get(j.slot_at) ?? []), j]);
-    const c: Checked = { w, own, automatic, perSlot, anchor: w.build_completed_at, interval: w.interval_minutes * 60_000 };
+    const c: Checked = { w, own, automatic, perSlot, schedule: scheduleOfRow(w, w.build_completed_at) };
     checkOneJobPerSlot(c, found);
     checkCreationOrder(c, found);
     checkEndedWithinAttempts(c, maxAttempts, found);
@@ -94,6 +95,19 @@ export function verify(input: {
     checkedSlots += checkNoMisses(c, { killEnd, tickMs, samples }, found);
   }
   return { violations: found.violations, explained: found.explained, checkedSlots };
+}
+
+/** The schedule of a workflow row, built at `builtAt`. */
+function scheduleOfRow(w: WorkflowRow, builtAt: number): Schedule {
+  return scheduleOf({
+    id: w.id,
+    buildCompletedAt: builtAt,
+    intervalMinutes: w.interval_minutes,
+    cron: w.cron,
+    timeZone: w.timezone,
+    jitterSeconds: w.jitter_seconds,
+    firstRun: w.first_run,
+  })!;
 }
 
 /** Every seeded workflow with its jobs; a job of another workflow is a violation. */
@@ -109,17 +123,16 @@ function jobsByWorkflow(workflows: readonly WorkflowRow[], jobs: readonly JobRow
 }
 
 /**
- * (a) one job per (workflow, slot), and the stronger property: every slot
- * lies on the workflow's grid, and each job was created while its slot was the
- * most recent one (slot ≤ created_at < slot + interval).
+ * (a) one job per (workflow, slot), and the stronger property: every slot is
+ * one of the workflow's schedule, and each job was created while its slot was
+ * the most recent one (slot ≤ created_at < the next slot).
  */
-function checkOneJobPerSlot({ w, perSlot, anchor, interval }: Checked, found: Findings): void {
+function checkOneJobPerSlot({ w, perSlot, schedule }: Checked, found: Findings): void {
   for (const [slot, list] of perSlot) {
     if (list.length > 1) found.violation(`(a) workflow ${w.id} has ${list.length} jobs for slot ${iso(slot)}: ${list.map((j) => j.id).join(', ')}`);
-    const k = (slot - anchor) / interval;
-    if (!Number.isInteger(k) || k < 1) found.violation(`(a) job ${list[0]!.id} of workflow ${w.id} has slot ${iso(slot)}, off the grid build + k×interval (k = ${k})`);
+    if (!schedule.isSlot(slot)) found.violation(`(a) job ${list[0]!.id} of workflow ${w.id} has slot ${iso(slot)}, off its schedule (${scheduleName(w)})`);
     for (const j of list) {
-      if (j.created_at < slot || j.created_at >= slot + interval) {
+      if (j.created_at < slot || j.created_at >= schedule.firstSlotAfter(slot)) {
         found.violation(`(a) job ${j.id} for slot ${iso(slot)} was created at ${iso(j.created_at)}, outside its slot's window`);
       }
     }
@@ -159,23 +172,32 @@ function checkNoOverlap({ w, own }: Checked, found: Findings): void {
   }
 }
 
+const scheduleName = (w: WorkflowRow) => (w.cron === null ? `build + k×${w.interval_minutes} min` : `cron "${w.cron}" in ${w.timezone}`) + (w.jitter_seconds > 0 ? `, jitter ≤ ${w.jitter_seconds} s` : '');
+
 /**
- * (d) no misses: every slot up to one interval before the end of the
- * disruption (`killEnd`) has a job, unless the most-recent-missed-slot rule or
- * a stretch without a live leader explains it. Returns the slots that had one.
+ * (d) no misses: every slot whose window (up to the next slot) closed by the
+ * end of the disruption (`killEnd`) has a job, unless the most-recent-missed-slot
+ * rule, the run policy or a stretch without a live leader explains it. Returns
+ * the slots that had one.
  */
 function checkNoMisses(c: Checked, run: { killEnd: number; tickMs: number; samples: readonly LeaderSample[] }, found: Findings): number {
   let checkedSlots = 0;
-  for (let slot = c.anchor + c.interval; slot <= run.killEnd - c.interval; slot += c.interval) {
+  const { schedule } = c;
+  for (let slot = schedule.firstSlotAfter(c.w.build_completed_at! - 1); schedule.firstSlotAfter(slot) <= run.killEnd; slot = schedule.firstSlotAfter(slot)) {
     if ((c.perSlot.get(slot)?.length ?? 0) >= 1) checkedSlots += 1;
     else judgeMiss(c, slot, run, found);
   }
   return checkedSlots;
 }
 
-/** A slot without a job: explained, or a violation. */
-function judgeMiss({ w, automatic, interval }: Checked, slot: number, run: { tickMs: number; samples: readonly LeaderSample[] }, found: Findings): void {
-  const windowEnd = slot + interval;
+/**
+ * A slot without a job: explained, or a violation. Overlap `run_after` runs
+ * only the latest slot that came during a run (the earlier ones' windows
+ * closed before it ended); `skip` runs none of them. Catch-up `latest` runs a
+ * slot while it is the most recent one; `none` only within the grace.
+ */
+function judgeMiss({ w, automatic, schedule }: Checked, slot: number, run: { tickMs: number; samples: readonly LeaderSample[] }, found: Findings): void {
+  const windowEnd = schedule.firstSlotAfter(slot);
   const prev = [...automatic].reverse().find((j) => j.slot_at < slot);
   const next = automatic.find((j) => j.slot_at > slot);
   // The scheduler-side time the previous job ended: its last transition.
@@ -185,24 +207,29 @@ function judgeMiss({ w, automatic, interval }: Checked, slot: number, run: { tic
     found.violation(`(d) ${where}: no job for this slot or any later one`);
     return;
   }
+  const ended = (at: string) => `ended ${Number.isFinite(prevEnd) ? iso(prevEnd!) : 'never'}, at or after ${at}`;
+  const previous = prev && `the previous job (slot ${iso(prev.slot_at)}, ${prev.attempts} attempt(s), ${prev.status})`;
   if (prev && prevEnd! >= windowEnd - 2 * run.tickMs) {
-    found.explain(
-      `${where}: the previous job (slot ${iso(prev.slot_at)}, ${prev.attempts} attempt(s), ${prev.status}) ended ${Number.isFinite(prevEnd) ? iso(prevEnd!) : 'never'}, ` +
-        `at or after this slot's window closed (${iso(windowEnd)}); the next job ran for slot ${iso(next.slot_at)}`,
-    );
+    found.explain(`${where}: ${previous} ${ended(`this slot's window closed (${iso(windowEnd)})`)}; the next job ran for slot ${iso(next.slot_at)}`);
+    return;
+  }
+  if (prev && w.overlap_policy === 'skip' && prevEnd! >= slot) {
+    found.explain(`${where}: ${previous} ${ended('the slot')}, and overlap_policy skip runs no slot that came during a run`);
     return;
   }
   const from = Math.max(slot, prevEnd ?? slot);
-  const seen = run.samples.filter((s) => s.at >= from && s.at < windowEnd);
+  // Catch-up `none`: a leader that comes back after the grace passes over the slot.
+  const until = w.catch_up_policy === 'none' ? Math.min(windowEnd, from + CATCH_UP_GRACE_MS) : windowEnd;
+  const seen = run.samples.filter((s) => s.at >= from && s.at < until);
   if (seen.length > 0 && seen.every((s) => !s.live)) {
     const down = seen.filter((s) => s.unreachable).length;
     found.explain(
-      `${where}: no live scheduler leader from ${iso(from)} to ${iso(windowEnd)}${down > 0 ? ` (the database was unreachable in ${down}/${seen.length} observations)` : ''}; the next job ran for slot ${iso(next.slot_at)}`,
+      `${where}: no live scheduler leader from ${iso(from)} to ${iso(until)}${down > 0 ? ` (the database was unreachable in ${down}/${seen.length} observations)` : ''}${until < windowEnd ? ' (catch_up_policy none)' : ''}; the next job ran for slot ${iso(next.slot_at)}`,
     );
     return;
   }
   found.violation(
-    `(d) ${where}: missed although the workflow was free from ${iso(from)} and a leader was live in ${seen.filter((s) => s.live).length}/${seen.length} observations before ${iso(windowEnd)}; ` +
+    `(d) ${where}: missed although the workflow was free from ${iso(from)} and a leader was live in ${seen.filter((s) => s.live).length}/${seen.length} observations before ${iso(until)}; ` +
       `the next job (slot ${iso(next.slot_at)}) was created ${iso(next.created_at)}`,
   );
 }

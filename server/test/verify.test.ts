@@ -5,9 +5,12 @@
  * (docs/chaos.md), and the misses it may explain, which it must not report.
  */
 import assert from 'node:assert/strict';
+import { scheduleOf } from '@orloj/common/domain';
 import { verify, type JobRow, type LeaderSample, type WorkflowRow } from '../../scripts/harness/verify.js';
+import { iso } from '../../scripts/harness/time.js';
 
 const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
 const BUILT = Date.UTC(2026, 0, 1);
 const TICK = 1_000;
 
@@ -42,14 +45,19 @@ const workflow = (id: string): WorkflowRow => ({
   timezone: 'UTC',
   jitter_seconds: 0,
   paused_at: null,
+  overlap_policy: 'run_after',
+  catch_up_policy: 'latest',
+  first_run: 'at_first_slot',
   attention: 3,
 });
 
 /** The job of slot k of workflow `w`: created 100 ms into its slot, ran 5 s. */
-const job = (w: string, k: number, over: Partial<JobRow> = {}): JobRow => {
-  const slot = BUILT + k * MINUTE;
+const job = (w: string, k: number, over: Partial<JobRow> = {}): JobRow => jobAt(w, BUILT + k * MINUTE, { id: `${w}-j${k}`, ...over });
+
+/** The job of workflow `w` for `slot`: created 100 ms into it, ran 5 s. */
+const jobAt = (w: string, slot: number, over: Partial<JobRow> = {}): JobRow => {
   return {
-    id: `${w}-j${k}`,
+    id: `${w}-${slot}`,
     workflow_id: w,
     user_id: 'u1',
     generation: 1,
@@ -79,9 +87,9 @@ const job = (w: string, k: number, over: Partial<JobRow> = {}): JobRow => {
   };
 };
 
-/** A leader sample every 10 s of the run, live unless `down` says otherwise. */
-const samples = (down: (at: number) => boolean = () => false): LeaderSample[] =>
-  Array.from({ length: 12 * 6 }, (_, i) => BUILT + i * 10_000).map((at) => ({ at, holder: down(at) ? undefined : 's1', token: 1, live: !down(at) }));
+/** A leader sample every 10 s of the run (12 minutes, or `minutes`), live unless `down` says otherwise. */
+const samples = (down: (at: number) => boolean = () => false, minutes = 12): LeaderSample[] =>
+  Array.from({ length: minutes * 6 }, (_, i) => BUILT + i * 10_000).map((at) => ({ at, holder: down(at) ? undefined : 's1', token: 1, live: !down(at) }));
 
 /** Two workflows, slots 1 to 10 each, judged up to slot 10 (killEnd one interval on). */
 function run(edit: (jobs: JobRow[]) => JobRow[] = (j) => j, leader = samples()) {
@@ -109,7 +117,7 @@ describe('verify: the judge of chaos and restart runs', () => {
 
   it('reports a job off the slot grid or created outside its slot window (a)', () => {
     const off = run((jobs) => jobs.map((j) => (j.id === 'w2-j3' ? { ...j, slot_at: j.slot_at + 7_000 } : j)));
-    assert.ok(off.violations.some((v) => /^\(a\) job w2-j3 of workflow w2 has slot .*off the grid/.test(v)), off.violations.join('\n'));
+    assert.ok(off.violations.some((v) => /^\(a\) job w2-j3 of workflow w2 has slot .*off its schedule/.test(v)), off.violations.join('\n'));
     const late = run((jobs) => jobs.map((j) => (j.id === 'w2-j3' ? { ...j, created_at: j.slot_at + 2 * MINUTE } : j)));
     assert.ok(late.violations.some((v) => /^\(a\) job w2-j3 for slot .* was created at .*outside its slot's window/.test(v)), late.violations.join('\n'));
   });
@@ -156,5 +164,61 @@ describe('verify: the judge of chaos and restart runs', () => {
     assert.ok(r.violations.some((v) => /^\(a\) workflow w1: job w1-j3 .* was created after job w1-j2/.test(v) || /^\(a\) job w1-j2 .*outside its slot's window/.test(v)), r.violations.join('\n'));
     const stray = run((jobs) => [...jobs, job('w9', 1)]);
     only(stray.violations, /^job w9-j1 belongs to an unknown workflow w9/);
+  });
+
+  describe('cron workflows and run policies', () => {
+    /** `*\/7` in Kolkata (+5:30): UTC minutes 30, 37, 44, 51, 58, then 05 after a 7-minute and a 4-minute gap (56 → 00 local) — not build + k × interval. */
+    const cronWorkflow = (over: Partial<WorkflowRow> = {}): WorkflowRow => ({ ...workflow('c1'), cron: '*/7 * * * *', timezone: 'Asia/Kolkata', interval_minutes: 7, ...over });
+    const slotsOf = (w: WorkflowRow, until: number) =>
+      scheduleOf({ id: w.id, buildCompletedAt: BUILT, intervalMinutes: w.interval_minutes, cron: w.cron, timeZone: w.timezone, jitterSeconds: w.jitter_seconds, firstRun: w.first_run })!.slotsIn(BUILT - 1, until, 1000);
+    const END = BUILT + 90 * MINUTE;
+    const judge = (w: WorkflowRow, jobs: JobRow[], leader = samples(undefined, 90)) =>
+      verify({ workflows: [w], jobs, killEnd: END, tickMs: TICK, samples: leader, maxAttempts: 3 });
+
+    it('checks a cron workflow against its own slots in its zone, with the jitter and the first run', () => {
+      for (const over of [{}, { jitter_seconds: 40 }, { first_run: 'now' as const }]) {
+        const w = cronWorkflow(over);
+        const slots = slotsOf(w, END);
+        assert.ok(slots.some((s, i) => i > 0 && s - slots[i - 1]! === 4 * MINUTE), 'the uneven gap is there');
+        const r = judge(w, slots.map((s) => jobAt('c1', s)));
+        assert.deepEqual(r.violations, [], JSON.stringify(over));
+        const later = slotsOf(w, END + HOUR);
+        assert.equal(r.checkedSlots, later.filter((_, i) => (later[i + 1] ?? Infinity) <= END).length, 'those whose window closed by the end');
+      }
+      assert.equal(slotsOf(cronWorkflow({ first_run: 'now' }), END)[0], BUILT, 'first run now: a slot at the build');
+    });
+
+    it('reports a cron workflow\'s job on the interval grid but off its cron slots (a), and its missed slot (d)', () => {
+      const w = cronWorkflow();
+      const slots = slotsOf(w, END);
+      const off = judge(w, [...slots.map((s) => jobAt('c1', s)), jobAt('c1', BUILT + 7 * MINUTE, { id: 'grid' })]);
+      assert.ok(off.violations.some((v) => /^\(a\) job grid of workflow c1 has slot .*off its schedule \(cron "\*\/7 \* \* \* \*" in Asia\/Kolkata\)/.test(v)), off.violations.join('\n'));
+      const missed = judge(w, slots.filter((_, i) => i !== 3).map((s) => jobAt('c1', s)));
+      only(missed.violations, new RegExp(`^\\(d\\) workflow c1, slot ${iso(slots[3]!).replace(/[.]/g, '\\.')}: missed although`));
+    });
+
+    it('explains slots that came during a run only for overlap_policy skip', () => {
+      // Slot 4's job runs until 30 s into slot 5's window; slot 5 gets no job.
+      const overrun = (jobs: JobRow[]) =>
+        jobs.filter((j) => j.id !== 'w1-j5').map((j) => (j.id === 'w1-j4' ? { ...j, completed_at: BUILT + 5 * MINUTE + 30_000, updated_at: BUILT + 5 * MINUTE + 30_000 } : j));
+      const jobs = overrun(Array.from({ length: 10 }, (_, i) => job('w1', i + 1)));
+      const judgeW = (w: WorkflowRow) => verify({ workflows: [w], jobs, killEnd: BUILT + 11 * MINUTE, tickMs: TICK, samples: samples(), maxAttempts: 3 });
+      only(judgeW(workflow('w1')).violations, /^\(d\) workflow w1, slot .*: missed although the workflow was free/);
+      const skip = judgeW({ ...workflow('w1'), overlap_policy: 'skip' });
+      assert.deepEqual(skip.violations, []);
+      only(skip.explained, /overlap_policy skip runs no slot that came during a run/);
+    });
+
+    it('explains a slot passed over after a leaderless stretch longer than the grace only for catch_up_policy none', () => {
+      // Every 5 minutes; no leader from slot 2 (10:00) until 80 s after it, well inside the slot's window.
+      const w = { ...workflow('w5'), interval_minutes: 5 };
+      const jobs = [1, 3, 4, 5].map((k) => jobAt('w5', BUILT + k * 5 * MINUTE));
+      const leader = samples((at) => at >= BUILT + 10 * MINUTE && at < BUILT + 10 * MINUTE + 80_000, 30);
+      const judgeW = (row: WorkflowRow) => verify({ workflows: [row], jobs, killEnd: BUILT + 26 * MINUTE, tickMs: TICK, samples: leader, maxAttempts: 3 });
+      only(judgeW(w).violations, /^\(d\) workflow w5, slot .*: missed although/);
+      const none = judgeW({ ...w, catch_up_policy: 'none' });
+      assert.deepEqual(none.violations, []);
+      only(none.explained, /no live scheduler leader .*\(catch_up_policy none\)/);
+    });
   });
 });

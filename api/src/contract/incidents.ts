@@ -4,9 +4,6 @@ import { dateTime, uuid } from './responses.js';
 
 /** Incidents (issue 26, docs/api.md "Incidents", docs/adr/0016-incidents.md): additions to the contract. */
 
-/** The furthest ahead a snooze may reach. */
-export const SNOOZE_MAX_MS = 30 * 24 * 3_600_000;
-
 export const incidentSchema = named('Incident', {
   type: 'object',
   required: ['id', 'workflow_id', 'workflow_name', 'status', 'started_at', 'opened_at', 'duration_ms', 'failed_runs', 'first_failure'],

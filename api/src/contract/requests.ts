@@ -1,14 +1,19 @@
 import {
   containerPayloadSchema,
   ALERT_POLICY_MAX,
+  ALERT_POLICY_DEFAULT,
   ALERT_POLICY_MIN,
+  CATCH_UP_GRACE_MS,
+  CATCH_UP_POLICIES,
   FAILURE_LIMIT_MAX,
   FAILURE_LIMIT_MIN,
+  FIRST_RUNS,
   heartbeatPayloadSchema,
   INTERVAL_MAX,
   INTERVAL_MIN,
   JITTER_MAX_SECONDS,
   NAME_MAX_LENGTH,
+  OVERLAP_POLICIES,
   WORKFLOW_KINDS,
 } from '@orloj/common/domain';
 import { named, type Wire } from './components.js';
@@ -77,6 +82,19 @@ const scheduleFields = {
     maximum: JITTER_MAX_SECONDS,
     description: 'Every slot moves later by the same offset in [0, jitter_seconds] seconds, derived from the workflow id; default 0.',
   },
+  // The run policy (ADR 0020); on PUT each is kept when absent.
+  overlap_policy: {
+    enum: [...OVERLAP_POLICIES],
+    description: 'A slot that comes while the previous run still goes: `run_after` (default) runs the most recent such slot once, as soon as that run ends; `skip` runs none of them.',
+  },
+  catch_up_policy: {
+    enum: [...CATCH_UP_POLICIES],
+    description: `Slots missed while orloj was down (taken more than ${CATCH_UP_GRACE_MS / 1000} s after they fell due): \`latest\` (default) runs the most recent one; \`none\` runs none.`,
+  },
+  first_run: {
+    enum: [...FIRST_RUNS],
+    description: '`at_first_slot` (default): the first run is the schedule\'s first slot after the build; `now`: a run right after each build too.',
+  },
 } as const;
 const failureLimit = { type: 'integer', minimum: FAILURE_LIMIT_MIN, maximum: FAILURE_LIMIT_MAX } as const;
 // ---- issue 26: the alert policy (optional; additions to the contract) ----
@@ -85,13 +103,13 @@ const alertPolicy = {
     type: 'integer',
     minimum: ALERT_POLICY_MIN,
     maximum: ALERT_POLICY_MAX,
-    description: 'Down (a state change, an incident) after this many consecutive failed runs; default 1 (on PUT: kept when absent). Independent of max_consecutive_job_failures_allowed, which terminates.',
+    description: `Down (a state change, an incident) after this many consecutive failed runs; default ${ALERT_POLICY_DEFAULT} (on PUT: kept when absent). Independent of max_consecutive_job_failures_allowed, which terminates.`,
   },
   recover_after_successes: {
     type: 'integer',
     minimum: ALERT_POLICY_MIN,
     maximum: ALERT_POLICY_MAX,
-    description: 'Up again (the incident closes) after this many consecutive completed runs; default 1 (on PUT: kept when absent).',
+    description: `Up again (the incident closes) after this many consecutive completed runs; default ${ALERT_POLICY_DEFAULT} (on PUT: kept when absent).`,
   },
 } as const;
 

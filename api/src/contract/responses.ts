@@ -1,10 +1,13 @@
 import {
   BUILD_STATUSES,
+  CATCH_UP_POLICIES,
   CHECK_FAILURES,
   FAILURE_LIMIT_MAX,
   FAILURE_LIMIT_MIN,
+  FIRST_RUNS,
   ALERT_POLICY_MIN,
   ALERT_POLICY_MAX,
+  ALERT_POLICY_DEFAULT,
   ATTENTION_STATES,
   HEALTH_STATES,
   INTERVAL_MAX,
@@ -12,10 +15,9 @@ import {
   JITTER_MAX_SECONDS,
   JOB_STATUSES,
   JOB_TRIGGERS,
+  OVERLAP_POLICIES,
   REASON_CODES,
   RECENT_RUNS,
-  SKIP_REASONS,
-  SLOT_FATES,
   WORKFLOW_KINDS,
 } from '@orloj/common/domain';
 import { NOTIFICATION_KINDS, TOP_WORKFLOWS } from '@orloj/common/store';
@@ -180,18 +182,21 @@ export const workflowSchema = named('Workflow', {
       type: 'integer',
       minimum: ALERT_POLICY_MIN,
       maximum: ALERT_POLICY_MAX,
-      description: 'Alert policy: the workflow is down (a state change, an incident) after this many consecutive failed runs. Default 1. An addition to the contract.',
+      description: `Alert policy: the workflow is down (a state change, an incident) after this many consecutive failed runs. Default ${ALERT_POLICY_DEFAULT}. An addition to the contract.`,
     },
     recover_after_successes: {
       type: 'integer',
       minimum: ALERT_POLICY_MIN,
       maximum: ALERT_POLICY_MAX,
-      description: 'Alert policy: a down workflow is up again (its incident closes) after this many consecutive completed runs. Default 1. An addition to the contract.',
+      description: `Alert policy: a down workflow is up again (its incident closes) after this many consecutive completed runs. Default ${ALERT_POLICY_DEFAULT}. An addition to the contract.`,
     },
     cron: { type: ['string', 'null'], description: 'The cron expression the workflow runs on (read in `timezone`), or null: every `interval` minutes.' },
     timezone: { type: 'string', description: 'IANA time zone of `cron`.' },
     jitter_seconds: { type: 'integer', minimum: 0, maximum: JITTER_MAX_SECONDS },
     paused_at: { type: ['string', 'null'], format: 'date-time', description: 'When the workflow was paused (no automatic runs until resumed), or null.' },
+    overlap_policy: { enum: [...OVERLAP_POLICIES], description: 'A slot that comes while the previous run still goes: run once right after it (`run_after`) or not at all (`skip`). An addition to the contract.' },
+    catch_up_policy: { enum: [...CATCH_UP_POLICIES], description: 'After downtime: run the most recent missed slot (`latest`) or none (`none`). An addition to the contract.' },
+    first_run: { enum: [...FIRST_RUNS], description: 'The first run: at the first slot after the build (`at_first_slot`) or right after each build (`now`). An addition to the contract.' },
     attention: {
       enum: [...ATTENTION_STATES],
       description: 'How much the workflow needs attention, by its alert policy as the bell (docs/api.md, "Attention"); what sort=attention orders by. An addition to the contract.',
@@ -201,31 +206,6 @@ export const workflowSchema = named('Workflow', {
 } as const);
 
 /** `GET /workflows/{id}/slots` (ADR 0015): each automatic slot in a range and what became of it. */
-export const slotListSchema = named('SlotList', {
-  type: 'object',
-  required: ['from', 'to', 'slots'],
-  properties: {
-    from: dateTime,
-    to: dateTime,
-    slots: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['slot_at', 'fate'],
-        properties: {
-          slot_at: { ...dateTime, description: 'The slot: when its run was due (jitter included).' },
-          fate: { enum: [...SLOT_FATES] },
-          job_id: { ...uuid, description: 'Where the slot has a job of its own.' },
-          late_ms: { type: 'integer', minimum: 0, description: 'Where its job started: how long after the slot.' },
-          reason: { enum: [...SKIP_REASONS], description: 'Only for skipped slots.' },
-        },
-        additionalProperties: false,
-      },
-    },
-  },
-  additionalProperties: false,
-} as const);
-
 export const attentionSummarySchema = named('AttentionSummary', {
   type: 'object',
   required: ['attention', 'total'],

@@ -3,6 +3,7 @@ import {
   attentionOf,
   checkToMessage,
   reasons,
+  type AttemptView,
   type CheckResult,
   type Job,
   type RunSummary,
@@ -12,6 +13,7 @@ import {
 import { logEventId } from '@orloj/common/messages';
 import { DELETED_WORKFLOW_NAME, type LogLine, type Notification, type User, type UserTotals, type WorkflowTotals } from '@orloj/common/store';
 import type { Wire } from '../contract/components.js';
+import type { attemptListSchema } from '../contract/attempt-responses.js';
 import type {
   checkSchema,
   jobSchema,
@@ -57,6 +59,9 @@ export function presentWorkflow(
     timezone: w.timeZone,
     jitter_seconds: w.jitterSeconds,
     paused_at: w.pausedAt === null ? null : toIso(w.pausedAt),
+    overlap_policy: w.overlapPolicy,
+    catch_up_policy: w.catchUpPolicy,
+    first_run: w.firstRun,
     ...(options.generation !== undefined ? { generation: options.generation } : {}),
     ...(options.skipped !== undefined ? { skipped_slots: options.skipped.count } : {}),
     ...(options.skipped?.lastAt != null ? { last_slot_skipped_at: toIso(options.skipped.lastAt) } : {}),
@@ -137,6 +142,21 @@ export function presentJob(j: Job, options: { inList?: boolean } = {}): Wire<typ
         : { status_reason_code: fallback.code, status_reason_message: fallback.message }
       : {}),
     ...(j.check ? { check: presentCheck(j.check) } : {}),
+  };
+}
+
+type WireAttempt = Wire<typeof attemptListSchema>['attempts'][number];
+
+/** One attempt of a job's attempts list; `logLines` when the workflow keeps logs. */
+export function presentAttempt(a: AttemptView, logLines: number | undefined): WireAttempt {
+  return {
+    attempt: a.attempt,
+    outcome: a.outcome,
+    ...(a.runnerId !== null ? { runner_id: a.runnerId } : {}),
+    ...(a.startedAt !== null ? { started_at: toIso(a.startedAt) } : {}),
+    ...(a.endedAt !== null ? { ended_at: toIso(a.endedAt) } : {}),
+    ...(a.reason ? { reason: { code: a.reason.code, message: a.reason.message } } : {}),
+    ...(logLines !== undefined ? { log_lines: logLines } : {}),
   };
 }
 

@@ -24,6 +24,7 @@ const STATUS: Record<ErrorCode, number> = {
   email_taken: 409,
   idempotency_key_reused: 409,
   workflow_limit_reached: 409,
+  window_limit_reached: 409,
   workflow_terminated: 412,
   workflow_active: 412,
   workflow_has_running_jobs: 412,

@@ -30,6 +30,19 @@ const lastEventIdParam = {
   schema: sequenceSchema,
 } as const;
 
+const attemptParam = {
+  name: 'attempt',
+  in: 'query',
+  description:
+    "The attempt the client's Last-Event-ID (or since, or lastEventId) belongs to. When the job has moved on to another attempt since, that position is not this attempt's: the replay starts at line 0 of the job's current attempt instead. An addition to the contract (issue 26); without it the position is read as the current attempt's.",
+  schema: { type: 'integer', minimum: 1, maximum: MAX_SEQUENCE },
+} as const;
+
+/** Where to resume in the job's current attempt: the client's position, unless it was another attempt's. */
+function resumeIn(current: number, attempt: number | undefined, after: number): number {
+  return attempt === undefined || attempt === current ? after : -1;
+}
+
 /**
  * Where a (re)connecting client left off: the Last-Event-ID header (sent by
  * EventSource on reconnection, so it wins over `since`, which stays in the
@@ -65,6 +78,7 @@ async function liveTail({ store, tails }: ApiDeps, ctx: Context): Promise<void> 
   const { workflowId, jobId } = logPathParams(ctx);
   const q = new QueryReader(ctx.query);
   const { after, resumed } = resumeAfter(ctx, q);
+  const attempt = q.integer(attemptParam);
   q.done();
   if (ctx.method === 'HEAD') {
     ctx.status = 200;
@@ -76,7 +90,8 @@ async function liveTail({ store, tails }: ApiDeps, ctx: Context): Promise<void> 
     // nothing is left to send, and 204 is what tells EventSource to stop
     // reconnecting, instead of replaying the end in a loop.
     const access = await openJobLogs(store, ctx.state.session.userId as string, workflowId, jobId).catch(() => undefined);
-    if (access && TERMINAL.has(access.status) && (await store.logQueries.after({ jobId, attempt: access.attempts, after, limit: 1 })).length === 0) {
+    const from = access ? resumeIn(access.attempts, attempt, after) : after;
+    if (access && TERMINAL.has(access.status) && (await store.logQueries.after({ jobId, attempt: access.attempts, after: from, limit: 1 })).length === 0) {
       ctx.status = 204;
       return;
     }
@@ -103,7 +118,7 @@ async function liveTail({ store, tails }: ApiDeps, ctx: Context): Promise<void> 
       return;
     }
     sse.respond(ctx);
-    await tails.open({ sse, jobId, workflowId, attempt: opened.attempts, after });
+    await tails.open({ sse, jobId, workflowId, attempt: opened.attempts, after: resumeIn(opened.attempts, attempt, after) });
   } catch (err) {
     sse.body.destroy();
     release();
@@ -122,6 +137,7 @@ export const eventsOperations: readonly Operation[] = [
       'A refused open is a 200 stream with a single `error` event whose data is a problem document',
       '(404 `not_found`, 412 `log_retention_disabled`), then the stream closes.',
       'Lines after `Last-Event-ID` (or else `since`) are replayed from the store first; without either, every stored line is.',
+      "The tail follows the job's current attempt: when a new attempt starts, its lines follow from sequence_num 0 (each LogEntry's event_id names its attempt).",
       'Comment lines keep the stream alive every 15 s. At most 5 concurrent streams per client address (the sixth is 429).',
     ].join(' '),
     access: 'session',
@@ -129,6 +145,7 @@ export const eventsOperations: readonly Operation[] = [
       sinceParam,
       lastEventIdParam,
       lastEventIdHeader,
+      attemptParam,
     ],
     responses: {
       '200': { description: 'The event stream.', content: { 'text/event-stream': {} } },
@@ -136,7 +153,7 @@ export const eventsOperations: readonly Operation[] = [
         description:
           'A reconnect (Last-Event-ID or lastEventId) to a job that has ended, with no line after that id: nothing to send. EventSource stops reconnecting on 204. The `end` event carries the id of the last line (0 when there are none) for this.',
       },
-      '400': problem('Invalid path parameter, since, lastEventId or Last-Event-ID.'),
+      '400': problem('Invalid path parameter, since, lastEventId, Last-Event-ID or attempt.'),
       '429': { ...rateLimited, description: 'Rate limit exceeded, or 5 streams from this client address are open already.' },
     },
     handler: liveTail,

@@ -6,6 +6,7 @@ import { incidentsOperations } from './incidents.routes.js';
 import { reportsOperations } from './reports.routes.js';
 import { jobsOperations } from './jobs.routes.js';
 import { logsOperations } from './logs.routes.js';
+import { maintenanceWindowsOperations } from './maintenance-windows.routes.js';
 import { notificationsOperations } from './notifications.routes.js';
 import { schedulesOperations } from './schedules.routes.js';
 import { usersOperations } from './users.routes.js';
@@ -23,5 +24,6 @@ export const RESOURCE_OPERATIONS: readonly Operation[] = [
   ...notificationsOperations,
   ...analyticsOperations,
   ...incidentsOperations,
+  ...maintenanceWindowsOperations,
   ...reportsOperations,
 ];

@@ -1,16 +1,18 @@
 import type { Context } from 'koa';
 import { decodeCursor, encodeCursor, isUuid, notFound, validationError, type FieldError } from '@orloj/common/core';
-import { createManualJob, JOB_STATUSES, JOB_TRIGGERS } from '@orloj/common/domain';
+import { createManualJob, JOB_STATUSES, JOB_TRIGGERS, jobAttempts } from '@orloj/common/domain';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
 import { json, ref, type Wire } from '../contract/components.js';
 import type { Operation } from '../contract/operation.js';
 import { scheduleJobBody, type ScheduleJobBody } from '../contract/requests.js';
 import { createdSchema, jobPageSchema, jobSchema } from '../contract/responses.js';
+import { attemptListSchema } from '../contract/attempt-responses.js';
 import { cursorParam, idempotencyKey, problem, replayed } from '../contract/shared.js';
 import { readJsonBody } from '../http/body.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
-import { presentJob } from '../http/present.js';
+import { presentAttempt, presentJob } from '../http/present.js';
 import { bodyValidator, QueryReader, requireUuidParam } from '../http/validate.js';
+import { logPathParams } from './logs.routes.js';
 
 const readSchedule = bodyValidator<ScheduleJobBody>(scheduleJobBody);
 
@@ -101,6 +103,24 @@ async function readJob({ store }: ApiDeps, ctx: Context): Promise<void> {
   ctx.body = presentJob(job);
 }
 
+/**
+ * The job's attempts, oldest first: those given up (recorded when the job was
+ * handed out again) and its current one, each with the lines its log holds.
+ */
+async function listAttempts({ store }: ApiDeps, ctx: Context): Promise<void> {
+  const { workflowId: wid, jobId } = logPathParams(ctx);
+  const userId = userIdOf(ctx);
+  const [job, access] = await Promise.all([store.jobs.findForUser(userId, wid, jobId), store.jobs.logAccess(userId, wid, jobId)]);
+  if (!job || !access) throw notFound('The job');
+  const attempts = jobAttempts(job, await store.jobAttempts.ofJob(jobId));
+  const lines = access.logRetention ? await Promise.all(attempts.map((a) => store.logQueries.stored({ jobId, attempt: a.attempt }))) : [];
+  ctx.body = {
+    id: jobId,
+    workflow_id: wid,
+    attempts: attempts.map((a, i) => presentAttempt(a, lines[i])),
+  } satisfies Wire<typeof attemptListSchema>;
+}
+
 const notYours = problem('No such workflow of yours.');
 
 export const jobsOperations: readonly Operation[] = [
@@ -151,5 +171,18 @@ export const jobsOperations: readonly Operation[] = [
       '404': problem('No such job of this workflow of yours.'),
     },
     handler: readJob,
+  },
+  {
+    method: 'get',
+    path: '/workflows/{workflow_id}/jobs/{job_id}/attempts',
+    summary: "List a job's attempts, oldest first",
+    description:
+      "An addition to the contract (issue 26): each attempt with its runner, start and end, outcome and, for one given up, why (lease_lost, not_started, orloj_restart, runner_failure). Each attempt's log is read with `attempt` on GET …/logs/lines and …/logs/raw.",
+    access: 'session',
+    responses: {
+      '200': { description: "The job's attempts.", content: json(attemptListSchema) },
+      '404': problem('No such job of this workflow of yours.'),
+    },
+    handler: listAttempts,
   },
 ];

@@ -37,6 +37,12 @@ const fromParam = {
   description: 'The first sequence_num to return.',
   schema: { type: 'integer', minimum: 0, maximum: LOG_LINE_MAX, default: 0 },
 } as const;
+const attemptParam = {
+  name: 'attempt',
+  in: 'query',
+  description: "Which attempt's lines (GET …/attempts lists them), from 1 to the job's current attempt; default the current one. An addition to the contract.",
+  schema: { type: 'integer', minimum: 1, maximum: LOG_LINE_MAX },
+} as const;
 const streamParam: Parameter = { name: 'stream', in: 'query', description: 'Exact match.', schema: { enum: [...LOG_STREAMS] } };
 const searchTextParam = (more: string): Parameter => ({
   name: 'q',
@@ -60,6 +66,19 @@ export function readSearchText(q: QueryReader): string | undefined {
   const text = q.string('q', LOG_QUERY_MAX);
   if (text === '') q.fail('q', `must be 1 to ${LOG_QUERY_MAX} characters (omit it to filter by stream only)`);
   return text || undefined;
+}
+
+/**
+ * The attempt a read asked for (`attempt`, read before `q.done()`), checked
+ * against the job's: one it has had, or its current one when not given.
+ */
+function attemptOf(q: QueryReader, asked: number | undefined, job: JobLogAccess): number {
+  if (asked === undefined) return job.attempts;
+  if (asked > job.attempts) {
+    q.fail('attempt', job.attempts === 0 ? 'the job has not been handed to a runner yet: it has no attempt' : `must be from 1 to ${job.attempts}, the job's attempts so far`);
+    q.done();
+  }
+  return asked;
 }
 
 export function isTerminal(status: Job['status']): boolean {
@@ -111,11 +130,12 @@ async function logLines(deps: ApiDeps, ctx: Context): Promise<void> {
   const q = new QueryReader(ctx.query);
   const from = q.integer(fromParam);
   const limit = q.integer(limitParam);
+  const asked = q.integer(attemptParam);
   q.done();
-  const job = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
+  const attempt = attemptOf(q, asked, await openJobLogs(store, userIdOf(ctx), workflowId, jobId));
   const [lines, total] = await Promise.all([
-    store.logQueries.after({ jobId, attempt: job.attempts, limit, ...(from > 0 ? { after: from - 1 } : {}) }),
-    store.logQueries.stored({ jobId, attempt: job.attempts }),
+    store.logQueries.after({ jobId, attempt, limit, ...(from > 0 ? { after: from - 1 } : {}) }),
+    store.logQueries.stored({ jobId, attempt }),
   ]);
   ctx.body = {
     id: jobId,
@@ -140,14 +160,17 @@ async function rawLog(deps: ApiDeps, ctx: Context): Promise<void> {
   const format = q.enumOf('format', DOWNLOAD_FORMATS) ?? 'txt';
   const stream = q.enumOf('stream', LOG_STREAMS);
   const text = readSearchText(q);
+  const asked = q.integer(attemptParam);
   q.done();
   const job = await openJobLogs(store, userIdOf(ctx), workflowId, jobId);
-  if (!isTerminal(job.status)) {
+  const attempt = attemptOf(q, asked, job);
+  // An attempt given up is finished whatever the job does now.
+  if (attempt === job.attempts && !isTerminal(job.status)) {
     throw new OrlojError('job_not_terminal', `The job is ${job.status}: its log can be downloaded once it has COMPLETED, FAILED or been CANCELED.`);
   }
   const filter = {
     jobId,
-    attempt: job.attempts,
+    attempt,
     ...(stream ? { stream } : {}),
     ...(text !== undefined ? { match: store.logQueries.matcher(text) } : {}),
   };
@@ -260,10 +283,10 @@ export const logsOperations: readonly Operation[] = [
     path: '/workflows/{workflow_id}/jobs/{job_id}/logs/lines',
     summary: "Read a job's log lines by position, oldest first",
     description:
-      "An addition to the contract: the lines of the job's current attempt from sequence_num `from`, with the number stored so far, so a viewer can open a log at its end, jump to any line, or show a search hit among the lines around it. Works while the job runs.",
+      "An addition to the contract: the lines of the job's current attempt (or of `attempt`) from sequence_num `from`, with the number stored so far, so a viewer can open a log at its end, jump to any line, or show a search hit among the lines around it. Works while the job runs.",
     access: 'session',
     heavy: true,
-    parameters: [fromParam, limitParam],
+    parameters: [fromParam, limitParam, attemptParam],
     responses: {
       '200': { description: 'The lines from `from` (fewer than `limit`, or none, past the end) and `total`.', content: json(logRangeSchema) },
       '404': noJob,
@@ -283,6 +306,7 @@ export const logsOperations: readonly Operation[] = [
       { name: 'format', in: 'query', schema: { enum: [...DOWNLOAD_FORMATS], default: 'txt' } },
       streamParam,
       searchTextParam('No highlights in downloads.'),
+      attemptParam,
     ],
     responses: {
       '200': {
@@ -297,7 +321,7 @@ export const logsOperations: readonly Operation[] = [
         },
         content: { 'text/plain': {}, 'application/json': { schema: ref(logDownloadSchema) }, 'application/x-ndjson': {} },
       },
-      '400': problem('Invalid format, stream, q or path parameter; or the job is not terminal yet (job_not_terminal).'),
+      '400': problem('Invalid format, stream, q, attempt or path parameter; or the job (asked for its current attempt) is not terminal yet (job_not_terminal).'),
       '404': noJob,
       '412': noLogs,
     },

@@ -19,6 +19,8 @@ const HOUR = 3_600_000;
 const PERIODS = { '24h': 24 * HOUR, '7d': 7 * 24 * HOUR, '30d': 30 * 24 * HOUR, '90d': 90 * 24 * HOUR, '365d': 365 * 24 * HOUR } as const;
 type Period = keyof typeof PERIODS;
 const PERIOD_NAMES = Object.keys(PERIODS) as Period[];
+/** The period a report covers when none is asked for. */
+const DEFAULT_PERIOD: Period = '24h';
 
 const percentiles = {
   type: 'object',
@@ -86,7 +88,7 @@ function sum(all: Iterable<RollupTotals>): RollupTotals | undefined {
 
 async function report({ store, clock }: ApiDeps, ctx: Context): Promise<void> {
   const q = new QueryReader(ctx.query);
-  const period = q.enumOf('period', PERIOD_NAMES) ?? '24h';
+  const period = q.enumOf('period', PERIOD_NAMES) ?? DEFAULT_PERIOD;
   const workflowId = q.string('workflow_id', 64);
   if (workflowId !== undefined && !isUuid(workflowId)) q.fail('workflow_id', 'must be a UUID');
   q.done();
@@ -122,7 +124,7 @@ export const reportsOperations: readonly Operation[] = [
       'An addition to the contract (issue 26). From hourly rollups kept as results arrive, so the retention of raw jobs does not erase them. Workflows least up first. A deleted workflow leaves the report with its rollups.',
     access: 'session',
     parameters: [
-      { name: 'period', in: 'query', description: 'Default 24h.', schema: { enum: PERIOD_NAMES, default: '24h' } },
+      { name: 'period', in: 'query', schema: { enum: PERIOD_NAMES, default: DEFAULT_PERIOD } },
       { name: 'workflow_id', in: 'query', description: 'Only this workflow (404 when it is not yours).', schema: { type: 'string', format: 'uuid' } },
     ],
     responses: { '200': { description: 'The report.', content: json(reliabilityReportSchema) }, '404': problem('No such workflow of yours.') },

@@ -1,22 +1,36 @@
 /**
- * Schedules people use (issue 25, ADR 0015): the schedule fields of the
- * create and update bodies (cron, timezone, jitter_seconds), and the pause and
- * resume commands.
+ * Schedules people use (issue 25, ADR 0015, ADR 0020): the schedule fields of
+ * the create and update bodies (cron, timezone, jitter_seconds and the run
+ * policy), and the pause and resume commands.
  */
 import type { Context } from 'koa';
 import { isUuid, notFound, OrlojError, toIso, type FieldError } from '@orloj/common/core';
-import { contractInterval, cronProblem, scheduleOf, slotFates, SLOTS_MAX, timeZoneProblem, type Workflow } from '@orloj/common/domain';
+import {
+  contractInterval,
+  cronProblem,
+  DEFAULT_RUN_POLICY,
+  scheduleOf,
+  skipsSlot,
+  slotFates,
+  SLOTS_MAX,
+  timeZoneProblem,
+  type CatchUpPolicy,
+  type FirstRun,
+  type OverlapPolicy,
+  type RunPolicy,
+  type Workflow,
+} from '@orloj/common/domain';
 import type { Store } from '@orloj/common/store';
 import { nudgeScheduler, type ApiDeps } from '../deps.js';
 import { json, type Wire } from '../contract/components.js';
 import type { Operation } from '../contract/operation.js';
-import { slotListSchema } from '../contract/responses.js';
+import { slotListSchema } from '../contract/schedules.js';
 import { idempotencyKey, problem, replayed } from '../contract/shared.js';
 import { readIdempotencyKey } from '../http/idempotency.js';
 import { QueryReader, requireUuidParam } from '../http/validate.js';
 
-/** A workflow's schedule as its owner chose it. */
-export interface ScheduleChoice {
+/** A workflow's schedule as its owner chose it, with its run policy. */
+export interface ScheduleChoice extends RunPolicy {
   cron: string | null;
   timeZone: string;
   jitterSeconds: number;
@@ -29,6 +43,9 @@ interface ScheduleBody {
   cron?: string | null;
   timezone?: string;
   jitter_seconds?: number;
+  overlap_policy?: OverlapPolicy;
+  catch_up_policy?: CatchUpPolicy;
+  first_run?: FirstRun;
 }
 
 /**
@@ -41,13 +58,19 @@ export function readSchedule(body: ScheduleBody, current: Workflow | undefined, 
   const cron = body.cron === undefined ? (current?.cron ?? null) : body.cron === null ? null : body.cron.trim();
   const timeZone = body.timezone ?? current?.timeZone ?? 'UTC';
   const jitterSeconds = body.jitter_seconds ?? current?.jitterSeconds ?? 0;
+  const policy = current ?? DEFAULT_RUN_POLICY;
+  const runPolicy: RunPolicy = {
+    overlapPolicy: body.overlap_policy ?? policy.overlapPolicy,
+    catchUpPolicy: body.catch_up_policy ?? policy.catchUpPolicy,
+    firstRun: body.first_run ?? policy.firstRun,
+  };
   const zoneProblem = timeZoneProblem(timeZone);
   if (zoneProblem) errors.push({ field: 'timezone', message: zoneProblem });
   const expressionProblem = cron === null ? undefined : cronProblem(cron);
   if (expressionProblem) errors.push({ field: 'cron', message: expressionProblem });
   if (cron === null && body.interval === undefined) errors.push({ field: 'interval', message: 'is required unless cron is set' });
   if (errors.length > 0) return { errors };
-  return { choice: { cron, timeZone, jitterSeconds, intervalMinutes: contractInterval(cron, timeZone, body.interval ?? 0, now) }, errors };
+  return { choice: { cron, timeZone, jitterSeconds, intervalMinutes: contractInterval(cron, timeZone, body.interval ?? 0, now), ...runPolicy }, errors };
 }
 
 const workflowId = (ctx: Context) => requireUuidParam('workflow_id', ctx.params.workflow_id, isUuid);
@@ -124,7 +147,9 @@ async function handleSlots(deps: ApiDeps, ctx: Context): Promise<void> {
     q.done();
   }
   const jobs = schedule ? await deps.store.jobs.automaticAround(id, from, to, 2 * SLOTS_MAX) : [];
-  const slots = schedule ? slotFates(workflow, schedule, jobs, { from, to, now }) : [];
+  const downtime = await deps.store.uptime.downtime(from, to);
+  const windows = schedule ? await deps.store.maintenanceWindows.inForce([workflow.userId], from) : [];
+  const slots = schedule ? slotFates(workflow, schedule, jobs, { from, to, now }, { downtime, inMaintenance: (slotAt) => skipsSlot(windows, workflow, slotAt) }) : [];
   ctx.body = {
     from: toIso(from),
     to: toIso(to),
@@ -134,7 +159,9 @@ async function handleSlots(deps: ApiDeps, ctx: Context): Promise<void> {
       ...(s.jobId !== undefined ? { job_id: s.jobId } : {}),
       ...(s.lateMs !== undefined ? { late_ms: s.lateMs } : {}),
       ...(s.reason !== undefined ? { reason: s.reason } : {}),
+      ...(s.afterOverlap ? { after_overlap: true as const } : {}),
     })),
+    downtime: downtime.map((d) => ({ from: toIso(d.from), to: toIso(d.to) })),
   } satisfies Wire<typeof slotListSchema>;
 }
 
@@ -177,7 +204,7 @@ export const schedulesOperations: readonly Operation[] = [
     method: 'get',
     path: '/workflows/{workflow_id}/slots',
     summary: "Each automatic slot in a range and what became of it",
-    description: `At most ${SLOTS_MAX} slots (400 naming \`to\` beyond). Fates: ran (with late_ms), running, pending, canceled, skipped (reason still_running or not_run), paused, upcoming. A workflow not built yet has no slots. docs/api.md, "Schedules", says what can and cannot be told.`,
+    description: `At most ${SLOTS_MAX} slots (400 naming \`to\` beyond). Fates: ran (with late_ms), running, pending, canceled, skipped (reason still_running, orloj_down, not_run, catch_up_none or maintenance), with the times orloj itself was down, paused, upcoming; after_overlap marks a run that waited for the previous one. A workflow not built yet has no slots. docs/api.md, "Schedules", says what can and cannot be told.`,
     access: 'session',
     heavy: true,
     parameters: [fromParam, toParam],

@@ -160,6 +160,7 @@ async function handleCreate(deps: ApiDeps, ctx: Context): Promise<void> {
         cron: schedule.cron,
         timeZone: schedule.timeZone,
         jitterSeconds: schedule.jitterSeconds,
+        runPolicy: schedule,
       },
       clock.now(),
     );
@@ -300,6 +301,9 @@ async function handleUpdate(deps: ApiDeps, ctx: Context): Promise<void> {
         cron: schedule.cron,
         timeZone: schedule.timeZone,
         jitterSeconds: schedule.jitterSeconds,
+        overlapPolicy: schedule.overlapPolicy,
+        catchUpPolicy: schedule.catchUpPolicy,
+        firstRun: schedule.firstRun,
       },
       now,
     );

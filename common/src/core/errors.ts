@@ -38,6 +38,7 @@ export type ErrorCode =
   | 'workflow_has_running_jobs'
   | 'workflow_build_failed'
   | 'workflow_limit_reached'
+  | 'window_limit_reached'
   | 'log_retention_disabled'
   | 'job_not_terminal'
   | 'rate_limited'

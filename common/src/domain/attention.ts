@@ -13,19 +13,22 @@ import type { WorkflowSummary } from './workflow.js';
  * - `building`: its build is queued or running;
  * - `healthy`: every other active workflow (up, pending, or late: lateness moves
  *   with time and is read by `include=health`);
+ * - `paused`: paused by its owner (`paused_at`, ADR 0015): it runs nothing on its
+ *   own until resumed, whatever its last runs said, so it waits below the active ones;
  * - `terminated`: terminated by its owner.
  *
  * The store keeps the same rule as a generated, indexed column
- * (migration 0019, `workflows.attention` = the index in this list), so the list
+ * (migrations 0019 and 0024, `workflows.attention` = the index in this list), so the list
  * sorts, filters and counts over all of a user's workflows without reading runs.
  */
-export const ATTENTION_STATES = ['down', 'degraded', 'building', 'healthy', 'terminated'] as const;
+export const ATTENTION_STATES = ['down', 'degraded', 'building', 'healthy', 'paused', 'terminated'] as const;
 export type AttentionState = (typeof ATTENTION_STATES)[number];
 
-type AttentionInput = Pick<WorkflowSummary, 'terminatedAt' | 'buildStatus' | 'alertDown' | 'consecutiveJobFailuresCount' | 'maxConsecutiveJobFailuresAllowed'>;
+type AttentionInput = Pick<WorkflowSummary, 'terminatedAt' | 'pausedAt' | 'buildStatus' | 'alertDown' | 'consecutiveJobFailuresCount' | 'maxConsecutiveJobFailuresAllowed'>;
 
 export function attentionOf(w: AttentionInput): AttentionState {
   if (w.terminatedAt !== null) return w.consecutiveJobFailuresCount >= w.maxConsecutiveJobFailuresAllowed ? 'down' : 'terminated';
+  if (w.pausedAt !== null) return 'paused';
   if (w.buildStatus === 'FAILED' || w.buildStatus === 'CANCELED' || w.alertDown) return 'down';
   if (w.consecutiveJobFailuresCount > 0) return 'degraded';
   if (w.buildStatus === 'QUEUED' || w.buildStatus === 'STARTED') return 'building';

@@ -64,6 +64,8 @@ export interface TerminationCause {
 export interface FailedJobEventData extends JobEventData {
   status: 'FAILED';
   down?: true;
+  /** A maintenance window or a snooze muted the workflow's alerts: nobody is notified (docs/adr/0019-maintenance-windows.md). */
+  muted?: true;
 }
 
 export interface TerminationEventData extends WorkflowEventData {
@@ -79,6 +81,8 @@ export interface RecoveryEventData extends WorkflowEventData {
   job_id: string;
   /** The workflow's count of consecutive failed jobs just before this one (0 when an update reset it). */
   consecutive_failures: number;
+  /** It recovered while muted (maintenance window or snooze): nobody is notified. */
+  muted?: true;
 }
 
 /** What each kind of event carries. */
@@ -138,9 +142,9 @@ export const domainEvents = {
     event(ok ? 'build.completed' : 'build.failed', `${w.id}:${w.generation}`, w, now, workflowData(w)),
   /**
    * A job reaches a terminal state once. `down`: a FAILED job that turned the
-   * workflow down (see FailedJobEventData).
+   * workflow down; `muted`: one that failed while its alerts were muted (see FailedJobEventData).
    */
-  jobEnded(w: Workflow, job: Job, now: number, down = false): JobEvent {
+  jobEnded(w: Workflow, job: Job, now: number, down = false, muted = false): JobEvent {
     const data: JobEventData = {
       ...workflowData(w, job.requestId),
       job_id: job.id,
@@ -152,7 +156,7 @@ export const domainEvents = {
       ...(job.statusReasonCode !== null ? { reason_code: job.statusReasonCode } : {}),
       ...(job.statusReasonMessage !== null ? { reason_message: job.statusReasonMessage } : {}),
     };
-    if (data.status === 'FAILED') return event('job.failed', job.id, w, now, { ...data, status: 'FAILED', ...(down ? { down: true as const } : {}) });
+    if (data.status === 'FAILED') return event('job.failed', job.id, w, now, { ...data, status: 'FAILED', ...(down ? { down: true as const } : {}), ...(muted ? { muted: true as const } : {}) });
     return event(data.status === 'COMPLETED' ? 'job.completed' : 'job.canceled', job.id, w, now, data);
   },
   /** Terminated once per generation: only a PUT (which bumps it) reactivates a workflow. */
@@ -168,8 +172,13 @@ export const domainEvents = {
    * The down→up transition, once: its occurrence is the job that completed,
    * and a job ends once. `w` as read before the failure count was reset.
    */
-  workflowRecovered: (w: Workflow, job: Job, now: number): DomainEventOf<'workflow.recovered'> =>
-    event('workflow.recovered', `${w.id}:${job.id}`, w, now, { ...workflowData(w, job.requestId), job_id: job.id, consecutive_failures: w.consecutiveJobFailuresCount }),
+  workflowRecovered: (w: Workflow, job: Job, now: number, muted = false): DomainEventOf<'workflow.recovered'> =>
+    event('workflow.recovered', `${w.id}:${job.id}`, w, now, {
+      ...workflowData(w, job.requestId),
+      job_id: job.id,
+      consecutive_failures: w.consecutiveJobFailuresCount,
+      ...(muted ? { muted: true as const } : {}),
+    }),
 };
 
 /** Whole seconds (rounded down) a terminal job ran; 0 when it never started. */

@@ -12,5 +12,8 @@ export * from './attention.js';
 export * from './events.js';
 export * from './due-slots.js';
 export * from './cron-slots.js';
+export * from './run-policy.js';
 export * from './schedule.js';
 export * from './slot-fates.js';
+export * from './job-attempts.js';
+export * from './maintenance-window.js';

@@ -77,7 +77,7 @@ export interface TransitionGuard {
 /**
  * One move of one job, as a unit below decides it: the target status, the
  * columns it sets, and the attempt it applies to. The store applies it with
- * one conditional UPDATE (`JobsRepo.apply`), allowed only from ALLOWED_FROM[to].
+ * one conditional UPDATE (`JobMovesRepo.apply`), allowed only from ALLOWED_FROM[to].
  */
 export interface JobTransition {
   readonly to: JobStatus;
@@ -122,7 +122,7 @@ export function createDueJob(workflow: Workflow, slotAt: number, now: number, ha
 /**
  * queue (dispatch): the job's next attempt handed to the runners, from
  * PENDING (its first) or from QUEUED/RUNNING (a new attempt), only while the
- * job is still on the attempt the caller saw. `JobsRepo.queueNextAttempts` is
+ * job is still on the attempt the caller saw. `JobQueueRepo.queueNextAttempts` is
  * the same move for a batch, in one statement.
  */
 export function queueNextAttempt(job: Pick<Job, 'attempts'>, now: number): JobTransition {

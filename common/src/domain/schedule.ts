@@ -30,7 +30,7 @@ export interface Schedule {
 }
 
 /** What of a workflow its schedule depends on. */
-export type ScheduleFields = Pick<Workflow, 'id' | 'buildCompletedAt' | 'intervalMinutes' | 'cron' | 'timeZone' | 'jitterSeconds'>;
+export type ScheduleFields = Pick<Workflow, 'id' | 'buildCompletedAt' | 'intervalMinutes' | 'cron' | 'timeZone' | 'jitterSeconds' | 'firstRun'>;
 
 export const JITTER_MAX_SECONDS = 3600;
 /** Past this many slots, countIn of a cron schedule extrapolates instead of walking every slot. */
@@ -40,7 +40,9 @@ export const COUNT_EXACT_UP_TO = 10_000;
 export function scheduleOf(w: ScheduleFields): Schedule | undefined {
   if (w.buildCompletedAt === null) return undefined;
   const base = w.cron === null ? intervalBase(w.buildCompletedAt, w.intervalMinutes * 60_000) : cronBase(w.buildCompletedAt, cronSlotsOf(w.cron, w.timeZone));
-  return withOffset(base, jitterOffsetMs(w.id, w.jitterSeconds));
+  const jittered = withOffset(base, jitterOffsetMs(w.id, w.jitterSeconds));
+  // First run `now` (run-policy.ts): one more slot, at the build itself, not moved by the jitter.
+  return complete(w.firstRun === 'now' ? withSlotAt(jittered, w.buildCompletedAt) : jittered);
 }
 
 /**
@@ -107,18 +109,37 @@ function cronBase(anchor: number, slots: CronSlots): Base {
   };
 }
 
-function withOffset(base: Base, offset: number): Schedule {
-  const firstAfter = (t: number) => base.firstSlotAfter(t - offset) + offset;
-  const countIn = (from: number, to: number) => base.countIn(from - offset, to - offset);
-  const isSlot = (t: number) => firstAfter(t - 1) === t;
+function withOffset(base: Base, offset: number): Base {
+  if (offset === 0) return base;
   return {
     mostRecentSlot: (now) => base.mostRecentSlot(now - offset) + offset,
-    firstSlotAfter: firstAfter,
+    firstSlotAfter: (t) => base.firstSlotAfter(t - offset) + offset,
+    countIn: (from, to) => base.countIn(from - offset, to - offset),
+  };
+}
+
+/** `base` and one more slot at `at`, which lies before all of base's. */
+function withSlotAt(base: Base, at: number): Base {
+  const firstOfBase = base.firstSlotAfter(at);
+  return {
+    mostRecentSlot: (now) => (now < firstOfBase ? at : base.mostRecentSlot(now)),
+    firstSlotAfter: (t) => (t < at ? at : base.firstSlotAfter(t)),
+    countIn: (from, to) => base.countIn(from, to) + (from <= at && at < to ? 1 : 0),
+  };
+}
+
+/** The rest of the questions, answered from the three a Base answers. */
+function complete(base: Base): Schedule {
+  const { firstSlotAfter, countIn } = base;
+  const isSlot = (t: number) => firstSlotAfter(t - 1) === t;
+  return {
+    mostRecentSlot: base.mostRecentSlot,
+    firstSlotAfter,
     isSlot,
     countIn,
     slotsIn(from, to, max) {
       const out: number[] = [];
-      for (let s = firstAfter(from - 1); s < to && out.length < max; s = firstAfter(s)) out.push(s);
+      for (let s = firstSlotAfter(from - 1); s < to && out.length < max; s = firstSlotAfter(s)) out.push(s);
       return out;
     },
     skippedBefore(slot, nextDueAt) {
@@ -128,11 +149,11 @@ function withOffset(base: Base, offset: number): Schedule {
   };
 }
 
-/** CronSlots are built once per (expression, zone) and kept: every pass of the leader asks for them. */
+/** CronSlots are built once per (expression, zone) and kept: every pass of the leader asks for them (and maintenance windows, maintenance-window.ts). */
 const cronSlotsCache = new Map<string, CronSlots>();
 const CRON_CACHE_MAX = 10_000;
 
-function cronSlotsOf(expression: string, timeZone: string): CronSlots {
+export function cronSlotsOf(expression: string, timeZone: string): CronSlots {
   const key = `${timeZone}\u0000${expression}`;
   let slots = cronSlotsCache.get(key);
   if (!slots) {

@@ -1,4 +1,5 @@
 import { newId } from '../core/ids.js';
+import { DEFAULT_RUN_POLICY, type RunPolicy } from './run-policy.js';
 
 export const WORKFLOW_KINDS = ['HEARTBEAT', 'CONTAINER'] as const;
 export type WorkflowKind = (typeof WORKFLOW_KINDS)[number];
@@ -14,8 +15,11 @@ export const NAME_MAX_LENGTH = 200;
 /** Bounds of the alert policy (issue 26): down after N failed runs, up after M completed ones. */
 export const ALERT_POLICY_MIN = 1;
 export const ALERT_POLICY_MAX = 100;
+/** A new workflow's alert policy: down at the first failed run, up at the first completed one. */
+export const ALERT_POLICY_DEFAULT = 1;
 
-export interface Workflow {
+/** A workflow; its run policy (overlap, catch-up, first run: run-policy.ts) included. */
+export interface Workflow extends RunPolicy {
   id: string;
   userId: string;
   name: string;
@@ -82,6 +86,8 @@ export interface NewWorkflow {
   cron?: string | null;
   timeZone?: string;
   jitterSeconds?: number;
+  /** Overlap, catch-up and first-run choices (run-policy.ts); each defaults to the behaviour before them. */
+  runPolicy?: Partial<RunPolicy>;
 }
 
 /** A new workflow, its build QUEUED, no failures counted, not yet scheduled. */
@@ -107,13 +113,16 @@ export function newWorkflow(w: NewWorkflow, now: number): Workflow {
     lastSlotSkippedAt: null,
     buildToken: 0,
     buildError: null,
-    alertAfterFailures: w.alertAfterFailures ?? 1,
-    recoverAfterSuccesses: w.recoverAfterSuccesses ?? 1,
+    alertAfterFailures: w.alertAfterFailures ?? ALERT_POLICY_DEFAULT,
+    recoverAfterSuccesses: w.recoverAfterSuccesses ?? ALERT_POLICY_DEFAULT,
     alertDown: false,
     cron: w.cron ?? null,
     timeZone: w.timeZone ?? 'UTC',
     jitterSeconds: w.jitterSeconds ?? 0,
     pausedAt: null,
+    overlapPolicy: w.runPolicy?.overlapPolicy ?? DEFAULT_RUN_POLICY.overlapPolicy,
+    catchUpPolicy: w.runPolicy?.catchUpPolicy ?? DEFAULT_RUN_POLICY.catchUpPolicy,
+    firstRun: w.runPolicy?.firstRun ?? DEFAULT_RUN_POLICY.firstRun,
   };
 }
 
@@ -141,6 +150,7 @@ export type WorkflowSummary = Pick<
   | 'jitterSeconds'
   | 'pausedAt'
   | 'alertDown'
+  | keyof RunPolicy
 >;
 
 export interface HeartbeatPayload {

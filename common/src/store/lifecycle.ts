@@ -4,6 +4,7 @@ import type { BuildError, Workflow } from '../domain/workflow.js';
 import type { Job } from '../domain/job.js';
 import { cancelReason } from '../domain/job-state.js';
 import { scheduleOf } from '../domain/schedule.js';
+import { isMuted } from '../domain/maintenance-window.js';
 import { domainEvents, type DomainEvent, type TerminationCause } from '../domain/events.js';
 
 /**
@@ -63,8 +64,8 @@ export async function deleteWorkflow(tx: Store, workflow: Workflow, now: number)
  */
 export async function recordBuildResult(tx: Store, workflowId: string, token: number, ok: boolean, now: number, error?: BuildError): Promise<boolean> {
   const built = await tx.workflows.finishBuild(workflowId, token, ok, now, ok ? null : (error ?? BUILD_FAILED));
-  // finishBuild puts the first slot one interval on; a cron schedule or a jitter offset puts it elsewhere.
-  const first = built && ok ? scheduleOf(built)?.firstSlotAfter(now) : undefined;
+  // finishBuild puts the first slot one interval on; a cron schedule, a jitter offset or first run `now` (a slot at the build itself) put it elsewhere.
+  const first = built && ok ? scheduleOf(built)?.firstSlotAfter(now - 1) : undefined;
   if (built && first !== undefined && first !== built.nextDueAt) {
     await tx.workflows.setNextDue(built.id, first);
     built.nextDueAt = first;
@@ -86,11 +87,13 @@ export async function recordBuildResult(tx: Store, workflowId: string, token: nu
 export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise<{ autoTerminated: boolean }> {
   // Locked: see runMissedSlot.
   const workflow = await tx.workflows.findById(job.workflowId, { lock: true });
-  const change = workflow && job.status !== 'CANCELED' ? await alertChange(tx, workflow, job, now) : undefined;
-  if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now, change === 'down'));
+  const alerting = workflow && (job.status === 'FAILED' || (job.status === 'COMPLETED' && workflow.alertDown));
+  const muted = alerting ? await mutedFor(tx, workflow, job, now) : false;
+  const change = alerting ? await alertChange(tx, workflow, job, now, muted) : undefined;
+  if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now, change === 'down', muted));
   if (workflow) await rollUp(tx, job, now);
   if (job.status === 'COMPLETED') {
-    if (workflow && change === 'recovered') await tx.outbox.add(domainEvents.workflowRecovered(workflow, job, now));
+    if (workflow && change === 'recovered') await tx.outbox.add(domainEvents.workflowRecovered(workflow, job, now, muted));
     // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
     if (!workflow || workflow.consecutiveJobFailuresCount > 0) await tx.workflows.resetFailures(job.workflowId, now);
   } else if (job.status === 'FAILED') {
@@ -147,18 +150,21 @@ export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: num
  * incident opens), or a down workflow's latest `recoverAfterSuccesses` runs
  * all COMPLETED (`recovered`: the incident closes). With both at 1 this is
  * the reading before the policy: down when a failure follows a run that did
- * not fail, up when a completion follows a failure. A failure of a workflow
+ * not fail, up when a completion follows a failure. While `muted` (a
+ * maintenance window or a snooze) a failure turns nothing down. A failure of a workflow
  * that is down already counts in its open incident (or opens one, after a
  * termination closed the last). The workflow row is locked by the caller, so
  * outcomes of one workflow are applied one at a time and each transition is
  * seen by exactly one job.
  */
-async function alertChange(tx: Store, w: Workflow, job: Job, now: number): Promise<'down' | 'recovered' | undefined> {
+async function alertChange(tx: Store, w: Workflow, job: Job, now: number, muted: boolean): Promise<'down' | 'recovered' | undefined> {
   if (job.status === 'FAILED' && w.alertDown) {
-    if (!(await tx.incidents.addFailedRun(w.id, now))) await openIncident(tx, w, job, [job], now);
+    if (!(await tx.incidents.addFailedRun(w.id, now)) && !muted) await openIncident(tx, w, job, [job], now);
     return undefined;
   }
   if (job.status === 'COMPLETED' && !w.alertDown) return undefined;
+  // Muted, a failure turns nothing down (no incident); a recovery still closes the incident, silently (its event says muted).
+  if (muted && job.status === 'FAILED') return undefined;
   const n = job.status === 'FAILED' ? w.alertAfterFailures : w.recoverAfterSuccesses;
   const last = await tx.jobs.lastOutcomes(w.id, n);
   if (last[0]?.id !== job.id || last.length < n || !last.every((j) => j.status === job.status)) return undefined;
@@ -169,6 +175,16 @@ async function alertChange(tx: Store, w: Workflow, job: Job, now: number): Promi
   }
   await openIncident(tx, w, job, last, now);
   return 'down';
+}
+
+/**
+ * Whether a maintenance window or a snooze mutes the workflow's alerts
+ * (docs/adr/0019-maintenance-windows.md): one applies now, or applied at the
+ * job's slot (a run that began in the window finishes without alerting).
+ */
+async function mutedFor(tx: Store, w: Workflow, job: Job, now: number): Promise<boolean> {
+  const windows = await tx.maintenanceWindows.inForce([w.userId], Math.min(job.scheduledAt, now));
+  return windows.length > 0 && (isMuted(windows, w, now) || isMuted(windows, w, job.scheduledAt));
 }
 
 /** Opens the workflow's incident: `streak` the failed runs that turned it down, latest first. */
@@ -199,9 +215,10 @@ async function rollUp(tx: Store, job: Job, now: number): Promise<void> {
 }
 
 /**
- * A slot that came while the job ran was skipped (runs never overlap) and the
- * workflow was set to wait for its next slot. Its most recent missed slot runs
- * now instead, once, as after any downtime.
+ * A slot that came while the job ran got no job (runs never overlap) and the
+ * workflow was set to wait for its next slot. By the overlap policy
+ * (run-policy.ts): `run_after` runs the most recent such slot now instead,
+ * once, as after any downtime; `skip` leaves them all unrun.
  */
 async function runMissedSlot(tx: Store, w: Workflow, job: Job, now: number): Promise<void> {
   // `w` was read locked: the leader locks a due workflow before it decides the
@@ -209,12 +226,21 @@ async function runMissedSlot(tx: Store, w: Workflow, job: Job, now: number): Pro
   // aside before `w` was read (see DueSlots.createDueJobs in scheduler/src/due-slots.ts).
   // A paused workflow has no automatic slots: resuming sets its next one.
   const schedule = scheduleOf(w);
-  if (w.terminatedAt !== null || w.pausedAt !== null || !schedule || w.nextDueAt === null || w.nextDueAt <= now) return;
+  if (w.terminatedAt !== null || w.pausedAt !== null || !schedule || w.nextDueAt === null) return;
   const missed = schedule.mostRecentSlot(now);
-  if (missed <= now && missed > job.scheduledAt) {
+  // No slot came while the job ran.
+  if (missed > now || missed <= job.scheduledAt) return;
+  let skipped: number;
+  if (w.overlapPolicy === 'skip') {
+    // Not even a slot the leader has not come to yet runs: the workflow waits for its next one.
+    if (w.nextDueAt <= now) await tx.workflows.setNextDue(w.id, schedule.firstSlotAfter(now));
+    skipped = schedule.countIn(job.scheduledAt + 1, missed + 1);
+  } else {
+    // A slot the leader has not come to yet runs as it comes.
+    if (w.nextDueAt <= now) return;
     await tx.workflows.setNextDue(w.id, now);
     // The slots between the job's and the one that runs now never run.
-    const skipped = schedule.countIn(job.scheduledAt + 1, missed);
-    if (skipped > 0 && job.trigger === 'AUTOMATIC') await tx.workflows.recordSkippedSlots([{ id: w.id, skipped, at: now }]);
+    skipped = schedule.countIn(job.scheduledAt + 1, missed);
   }
+  if (skipped > 0 && job.trigger === 'AUTOMATIC') await tx.workflows.recordSkippedSlots([{ id: w.id, skipped, at: now }]);
 }

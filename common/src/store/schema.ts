@@ -1,4 +1,5 @@
 import type { Generated, GeneratedAlways, Selectable } from 'kysely';
+import type { CatchUpPolicy, FirstRun, OverlapPolicy } from '../domain/run-policy.js';
 
 /**
  * Table shapes as both engines store them. Timestamps are integer epoch
@@ -60,6 +61,10 @@ export interface WorkflowsTable {
   timezone: Generated<string>;
   jitter_seconds: Generated<number>;
   paused_at: Generated<number | null>;
+  /** Migration 0021: the run policy (domain/run-policy.ts). */
+  overlap_policy: Generated<OverlapPolicy>;
+  catch_up_policy: Generated<CatchUpPolicy>;
+  first_run: Generated<FirstRun>;
   /** Migration 0019: generated from the columns above (domain/attention.ts); never written. */
   attention: GeneratedAlways<number>;
 }
@@ -221,6 +226,47 @@ export interface WorkflowRollupsTable {
   histogram: string;
 }
 
+/** An attempt that ended without ending its job (migration 0022, repos/job-attempts.repo.ts). */
+export interface JobAttemptsTable {
+  job_id: string;
+  attempt: number;
+  runner_id: string | null;
+  started_at: number | null;
+  ended_at: number;
+  /** Why the attempt was given up: an AttemptEndCode (domain/job-attempts.ts). */
+  end_code: string;
+  end_message: string;
+}
+
+/** A period the scheduler leader ran (migration 0022, repos/uptime.repo.ts). */
+export interface OrlojUptimeTable {
+  started_at: number;
+  last_seen_at: number;
+}
+
+/** A maintenance window or a workflow's snooze (migration 0020, domain/maintenance-window.ts). */
+export interface MaintenanceWindowsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  /** 'skip' or 'mute'. */
+  mode: string;
+  /** 1 for a workflow's snooze (at most one a workflow). */
+  snooze: Generated<number>;
+  /** Exactly one of workflow_id and workflow_query is set. */
+  workflow_id: string | null;
+  workflow_query: string | null;
+  /** A one-off window's span; null for a recurring one. */
+  starts_at: number | null;
+  ends_at: number | null;
+  /** A recurring window's start instants (cron in time_zone) and length; null for a one-off one. */
+  cron: string | null;
+  time_zone: string | null;
+  duration_minutes: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Database {
   users: UsersTable;
   sessions: SessionsTable;
@@ -238,6 +284,9 @@ export interface Database {
   workflow_list_versions: WorkflowListVersionsTable;
   incidents: IncidentsTable;
   workflow_rollups: WorkflowRollupsTable;
+  job_attempts: JobAttemptsTable;
+  orloj_uptime: OrlojUptimeTable;
+  maintenance_windows: MaintenanceWindowsTable;
 }
 
 export type { Generated, Selectable };

@@ -6,6 +6,8 @@ import { SessionsRepo } from './repos/sessions.repo.js';
 import { WorkflowsRepo } from './repos/workflows.repo.js';
 import { IdempotencyRepo } from './repos/idempotency.repo.js';
 import { JobsRepo } from './repos/jobs.repo.js';
+import { JobQueueRepo } from './repos/job-queue.repo.js';
+import { JobMovesRepo } from './repos/job-moves.repo.js';
 import { LeasesRepo } from './repos/leases.repo.js';
 import { LogQueriesRepo } from './repos/log-queries.repo.js';
 import { LogsRepo } from './repos/logs.repo.js';
@@ -15,6 +17,9 @@ import { AnalyticsRepo } from './repos/analytics.repo.js';
 import { RetentionRepo } from './repos/retention.repo.js';
 import { IncidentsRepo } from './repos/incidents.repo.js';
 import { RollupsRepo } from './repos/rollups.repo.js';
+import { JobAttemptsRepo } from './repos/job-attempts.repo.js';
+import { UptimeRepo } from './repos/uptime.repo.js';
+import { MaintenanceWindowsRepo } from './repos/maintenance-windows.repo.js';
 import type { DatabaseHandle } from './database.js';
 import { CompiledReads, ReadRunner, TransactionScope } from './compiled-read.js';
 
@@ -29,6 +34,10 @@ export class Store {
   readonly workflows: WorkflowsRepo;
   readonly idempotency: IdempotencyRepo;
   readonly jobs: JobsRepo;
+  /** The runners' queue: what the scheduler's hand-out reads and writes as it hands jobs out. */
+  readonly jobQueue: JobQueueRepo;
+  /** A job's lifecycle moves (domain/job-state.ts's units applied), one or a batch of them. */
+  readonly jobMoves: JobMovesRepo;
   readonly leases: LeasesRepo;
   readonly logQueries: LogQueriesRepo;
   /** Job log lines and counts: the write side (log-ingest). */
@@ -43,6 +52,12 @@ export class Store {
   readonly incidents: IncidentsRepo;
   /** Reliability rollups (issue 26). */
   readonly rollups: RollupsRepo;
+  /** Attempts a job gave up (issue 26). */
+  readonly jobAttempts: JobAttemptsRepo;
+  /** When orloj ran: the leader's periods, and the downtime between them (issue 26). */
+  readonly uptime: UptimeRepo;
+  /** Maintenance windows and snoozes (issue 25, docs/adr/0019-maintenance-windows.md). */
+  readonly maintenanceWindows: MaintenanceWindowsRepo;
 
   /**
    * `reads` are the database's compiled reads (compiled-read.ts), shared with
@@ -61,7 +76,9 @@ export class Store {
     this.sessions = new SessionsRepo(db, runner);
     this.workflows = new WorkflowsRepo(db, dialect, runner);
     this.idempotency = new IdempotencyRepo(db, runner);
-    this.jobs = new JobsRepo(db, runner, dialect);
+    this.jobs = new JobsRepo(db, runner);
+    this.jobQueue = new JobQueueRepo(db);
+    this.jobMoves = new JobMovesRepo(db, runner, dialect);
     this.leases = new LeasesRepo(db);
     this.logQueries = new LogQueriesRepo(dialect, runner);
     this.logs = new LogsRepo(db, dialect);
@@ -71,6 +88,9 @@ export class Store {
     this.retention = new RetentionRepo(db);
     this.incidents = new IncidentsRepo(db);
     this.rollups = new RollupsRepo(db);
+    this.jobAttempts = new JobAttemptsRepo(db);
+    this.uptime = new UptimeRepo(db);
+    this.maintenanceWindows = new MaintenanceWindowsRepo(db);
   }
 
   /** A round trip to the database (readiness probes): rejects when it cannot be reached. */

@@ -28,10 +28,13 @@ export type UserAnalytics = Schemas['UserAnalytics'];
 export type WorkflowAnalytics = Schemas['WorkflowAnalytics'];
 export type Incident = Schemas['Incident'];
 export type ReliabilityReport = Schemas['ReliabilityReport'];
+export type JobAttempt = Schemas['JobAttemptList']['attempts'][number];
+export type MaintenanceWindow = Schemas['MaintenanceWindow'];
+export type MaintenanceWindowCreate = Schemas['MaintenanceWindowCreate'];
 
 export type AttentionState = NonNullable<Workflow['attention']>;
 /** In the order `sort=attention` lists them (docs/api.md, "Attention"). */
-export const ATTENTION_STATES: readonly AttentionState[] = ['down', 'degraded', 'building', 'healthy', 'terminated'];
+export const ATTENTION_STATES: readonly AttentionState[] = ['down', 'degraded', 'building', 'healthy', 'paused', 'terminated'];
 export const WORKFLOW_KINDS: readonly WorkflowKind[] = ['HEARTBEAT', 'CONTAINER'];
 export const BUILD_STATUSES: readonly BuildStatus[] = ['QUEUED', 'STARTED', 'COMPLETED', 'FAILED', 'CANCELED'];
 export const JOB_STATUSES: readonly JobStatus[] = ['PENDING', 'QUEUED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELED'];
@@ -55,14 +58,28 @@ export async function call<T>(request: Promise<{ data?: T; error?: unknown; resp
 }
 
 /** The raw log download of a finished job, as a link the browser saves. */
-export function rawLogUrl(workflowId: string, jobId: string, format: 'txt' | 'json' | 'jsonl', filters: { q?: string; stream?: string }): string {
+export function rawLogUrl(workflowId: string, jobId: string, format: 'txt' | 'json' | 'jsonl', filters: { q?: string; stream?: string }, attempt?: number): string {
   const qs = new URLSearchParams({ format });
   if (filters.stream) qs.set('stream', filters.stream);
   if (filters.q) qs.set('q', filters.q);
+  if (attempt !== undefined) qs.set('attempt', String(attempt));
   return `${API_BASE}/workflows/${encodeURIComponent(workflowId)}/jobs/${encodeURIComponent(jobId)}/logs/raw?${qs}`;
 }
 
-export function eventsUrl(workflowId: string, jobId: string, since?: number): string {
+/**
+ * A job's live tail. `attempt`: the attempt `since` (and the Last-Event-ID the
+ * browser sends when it reconnects) belongs to, so a reconnect after the job
+ * moved on to a new attempt starts that attempt at line 0 instead of splicing.
+ */
+export function eventsUrl(workflowId: string, jobId: string, since?: number, attempt?: number): string {
   const base = `${API_BASE}/workflows/${encodeURIComponent(workflowId)}/jobs/${encodeURIComponent(jobId)}/events`;
-  return since === undefined ? base : `${base}?since=${since}`;
+  const qs = new URLSearchParams();
+  if (since !== undefined) qs.set('since', String(since));
+  if (attempt !== undefined) qs.set('attempt', String(attempt));
+  return qs.size ? `${base}?${qs}` : base;
+}
+
+/** The attempt a log entry belongs to, from its event_id (`<job_id>:<attempt>:<sequence_num>`). */
+export function attemptOfEntry(entry: LogEntry): number {
+  return Number(entry.event_id.split(':')[1]);
 }

@@ -92,7 +92,8 @@ export function missedRecently(health: Health, now: number = Date.now()): boolea
   return health.skipped_slots > 0 && now - last < health.uptime.window_hours * 3_600_000;
 }
 
-const MISSED_HINT = 'Due runs that never started: orloj was down, the previous run was still going, or the runners were behind. Only the most recent missed run is made up.';
+const MISSED_HINT =
+  "Due runs that never started: the previous run was still going, or the runners were behind. Only the most recent missed run is made up. Runs missed while orloj itself was down are not counted: they are orloj's, shown as gaps in the workflow's slots.";
 
 /** The workflow page's missed runs: how many since it was created, and when the last one was (relative, absolute on hover). */
 export function MissedRuns({ health }: { health: Health }) {

@@ -34,6 +34,7 @@ export function Layout() {
         <nav aria-label="Main">
           <NavLink to="/workflows">Workflows</NavLink>
           <NavLink to="/analytics">Analytics</NavLink>
+          <NavLink to="/maintenance">Maintenance</NavLink>
           <NavLink to="/profile">Profile</NavLink>
         </nav>
         <div className="topbar-end">

@@ -1,4 +1,4 @@
-import { api, call, eventsUrl, rawLogUrl, type LogEntry, type LogPage, type LogRange } from '../api/client';
+import { api, attemptOfEntry, call, eventsUrl, rawLogUrl, type LogEntry, type LogPage, type LogRange } from '../api/client';
 
 export type LogStream = 'stdout' | 'stderr';
 export interface LogFilters {
@@ -8,6 +8,8 @@ export interface LogFilters {
 
 export interface TailHandlers {
   onLog: (entry: LogEntry) => void;
+  /** The job moved on to a new attempt (a retry): the lines that follow are its own, from line 0. */
+  onAttempt?: (attempt: number) => void;
   /** The job reached a terminal state and every line was sent. */
   onEnd: () => void;
   /** The api refused the stream (its message), e.g. logs not kept. */
@@ -19,14 +21,22 @@ export interface LogSource {
   page(filters: LogFilters, cursor: string): Promise<LogPage>;
   /** `limit` lines from sequence_num `from`, oldest first, and how many are stored. */
   lines(from: number, limit: number): Promise<LogRange>;
-  /** Follows the job's log from after `since` (every stored line when undefined); returns the way to stop. */
-  tail(since: number | undefined, handlers: TailHandlers): () => void;
+  /**
+   * Follows the job's log from the first line of its current attempt, and on
+   * into each new attempt; `attempt` is the current one as the caller knows it
+   * (undefined: not known yet). Returns the way to stop.
+   */
+  tail(attempt: number | undefined, handlers: TailHandlers): () => void;
   rawUrl(format: 'txt' | 'json' | 'jsonl', filters: LogFilters): string;
 }
 
 const REOPEN_MS = 3_000;
 
-export function apiLogSource(workflowId: string, jobId: string): LogSource {
+/**
+ * The api's log of a job: its current attempt's, or `attempt`'s (an attempt
+ * given up, read by position and downloaded only: search covers the current one).
+ */
+export function apiLogSource(workflowId: string, jobId: string, attempt?: number): LogSource {
   const path = { workflow_id: workflowId, job_id: jobId };
   return {
     page(filters, cursor) {
@@ -36,10 +46,11 @@ export function apiLogSource(workflowId: string, jobId: string): LogSource {
       }
       return call(api.GET('/workflows/{workflow_id}/jobs/{job_id}/logs', { params: { path, query: c } }));
     },
-    lines: (from, limit) => call(api.GET('/workflows/{workflow_id}/jobs/{job_id}/logs/lines', { params: { path, query: { from, limit } } })),
-    rawUrl: (format, filters) => rawLogUrl(workflowId, jobId, format, filters),
-    tail(since, handlers) {
-      let last = since;
+    lines: (from, limit) => call(api.GET('/workflows/{workflow_id}/jobs/{job_id}/logs/lines', { params: { path, query: { from, limit, attempt } } })),
+    rawUrl: (format, filters) => rawLogUrl(workflowId, jobId, format, filters, attempt),
+    tail(current, handlers) {
+      let last: number | undefined;
+      let followed = current;
       let source: EventSource | undefined;
       let timer: ReturnType<typeof setTimeout> | undefined;
       let stopped = false;
@@ -52,12 +63,21 @@ export function apiLogSource(workflowId: string, jobId: string): LogSource {
         // A dropped connection is resumed by the browser with Last-Event-ID;
         // one it gave up on (the server refused it, e.g. 429) is reopened here
         // from the last line seen, so nothing is missed or shown twice.
-        const es = new EventSource(eventsUrl(workflowId, jobId, last));
+        const es = new EventSource(eventsUrl(workflowId, jobId, last, followed));
         source = es;
         es.addEventListener('log', (e) => {
           const entry = JSON.parse((e as MessageEvent<string>).data) as LogEntry;
+          const attempt = attemptOfEntry(entry);
+          const moved = followed !== undefined && attempt !== followed;
+          followed = attempt;
           last = entry.sequence_num;
+          if (moved) handlers.onAttempt?.(attempt);
           handlers.onLog(entry);
+          if (moved) {
+            // Reopened on the new attempt, so a later reconnect's Last-Event-ID is read as this attempt's position.
+            es.close();
+            open();
+          }
         });
         es.addEventListener('end', () => {
           stop();

@@ -133,31 +133,26 @@ function readerPosition(el: HTMLElement, atBottom: boolean): LogAnchor {
   return Number.isInteger(seq) ? { line: seq, align: 'start' } : { end: true };
 }
 
-/** Follows a running job's log, keeping to the bottom while the reader is there. */
-function LiveLog({
-  source,
-  onEnded,
-  onFirstLine,
-  mode,
-  onPosition,
-}: {
-  source: LogSource;
+interface LiveCallbacks {
   onEnded: () => void;
   onFirstLine?: (() => void) | undefined;
-  mode: TimeMode;
-  /** Where the reader is (told as they scroll), for the finished view to open at the same place. */
-  onPosition: (at: LogAnchor) => void;
-}) {
+  onAttempt?: ((attempt: number) => void) | undefined;
+}
+
+/**
+ * The lines of the job's live tail, from `attempt` on (the newest LIVE_LIMIT),
+ * whether lines came, the api's refusal, and the attempt that started while
+ * the page followed (its lines replace the old attempt's, never spliced).
+ */
+function useLiveLines(source: LogSource, attempt: number | undefined, callbacks: LiveCallbacks) {
   const [lines, setLines] = useState<Line[]>([]);
   const [error, setError] = useState<string>();
   const [connected, setConnected] = useState(false);
-  const box = useRef<HTMLDivElement>(null);
-  const stick = useRef(true);
-  const ended = useRef(onEnded);
-  const first = useRef(onFirstLine);
+  const [switched, setSwitched] = useState<number>();
+  const latest = useRef(callbacks);
+  const startAttempt = useRef(attempt);
   useEffect(() => {
-    ended.current = onEnded;
-    first.current = onFirstLine;
+    latest.current = callbacks;
   });
 
   useEffect(() => {
@@ -175,18 +170,28 @@ function LiveLog({
         return next.length > LIVE_LIMIT ? next.slice(next.length - LIVE_LIMIT) : next;
       });
     };
-    const stop = source.tail(undefined, {
+    const stop = source.tail(startAttempt.current, {
       onLog(entry) {
         setConnected(true);
         if (entry.sequence_num <= last) return;
-        if (last === -1) first.current?.();
+        if (last === -1) latest.current.onFirstLine?.();
         last = entry.sequence_num;
         batch.push(entry);
         frame ??= requestAnimationFrame(flush);
       },
+      onAttempt(n) {
+        // A new attempt numbers its lines from 0 again: its log replaces the old one's here.
+        if (frame !== undefined) cancelAnimationFrame(frame);
+        frame = undefined;
+        batch = [];
+        last = -1;
+        setLines([]);
+        setSwitched(n);
+        latest.current.onAttempt?.(n);
+      },
       onEnd: () => {
         flush();
-        ended.current();
+        latest.current.onEnded();
       },
       onError: setError,
     });
@@ -195,6 +200,27 @@ function LiveLog({
       stop();
     };
   }, [source]);
+  return { lines, error, connected, switched };
+}
+
+/** Follows a running job's log, keeping to the bottom while the reader is there. */
+function LiveLog({
+  source,
+  attempt,
+  mode,
+  onPosition,
+  ...callbacks
+}: LiveCallbacks & {
+  source: LogSource;
+  /** The job's current attempt as the page knows it (undefined: not known). */
+  attempt: number | undefined;
+  mode: TimeMode;
+  /** Where the reader is (told as they scroll), for the finished view to open at the same place. */
+  onPosition: (at: LogAnchor) => void;
+}) {
+  const { lines, error, connected, switched } = useLiveLines(source, attempt, callbacks);
+  const box = useRef<HTMLDivElement>(null);
+  const stick = useRef(true);
 
   const [expanded, toggle] = useExpanded();
   const virtualizer = useLogVirtualizer(box, lines.length, (i) => lines[i]?.sequence_num ?? i);
@@ -207,6 +233,12 @@ function LiveLog({
     <>
       <p className="live" role="status">
         <span className="live-dot" aria-hidden="true" /> {error ? error : connected ? 'Live: new lines appear as the job writes them.' : 'Live: waiting for output…'}
+        {switched !== undefined ? (
+          <span className="attempt-switch">
+            {' '}
+            Attempt {switched} started: its log starts at line 0; attempt {switched - 1}'s lines stay readable under Attempts.
+          </span>
+        ) : null}
       </p>
       <div
         className="log-box log-scroll"
@@ -429,6 +461,9 @@ export function LogViewer({
   queryKey,
   onEnded,
   onFirstLine,
+  attempt,
+  onAttempt,
+  searchable = true,
 }: {
   source: LogSource;
   live: boolean;
@@ -437,6 +472,12 @@ export function LogViewer({
   onEnded: () => void;
   /** The job wrote its first line: it is running, whatever the last poll said. */
   onFirstLine?: () => void;
+  /** The job's current attempt, when known: the live tail starts on it. */
+  attempt?: number | undefined;
+  /** The live tail moved on to a new attempt. */
+  onAttempt?: (attempt: number) => void;
+  /** False for an attempt given up: its lines are read whole, search covers the current attempt. */
+  searchable?: boolean;
 }) {
   const view = useLogView();
   const [mode, setMode] = useState<TimeMode>('absolute');
@@ -451,14 +492,14 @@ export function LogViewer({
         {showTools ? 'Hide search and downloads' : 'Search and downloads'}
       </button>
       <div id="log-tools" className={`log-tools${showTools || searching ? ' open' : ''}`}>
-        <LogSearchForm view={view} />
+        {searchable ? <LogSearchForm view={view} /> : null}
         {terminal ? <LogDownloads source={source} filters={filters} /> : null}
         <TimeModeSelect mode={mode} setMode={setMode} />
       </div>
       {searching ? (
         <PagedLog source={source} filters={filters} queryKey={queryKey} mode={mode} onContext={view.openInContext} />
       ) : live && !context ? (
-        <LiveLog source={source} onEnded={onEnded} onFirstLine={onFirstLine} mode={mode} onPosition={view.leftAt} />
+        <LiveLog source={source} attempt={attempt} onEnded={onEnded} onFirstLine={onFirstLine} onAttempt={onAttempt} mode={mode} onPosition={view.leftAt} />
       ) : (
         <WholeLog view={view} source={source} live={live} mode={mode} />
       )}

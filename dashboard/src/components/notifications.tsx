@@ -6,6 +6,7 @@ import { notificationPayload, safeActionPath, type StateChange } from '../api/no
 import { formatTime } from '../format';
 import { EmptyState, Spinner } from './badges';
 import { OpenIncidents, useOpenIncidents } from './incidents';
+import { SnoozeChoices } from './snooze';
 
 const POLL_MS = 10_000;
 const UNREAD_PAGE = 100;
@@ -151,6 +152,7 @@ function NotificationItem({ n, onRead, busy, onNavigate }: { n: Notification; on
             Mark read
           </button>
         )}
+        {tag && p.workflow_id ? <SnoozeChoices workflowId={p.workflow_id} /> : null}
       </div>
     </li>
   );

@@ -61,7 +61,25 @@ function Preview({ v }: { v: WorkflowFormValues }) {
   );
 }
 
-/** Every N minutes, or a cron expression in a time zone; the jitter either way. */
+/** The run policy's three choices, each with its options in the api's order (its default first): docs/api.md, "Run policy". */
+const RUN_POLICY: readonly [key: 'overlapPolicy' | 'catchUpPolicy' | 'firstRun', label: string, options: readonly [string, string][]][] = [
+  ['overlapPolicy', 'When a run is still going at the next time', [['run_after', 'Run once right after it'], ['skip', 'Skip that time']]],
+  ['catchUpPolicy', 'After orloj was down', [['latest', 'Run the most recent missed time'], ['none', 'Run nothing missed']]],
+  ['firstRun', 'First run', [['at_first_slot', 'At the first scheduled time'], ['now', 'Right after it is built']]],
+];
+
+/** What becomes of overruns, downtime and the build. */
+function RunPolicyFields({ field }: { field: FieldOf }) {
+  return (
+    <div className="grid-2">
+      {RUN_POLICY.map(([key, label, options]) => (
+        <SelectField key={key} {...field(key)} label={label} options={options} />
+      ))}
+    </div>
+  );
+}
+
+/** Every N minutes, or a cron expression in a time zone; the jitter and the run policy either way. */
 export function ScheduleFields({ v, field }: { v: WorkflowFormValues; field: FieldOf }) {
   const byCron = v.scheduleBy === 'cron';
   return (
@@ -85,6 +103,7 @@ export function ScheduleFields({ v, field }: { v: WorkflowFormValues; field: Fie
       )}
       <TextField {...field('jitter')} label="Jitter (seconds)" type="number" inputMode="numeric" min={0} max={3600} hint="0 to 3600: every run moves later by the same offset within it, to spread workflows due together." />
       {byCron ? <Preview v={v} /> : null}
+      <RunPolicyFields field={field} />
     </fieldset>
   );
 }

@@ -16,6 +16,10 @@ export interface WorkflowFormValues {
   cron: string;
   timezone: string;
   jitter: string;
+  /** The run policy (docs/api.md, "Run policy"); the defaults are the api's. */
+  overlapPolicy: NonNullable<Workflow['overlap_policy']>;
+  catchUpPolicy: NonNullable<Workflow['catch_up_policy']>;
+  firstRun: NonNullable<Workflow['first_run']>;
   maxFailures: string;
   timeout: string;
   // HEARTBEAT
@@ -46,6 +50,9 @@ export function emptyValues(kind: WorkflowKind = 'HEARTBEAT'): WorkflowFormValue
     cron: '',
     timezone: 'UTC',
     jitter: '0',
+    overlapPolicy: 'run_after',
+    catchUpPolicy: 'latest',
+    firstRun: 'at_first_slot',
     maxFailures: '3',
     timeout: '',
     endpoint: '',
@@ -86,6 +93,9 @@ const TOP_FIELDS: Record<string, FormField> = {
   cron: 'cron',
   timezone: 'timezone',
   jitter_seconds: 'jitter',
+  overlap_policy: 'overlapPolicy',
+  catch_up_policy: 'catchUpPolicy',
+  first_run: 'firstRun',
   max_consecutive_job_failures_allowed: 'maxFailures',
   log_retention: 'logRetention',
 };
@@ -122,6 +132,9 @@ export function valuesFromWorkflow(w: Workflow): WorkflowFormValues {
     cron: w.cron ?? '',
     timezone: w.timezone ?? 'UTC',
     jitter: String(w.jitter_seconds ?? 0),
+    overlapPolicy: w.overlap_policy ?? base.overlapPolicy,
+    catchUpPolicy: w.catch_up_policy ?? base.catchUpPolicy,
+    firstRun: w.first_run ?? base.firstRun,
     maxFailures: String(w.max_consecutive_job_failures_allowed),
     timeout: str(p.timeout),
     endpoint: str(p.endpoint),
@@ -214,6 +227,9 @@ export function buildRequest(v: WorkflowFormValues): BuildResult {
       payload: JSON.stringify(payload),
       ...(byCron ? { cron: v.cron.trim(), timezone: v.timezone.trim() } : { interval: interval!, cron: null }),
       jitter_seconds: jitter,
+      overlap_policy: v.overlapPolicy,
+      catch_up_policy: v.catchUpPolicy,
+      first_run: v.firstRun,
       max_consecutive_job_failures_allowed: maxFailures!,
       ...(v.kind === 'CONTAINER' ? { log_retention: v.logRetention } : {}),
     },

@@ -1,6 +1,6 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMemo } from 'react';
-import { Link, useParams } from 'react-router';
+import { Link, useParams, useSearchParams } from 'react-router';
 import { api, call, isTerminal } from '../api/client';
 import { LoadFailed, Spinner, StatusBadge } from '../components/badges';
 import { Elapsed } from '../components/elapsed';
@@ -9,6 +9,7 @@ import { checkSummary, FAILURE_TEXT } from '../components/check';
 import { targetOf } from '../components/definition';
 import { apiLogSource } from '../components/log-source';
 import { LogViewer } from '../components/log-viewer';
+import { attemptsKey, attemptWhy, AttemptsSection, useJobAttempts } from '../components/job-attempts';
 import { formatSpan, formatTime } from '../format';
 import { useWorkflow } from './workflow-queries';
 import { useTitle } from '../components/use-title';
@@ -24,6 +25,13 @@ export function JobPage() {
     refetchInterval: (q) => (q.state.data && !isTerminal(q.state.data.status) ? 2_000 : false),
   });
   const source = useMemo(() => apiLogSource(workflowId, jobId), [workflowId, jobId]);
+  const attempts = useJobAttempts(workflowId, jobId, job.data ? isTerminal(job.data.status) : false);
+  // `?attempt=N`: the log of an attempt given up instead of the current one's.
+  const [params] = useSearchParams();
+  const asked = Number(params.get('attempt')) || undefined;
+  const current = attempts.data?.attempts.at(-1)?.attempt;
+  const past = asked !== undefined && current !== undefined && asked < current ? attempts.data?.attempts.find((a) => a.attempt === asked) : undefined;
+  const pastSource = useMemo(() => (past ? apiLogSource(workflowId, jobId, past.attempt) : undefined), [workflowId, jobId, past]);
   useTitle(job.data ? `Job ${job.data.status.toLowerCase()}` : 'Job');
 
   if (job.isPending) return <Spinner />;
@@ -60,19 +68,35 @@ export function JobPage() {
           ],
         ]}
       />
-      {!w ? null : w.log_retention ? (
+      {!w ? null : !w.log_retention ? null : past && pastSource ? (
+        <>
+          <p className="note" role="note">
+            The log of attempt {past.attempt} of {current}, given up: {attemptWhy(past)} <Link to="?">Show the current attempt's log</Link>
+          </p>
+          <LogViewer key={`${jobId}:${past.attempt}`} source={pastSource} live={false} terminal queryKey={['logs', jobId, past.attempt]} onEnded={() => {}} searchable={false} />
+        </>
+      ) : !terminal && attempts.isPending ? (
+        <Spinner label="Opening the live log…" />
+      ) : (
         <LogViewer
           key={jobId}
           source={source}
           live={!terminal}
           terminal={terminal}
           queryKey={['logs', jobId]}
+          attempt={current}
           onEnded={() => void client.invalidateQueries({ queryKey: jobKey })}
           onFirstLine={() => void client.invalidateQueries({ queryKey: jobKey })}
+          onAttempt={() => {
+            void client.invalidateQueries({ queryKey: jobKey });
+            void client.invalidateQueries({ queryKey: attemptsKey(workflowId, jobId) });
+          }}
         />
-      ) : (
-        <p className="note">{w.kind === 'HEARTBEAT' ? 'HTTP checks keep no logs.' : 'This workflow does not keep logs (log retention is off).'}</p>
       )}
+      {w && !w.log_retention ? (
+        <p className="note">{w.kind === 'HEARTBEAT' ? 'HTTP checks keep no logs.' : 'This workflow does not keep logs (log retention is off).'}</p>
+      ) : null}
+      <AttemptsSection attempts={attempts.data?.attempts ?? []} shown={past?.attempt} />
     </div>
   );
 }

@@ -19,6 +19,7 @@ import { toasts } from '../components/toasts';
 import { formatCount, formatInterval, formatSeconds, formatSpan, formatTime } from '../format';
 import { useWorkflow } from './workflow-queries';
 import { WorkflowIncidents } from '../components/incidents';
+import { WorkflowSnooze } from '../components/snooze';
 import { useTitle } from '../components/use-title';
 
 function HealthSection({ w }: { w: Workflow }) {
@@ -121,6 +122,12 @@ function Actions({ w }: { w: Workflow }) {
         <button type="button" className="secondary" disabled={pauseOrResume.isPending} onClick={() => pauseOrResume.mutate()}>
           {w.paused_at ? 'Resume' : 'Pause'}
         </button>
+      ) : null}
+      {active ? <WorkflowSnooze workflowId={w.id} /> : null}
+      {active ? (
+        <Link to={`/maintenance?${new URLSearchParams({ workflow_id: w.id, workflow_name: w.name }).toString()}`} className="button secondary">
+          Plan maintenance
+        </Link>
       ) : null}
       <Link to={`/workflows/${w.id}/edit`} className="button secondary">
         {active ? 'Edit' : 'Edit and reactivate'}
@@ -262,6 +269,9 @@ export function WorkflowPage() {
           ['Kind', w.kind],
           w.cron ? ['Schedule', `${w.cron} (${w.timezone ?? 'UTC'})`] : ['Runs every', formatInterval(w.interval)],
           !!w.jitter_seconds && ['Jitter', `up to ${w.jitter_seconds} s`],
+          w.overlap_policy === 'skip' && ['While a run is still going', 'its next times are skipped'],
+          w.catch_up_policy === 'none' && ['After downtime', 'missed times are not run'],
+          w.first_run === 'now' && ['First run', 'right after each build'],
           !!w.paused_at && ['Paused', formatTime(w.paused_at)],
           ['Consecutive failures', `${w.consecutive_job_failures_count} of ${w.max_consecutive_job_failures_allowed} allowed`],
           ['Alert policy', `down after ${w.alert_after_failures} failed run${w.alert_after_failures === 1 ? '' : 's'} in a row, up after ${w.recover_after_successes} completed`],

@@ -16,7 +16,6 @@ const FILTERS = ['query', 'kind', 'build_status', 'show', 'interval_min', 'inter
 const SHOWS: readonly [string, string][] = [
   ['', 'Active'],
   ['all', 'All'],
-  ['paused', 'Paused only'],
   ['terminated', 'Terminated only'],
 ];
 const SORTS: readonly [string, string][] = [
@@ -68,7 +67,8 @@ type Filters = ReturnType<typeof useFilters>;
  */
 export function workflowListQuery(params: URLSearchParams) {
   const show = params.get('show') ?? '';
-  const attention = params.get('attention');
+  // `show=paused` (links made before paused was an attention state) asks for the same.
+  const attention = params.get('attention') ?? (show === 'paused' ? 'paused' : null);
   const query = {
     query: params.get('query') || undefined,
     kind: (params.get('kind') || undefined) as WorkflowKind | undefined,
@@ -105,7 +105,7 @@ function useWorkflowList(params: URLSearchParams) {
   const loaded = list.data?.pages.flatMap((p) => p.workflows) ?? [];
   // The default view leaves out what its owner terminated; what the failure limit terminated stays until acted on.
   const workflows =
-    show === '' ? loaded.filter((w) => !w.terminated_at || w.health?.auto_terminated) : show === 'paused' ? loaded.filter((w) => w.paused_at && !w.terminated_at) : loaded;
+    show === '' ? loaded.filter((w) => !w.terminated_at || w.health?.auto_terminated) : loaded;
   const autoTerminated = workflows.filter((w) => w.health?.auto_terminated);
   return { list, workflows, autoTerminated };
 }
@@ -115,6 +115,7 @@ const ATTENTION_TEXT: Record<AttentionState, string> = {
   degraded: 'Degraded',
   building: 'Building',
   healthy: 'Healthy',
+  paused: 'Paused',
   terminated: 'Terminated',
 };
 

@@ -251,6 +251,24 @@ describe('LogViewer', () => {
     expect(stop).toHaveBeenCalled();
   });
 
+  it('starts a new attempt at its line 0 and says so, never splicing it onto the old one', async () => {
+    const { source, tail } = fakeSource(() => logPage([]));
+    renderWithProviders(<LogViewer source={source} live terminal={false} queryKey={['logs', 'attempts']} onEnded={() => {}} attempt={1} />);
+    expect(source.tail).toHaveBeenCalledWith(1, expect.anything());
+    await act(async () => {
+      for (let i = 0; i < 45; i++) tail().onLog(logEntry(i, `old ${i}`));
+      await new Promise((r) => requestAnimationFrame(r));
+    });
+    await act(async () => {
+      tail().onAttempt?.(2);
+      for (let i = 0; i < 3; i++) tail().onLog({ ...logEntry(i, `new ${i}`), event_id: `job:2:${i}` });
+      await new Promise((r) => requestAnimationFrame(r));
+    });
+    const live = screen.getByLabelText('Live log');
+    expect(within(live).getAllByText(/^(old|new) \d+$/).map((e) => e.textContent)).toEqual(['new 0', 'new 1', 'new 2']);
+    expect(screen.getByRole('status').textContent).toContain('Attempt 2 started: its log starts at line 0');
+  });
+
   it("shows the api's reason when the live log is refused", () => {
     const { source, tail } = fakeSource(() => logPage([]));
     view(source, { live: true, terminal: false });

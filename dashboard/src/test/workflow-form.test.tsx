@@ -169,6 +169,22 @@ describe('WorkflowForm', () => {
     expect(request).not.toHaveProperty('interval');
   }, 20_000);
 
+  it('sends the run policy chosen (defaults otherwise), and shows a workflow\'s own on edit', async () => {
+    const { onSubmit, user } = setup();
+    await user.type(screen.getByLabelText('Name'), 'Nightly');
+    await user.type(screen.getByLabelText('Endpoint URL'), 'https://example.com/health');
+    expect(screen.getByLabelText<HTMLSelectElement>('When a run is still going at the next time').value).toBe('run_after');
+    await user.selectOptions(screen.getByLabelText('When a run is still going at the next time'), 'skip');
+    await user.selectOptions(screen.getByLabelText('After orloj was down'), 'none');
+    await user.selectOptions(screen.getByLabelText('First run'), 'now');
+    await user.click(screen.getByRole('button', { name: 'Create workflow' }));
+    expect(onSubmit.mock.calls[0]![0]).toMatchObject({ overlap_policy: 'skip', catch_up_policy: 'none', first_run: 'now' });
+    const edited = valuesFromWorkflow(workflow({ overlap_policy: 'skip', catch_up_policy: 'latest', first_run: 'now' }));
+    expect([edited.overlapPolicy, edited.catchUpPolicy, edited.firstRun]).toEqual(['skip', 'latest', 'now']);
+    const older = valuesFromWorkflow(workflow({}));
+    expect([older.overlapPolicy, older.catchUpPolicy, older.firstRun]).toEqual(['run_after', 'latest', 'at_first_slot']);
+  }, 20_000);
+
   it('names a bad time zone or a cron expression without five fields before sending', async () => {
     const { onSubmit, user } = setup();
     await user.selectOptions(screen.getByLabelText('Runs'), 'cron');
@@ -190,6 +206,9 @@ describe('WorkflowForm', () => {
     await user.tab(); // schedule: every N minutes
     await user.tab(); // interval
     await user.tab(); // jitter
+    await user.tab(); // overlap policy
+    await user.tab(); // catch-up policy
+    await user.tab(); // first run
     await user.tab(); // endpoint
     await user.keyboard('https://example.com/{Enter}');
     expect(onSubmit).toHaveBeenCalledOnce();

@@ -1,4 +1,5 @@
 /** axe-core in a page of the browser suites. */
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
@@ -24,3 +25,13 @@ export async function axeViolations(page: Page): Promise<string[]> {
   return violations.map((v) => `${v.id} (${v.impact}): ${v.help}\n${v.nodes.map((n) => `  ${n.target.join(' ')}: ${n.failureSummary ?? ''}`).join('\n')}`);
 }
 
+
+/** Asserts axe finds the page clean in light and in dark, with a screenshot of each (`<shot>-light`, `<shot>-dark`); leaves it light. */
+export async function assertAxeCleanInBothSchemes(page: Page, what: string, shot: string, save: (page: Page, name: string) => Promise<void>): Promise<void> {
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    assert.deepEqual(await axeViolations(page), [], `${what} in ${scheme}`);
+    await save(page, `${shot}-${scheme}`);
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+}

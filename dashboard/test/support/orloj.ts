@@ -50,9 +50,12 @@ export interface RunningOrloj {
   output: () => string;
 }
 
-/** `orloj start` from sources (the kit's OrlojProcess); resolves with its port once it prints that it runs. */
+/**
+ * `orloj start` from sources (the kit's OrlojProcess); resolves with its port once it prints that it runs.
+ * On any free port unless `env` names one: 8080, orloj's default, may be another suite's or another program's.
+ */
 export async function startOrloj(env: Record<string, string>): Promise<RunningOrloj> {
-  const orloj = new OrlojProcess([], { LOG_LEVEL: 'warn', ...env });
+  const orloj = new OrlojProcess([], { LOG_LEVEL: 'warn', PORT: '0', ...env });
   const child = orloj.spawn();
   const running = /orloj is running .*listening on [^:]+:(\d+)\)/;
   // Generous: a cold tsx compile of every role on a busy machine.
@@ -149,6 +152,8 @@ export interface BrowserSuite {
   problems: string[];
   /** `callApi` through the page's session. */
   api: (method: 'GET' | 'POST', route: string, body?: unknown) => Promise<any>;
+  /** The server's DATA_DIR (its SQLite database is `orloj.db` there), for history a test cannot wait for. */
+  dataDir: string;
 }
 
 /**
@@ -166,7 +171,7 @@ export function browserSuite(name: string, wait: number, env: Record<string, str
     parts.target = http.createServer((_req, res) => res.end('ok'));
     await new Promise<void>((r) => parts.target!.listen(0, '127.0.0.1', r));
     suite.endpoint = `http://127.0.0.1:${(parts.target.address() as AddressInfo).port}/ok`;
-    parts.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `orloj-dashboard-${name}-`));
+    parts.dataDir = suite.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `orloj-dashboard-${name}-`));
     parts.orloj = await startOrloj({ DATA_DIR: parts.dataDir, DASHBOARD_DIR: DASHBOARD_DIST, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', ...env });
     suite.base = `http://127.0.0.1:${parts.orloj.port}`;
     parts.browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });

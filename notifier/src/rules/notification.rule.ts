@@ -42,7 +42,8 @@ function forJob(e: JobEvent, kind: NotificationKind, title: string, message: str
 /**
  * The notification an event produces, or undefined for events users are not
  * notified of (a workflow created or deleted: they did it themselves, and a
- * deleted workflow's notifications go with it). Kinds are the contract's
+ * deleted workflow's notifications go with it; a failure or a recovery
+ * while the workflow's alerts were muted). Kinds are the contract's
  * four; a state change (down, recovered, terminated automatically, build
  * failed) is marked by `stateChange`, not by a kind of its own.
  */
@@ -56,6 +57,8 @@ export function notificationFor(e: DomainEvent): NotificationContent | undefined
     case 'job.completed':
       return forJob(e, 'WEB_SUCCESS', 'Job completed', `A job of workflow ${name} completed.`);
     case 'job.failed': {
+      // A maintenance window or a snooze muted it (docs/adr/0019-maintenance-windows.md): the run is recorded, nobody alerted.
+      if (e.data.muted) return undefined;
       const message = `A job of workflow ${name} failed: ${e.data.reason_message ?? 'The job failed.'}`;
       // Every failure has its notification; only the one that turns the workflow down is a state change.
       return e.data.down
@@ -77,6 +80,7 @@ export function notificationFor(e: DomainEvent): NotificationContent | undefined
         : forWorkflow(e, 'WEB_INFO', 'Workflow terminated', `Workflow ${name} was terminated by you.`);
     }
     case 'workflow.recovered': {
+      if (e.data.muted) return undefined;
       const failures = e.data.consecutive_failures;
       const after = failures > 0 ? `${failures} consecutive failed job${failures === 1 ? '' : 's'}` : 'failed jobs';
       return forWorkflow(e, 'WEB_SUCCESS', 'Workflow recovered', `Workflow ${name} is up again: a job completed after ${after}.`, 'recovered');

@@ -18,7 +18,11 @@ import * as m0016 from './0016-user-workflow-counts.js';
 import * as m0017 from './0017-workflow-schedules.js';
 import * as m0018 from './0018-incidents.js';
 import * as m0019 from './0019-workflow-attention.js';
+import * as m0020 from './0020-maintenance-windows.js';
+import * as m0021 from './0021-workflow-run-policy.js';
+import * as m0022 from './0022-attempts-and-uptime.js';
 import * as m0023 from './0023-rollup-running-totals.js';
+import * as m0024 from './0024-attention-paused.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -44,7 +48,11 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0017-workflow-schedules': m0017,
   '0018-incidents': m0018,
   '0019-workflow-attention': m0019,
+  '0020-maintenance-windows': m0020,
+  '0021-workflow-run-policy': m0021,
+  '0022-attempts-and-uptime': m0022,
   '0023-rollup-running-totals': m0023,
+  '0024-attention-paused': m0024,
 };
 
 /** The names of the migrations this build knows, in application order. */

@@ -1,7 +1,8 @@
 /**
  * The `jobs` row and the domain's Job: the mapping both ways, the columns a
  * transition sets, the (job, attempt) condition and the PostgreSQL column
- * types for set-wise updates. jobs.repo.ts and job-health.reads.ts share it.
+ * types for set-wise updates. jobs.repo.ts, job-queue.repo.ts, job-moves.repo.ts
+ * and job-health.reads.ts share it.
  */
 import type { Expression, ExpressionBuilder, Insertable, Selectable, SqlBool, Updateable } from 'kysely';
 import type { Database, JobsTable } from '../schema.js';

@@ -1,20 +1,18 @@
 /**
- * The `jobs` table's SQL. Inserts, guarded state transitions (the
- * allowed moves come from domain/job-state.ts), leases, the scheduler's
- * dispatch and sweep queries; the row mapping is job-rows.ts, the health
+ * The `jobs` table's SQL: inserts, reads, leases, cancels and the scheduler's
+ * sweep queries. The guarded state transitions are job-moves.repo.ts, the
+ * runners' queue job-queue.repo.ts, the row mapping job-rows.ts, the health
  * read-outs job-health.reads.ts. No lifecycle decisions are made here.
  */
-import { type Kysely, type Selectable, type Updateable } from 'kysely';
+import type { Kysely } from 'kysely';
 import { openJobOf } from './open-jobs.js';
-import { unnestUpdate } from './unnest-update.js';
-import { onAttempts, PG_TYPES, toJob, toRow, transitionValues } from './job-rows.js';
+import { onAttempts, toJob, toRow } from './job-rows.js';
 import { JobHealthReads } from './job-health.reads.js';
-import type { DialectHelpers } from '../dialect.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
-import type { Database, JobsTable } from '../schema.js';
+import type { Database } from '../schema.js';
 import type { Job, JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js';
 import { RECENT_RUNS, type OpenRun, type RunCounts, type RunSummary } from '../../domain/health.js';
-import { ALLOWED_FROM, CANCELED_WITH_WORKFLOW, LEASED_STATUS, type JobTransition, type TransitionFields, type TransitionGuard } from '../../domain/job-state.js';
+import { CANCELED_WITH_WORKFLOW, LEASED_STATUS } from '../../domain/job-state.js';
 import type { KeysetPosition } from '../../core/cursor.js';
 
 export interface JobListFilter {
@@ -34,19 +32,12 @@ export interface JobLogAccess {
 
 const INSERT_CHUNK = 1_000;
 
-/** One job's lifecycle move, for applyMany. */
-export interface JobMove {
-  id: string;
-  t: JobTransition;
-}
-
 export class JobsRepo {
   private readonly health: JobHealthReads;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly runner: ReadRunner,
-    private readonly dialect: DialectHelpers,
   ) {
     this.health = new JobHealthReads(db);
   }
@@ -128,128 +119,6 @@ export class JobsRepo {
   }
 
   /**
-   * Moves a job to `to` if the state machine allows it from the job's current
-   * status (and the guard holds). Returns the job as updated, or undefined when
-   * nothing changed: an illegal or repeated transition is a no-op.
-   */
-  async transition(id: string, to: JobStatus, now: number, fields: TransitionFields = {}, guard: TransitionGuard = {}): Promise<Job | undefined> {
-    const row = (await this.runTransition(id, to, now, fields, guard, true))?.rows[0];
-    return row && toJob(row as Selectable<JobsTable>);
-  }
-
-  /** Applies a lifecycle unit's move (domain/job-state.ts): transition() with its target, fields and guard. */
-  async apply(id: string, t: JobTransition, now: number): Promise<Job | undefined> {
-    return this.transition(id, t.to, now, t.fields, t.guard);
-  }
-
-  /** apply() without reading the job back: whether it moved. */
-  async tryApply(id: string, t: JobTransition, now: number): Promise<boolean> {
-    return this.tryTransition(id, t.to, now, t.fields, t.guard);
-  }
-
-  /**
-   * Applies many lifecycle moves, each exactly as apply() would (the same
-   * conditional UPDATE: allowed sources, attempt guard), and returns the jobs
-   * that moved, in no particular order. A job may appear once. On PostgreSQL
-   * the moves of one shape (target status, columns set, guard) go in one
-   * statement (unnest-update.ts), a round trip for the lot instead of one per
-   * job; on SQLite, where a statement is a function call, one by one.
-   */
-  async applyMany(moves: readonly JobMove[], now: number): Promise<Job[]> {
-    if (moves.length === 0) return [];
-    if (new Set(moves.map((m) => m.id)).size !== moves.length) throw new Error('applyMany: a job may move once per call');
-    if (this.dialect.name !== 'postgres') {
-      const moved: Job[] = [];
-      for (const m of moves) {
-        const job = await this.apply(m.id, m.t, now);
-        if (job) moved.push(job);
-      }
-      return moved;
-    }
-    const shapes = new Map<string, { to: JobStatus; guarded: boolean; columns: string[]; rows: { id: string; attempts: number | undefined; values: Record<string, unknown> }[] }>();
-    for (const { id, t } of moves) {
-      if (ALLOWED_FROM[t.to].length === 0) continue; // nothing moves into PENDING
-      const values = transitionValues(t.to, now, t.fields) as Record<string, unknown>;
-      const columns = Object.keys(values).filter((c) => c !== 'status' && c !== 'updated_at');
-      const guarded = t.guard.attempts !== undefined;
-      const key = `${t.to}:${columns.join(',')}:${guarded}`;
-      let shape = shapes.get(key);
-      if (!shape) shapes.set(key, (shape = { to: t.to, guarded, columns, rows: [] }));
-      shape.rows.push({ id, attempts: t.guard.attempts, values });
-    }
-    const moved: Job[] = [];
-    for (const { to, guarded, columns, rows } of shapes.values()) {
-      const statement = unnestUpdate({
-        table: 'jobs',
-        constant: { status: to, updated_at: now },
-        perRow: Object.fromEntries(columns.map((c) => [c, [PG_TYPES[c as keyof JobsTable], rows.map((r) => r.values[c] ?? null)]])),
-        ids: ['uuid', rows.map((r) => r.id)],
-        ...(guarded ? { match: { attempts: ['integer', 'attempts', rows.map((r) => r.attempts)] } } : {}),
-        where: `"jobs"."status" in (${ALLOWED_FROM[to].map((from) => `'${from}'`).join(', ')})`,
-        returning: '"jobs".*',
-      });
-      const result = await this.db.executeQuery<Selectable<JobsTable>>(statement);
-      for (const row of result.rows) moved.push(toJob(row));
-    }
-    return moved;
-  }
-
-  /**
-   * transition() without reading the job back: whether it moved. For callers
-   * that need nothing of the updated row (a runner's start event, one a job).
-   */
-  async tryTransition(id: string, to: JobStatus, now: number, fields: TransitionFields = {}, guard: TransitionGuard = {}): Promise<boolean> {
-    const result = await this.runTransition(id, to, now, fields, guard, false);
-    return result !== undefined && Number(result.numAffectedRows ?? 0) === 1;
-  }
-
-  /**
-   * The conditional UPDATE of a transition, its WHERE clause from the state
-   * machine (ALLOWED_FROM). Compiled once per shape (target status, columns
-   * set, guard, read back or not) and run with this call's values: two of them
-   * run for every job, and building them with Kysely each time cost more than
-   * running them.
-   */
-  private async runTransition(id: string, to: JobStatus, now: number, fields: TransitionFields, guard: TransitionGuard, returning: boolean) {
-    if (ALLOWED_FROM[to].length === 0) return undefined; // nothing moves into PENDING
-    const values = transitionValues(to, now, fields);
-    const columns = Object.keys(values) as (keyof typeof values)[];
-    const guarded = guard.attempts !== undefined;
-    const statement = this.runner.reads.get(`jobs.transition:${to}:${columns.join(',')}:${guarded}:${returning}`, (db) => {
-      let q = db
-        .updateTable('jobs')
-        .set(Object.fromEntries(columns.map((c) => [c, slot(`set:${c}`)])) as Updateable<JobsTable>)
-        .where('id', '=', slot<string>('id'))
-        .where('status', 'in', ALLOWED_FROM[to]);
-      if (guarded) q = q.where('attempts', '=', slot<number>('guard:attempts'));
-      return returning ? q.returningAll() : q;
-    });
-    const args: Record<string, unknown> = { id, 'guard:attempts': guard.attempts };
-    for (const c of columns) args[`set:${c}`] = values[c];
-    return this.runner.execute(statement, args);
-  }
-
-  /**
-   * Hands out the next attempt of each of these jobs in one statement: to
-   * QUEUED (the state machine's allowed sources, as transition()), attempts
-   * + 1, where the job is still on the attempt given. Returns the jobs moved; a
-   * job that moved on meanwhile is left out. All or nothing: when one of them
-   * would be a second active job of its workflow the statement fails with the
-   * unique violation and nothing moves (the caller then moves them one by one).
-   */
-  async queueNextAttempts(jobs: readonly { id: string; attempts: number }[], now: number): Promise<Job[]> {
-    if (jobs.length === 0) return [];
-    const rows = await this.db
-      .updateTable('jobs')
-      .set((eb) => ({ status: 'QUEUED' as const, updated_at: now, dispatched_at: null, attempts: eb('attempts', '+', 1), queued_at: now }))
-      .where('status', 'in', ALLOWED_FROM.QUEUED)
-      .where((eb) => onAttempts(eb, jobs))
-      .returningAll()
-      .execute();
-    return rows.map(toJob);
-  }
-
-  /**
    * Hands these QUEUED jobs out again on the same attempt, for when their
    * message is known to be gone (refused by a runner and dead-lettered, or
    * lost with the in-process bus): queued_at restarts and the bus must confirm
@@ -310,49 +179,6 @@ export class JobsRepo {
     return row !== undefined;
   }
 
-  /**
-   * The PENDING jobs that may be handed to runners now (of a workflow that is
-   * built, active, and has no QUEUED or RUNNING job), one per workflow, taken
-   * user by user: each user's first (manual runs before due slots, then the
-   * oldest), then each user's second, and so on, so a user with thousands
-   * waiting does not hide another user's one from the fair hand-out
-   * (scheduler/src/fair-share.ts).
-   */
-  async dispatchable(now: number, limit: number): Promise<Job[]> {
-    const ranked = this.db
-      .selectFrom('jobs as j')
-      .innerJoin('workflows as w', 'w.id', 'j.workflow_id')
-      .selectAll('j')
-      .select((eb) =>
-        eb.fn
-          .agg<number>('row_number')
-          .over((ob) => ob.partitionBy('j.user_id').orderBy('j.trigger', 'desc').orderBy('j.scheduled_at').orderBy('j.id'))
-          .as('user_rank'),
-      )
-      .where('j.status', '=', 'PENDING')
-      .where('j.scheduled_at', '<=', now)
-      .where('w.build_status', '=', 'COMPLETED')
-      .where('w.terminated_at', 'is', null)
-      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))));
-    const rows = await this.db
-      .selectFrom(ranked.as('d'))
-      .selectAll()
-      .orderBy('user_rank')
-      .orderBy('scheduled_at')
-      .orderBy('id')
-      .limit(limit * 4)
-      .execute();
-    const seen = new Set<string>();
-    const out: Job[] = [];
-    for (const { user_rank: _rank, ...r } of rows) {
-      if (seen.has(r.workflow_id)) continue;
-      seen.add(r.workflow_id);
-      out.push(toJob(r));
-      if (out.length >= limit) break;
-    }
-    return out;
-  }
-
   /** Jobs in each of `statuses` right now (for metrics: the open ones are few, and indexed). */
   async countByStatus(statuses: readonly JobStatus[]): Promise<Record<string, number>> {
     const counts: Record<string, number> = Object.fromEntries(statuses.map((s) => [s, 0]));
@@ -367,22 +193,6 @@ export class JobsRepo {
     return counts;
   }
 
-  /** Of these jobs, those still QUEUED (handed out, not started). */
-  async queuedAmong(ids: readonly string[]): Promise<Set<string>> {
-    if (ids.length === 0) return new Set();
-    const rows = await this.db.selectFrom('jobs').select('id').where('id', 'in', [...ids]).where('status', '=', 'QUEUED').execute();
-    return new Set(rows.map((r) => r.id));
-  }
-
-  /** QUEUED jobs (handed out, not started), counted up to `upTo`. */
-  async countQueued(upTo: number): Promise<number> {
-    const row = await this.db
-      .selectFrom((db) => db.selectFrom('jobs').select('id').where('status', '=', 'QUEUED').limit(upTo).as('queued'))
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
-  }
-
   /** When the earliest pending job (a manual run, or a due slot that waits for room) that may be handed out now was scheduled. */
   async nextPendingAt(): Promise<number | undefined> {
     const row = await this.db
@@ -394,17 +204,6 @@ export class JobsRepo {
       .limit(1)
       .executeTakeFirst();
     return row?.scheduled_at;
-  }
-
-  /** Records that these attempts' messages were confirmed by the bus. */
-  async markDispatched(attempts: readonly { id: string; attempts: number }[], now: number): Promise<void> {
-    if (attempts.length === 0) return;
-    await this.db
-      .updateTable('jobs')
-      .set({ dispatched_at: now })
-      .where('status', '=', 'QUEUED')
-      .where((eb) => onAttempts(eb, attempts))
-      .execute();
   }
 
   /**
@@ -455,16 +254,6 @@ export class JobsRepo {
     return rows.map(toJob);
   }
 
-  /** The workflow of each of these jobs that exists: job id → workflow id. */
-  async workflowsOf(jobIds: readonly string[]): Promise<Map<string, string>> {
-    if (jobIds.length === 0) return new Map();
-    const ids = [...new Set(jobIds)];
-    const one = this.runner.reads.get('jobs.workflowOf', (db) => db.selectFrom('jobs').select(['id', 'workflow_id']).where('id', '=', slot<string>('id')));
-    const rows = (this.runner.eachRow(one, ids, (id) => ({ id }))?.flat() as { id: string; workflow_id: string }[] | undefined) ??
-      (await this.db.selectFrom('jobs').select(['id', 'workflow_id']).where('id', 'in', ids).execute());
-    return new Map(rows.map((r) => [r.id, r.workflow_id]));
-  }
-
   /**
    * The workflow's latest `n` finished runs that count for its up/down state
    * (COMPLETED or FAILED, CANCELED passed over, in the order the health state
@@ -482,19 +271,6 @@ export class JobsRepo {
       .limit(n)
       .execute();
     return rows.map(toJob);
-  }
-
-  /** How many jobs each of these users has handed to the runners (QUEUED or RUNNING); absent: none. */
-  async activeCountsByUser(userIds: readonly string[]): Promise<Map<string, number>> {
-    if (userIds.length === 0) return new Map();
-    const rows = await this.db
-      .selectFrom('jobs')
-      .select((eb) => ['user_id', eb.fn.countAll<number>().as('n')])
-      .where('user_id', 'in', [...new Set(userIds)])
-      .where('status', 'in', ['QUEUED', 'RUNNING'])
-      .groupBy('user_id')
-      .execute();
-    return new Map(rows.map((r) => [r.user_id, Number(r.n)]));
   }
 
   /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */

@@ -1,5 +1,6 @@
 /** A workflow as the list shows it (WorkflowSummary): its columns, in the order of the row the list's compiled reads return. */
 import type { BuildError, BuildStatus, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
+import type { CatchUpPolicy, FirstRun, OverlapPolicy } from '../../domain/run-policy.js';
 
 /** The columns of a WorkflowSummary, in the order of SummaryRow. */
 export const SUMMARY_COLUMNS = [
@@ -25,6 +26,10 @@ export const SUMMARY_COLUMNS = [
   'alert_after_failures',
   'recover_after_successes',
   'alert_down',
+  // issue 25, migration 0021: the run policy
+  'overlap_policy',
+  'catch_up_policy',
+  'first_run',
 ] as const;
 
 export type SummaryRow = [
@@ -49,6 +54,9 @@ export type SummaryRow = [
   alertAfterFailures: number,
   recoverAfterSuccesses: number,
   alertDown: number,
+  overlapPolicy: OverlapPolicy,
+  catchUpPolicy: CatchUpPolicy,
+  firstRun: FirstRun,
 ];
 
 export function toSummary(r: SummaryRow): WorkflowSummary {
@@ -73,6 +81,9 @@ export function toSummary(r: SummaryRow): WorkflowSummary {
     alertAfterFailures: r[18],
     recoverAfterSuccesses: r[19],
     alertDown: r[20] === 1,
+    overlapPolicy: r[21],
+    catchUpPolicy: r[22],
+    firstRun: r[23],
   };
 }
 

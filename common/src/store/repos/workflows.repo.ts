@@ -10,6 +10,7 @@ import type { Database, Selectable, WorkflowsTable } from '../schema.js';
 import type { BuildError, BuildStatus, Workflow, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
 import type { KeysetPosition } from '../../core/cursor.js';
 import type { AttentionCounts, AttentionState } from '../../domain/attention.js';
+import { DEFAULT_RUN_POLICY, type CatchUpPolicy, type FirstRun, type OverlapPolicy } from '../../domain/run-policy.js';
 import { afterPosition, attentionArgs, attentionCounts } from './workflow-attention.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 import { buildErrorOf, SUMMARY_COLUMNS, toSummary, type SummaryRow } from './workflow-summary.js';
@@ -49,6 +50,10 @@ export interface WorkflowUpdate {
   cron?: string | null;
   timeZone?: string;
   jitterSeconds?: number;
+  /** The run policy (run-policy.ts); each left as it is when absent. */
+  overlapPolicy?: OverlapPolicy;
+  catchUpPolicy?: CatchUpPolicy;
+  firstRun?: FirstRun;
 }
 
 export interface FailureCount {
@@ -91,6 +96,9 @@ export function toWorkflow(r: Selectable<WorkflowsTable>): Workflow {
     timeZone: r.timezone,
     jitterSeconds: r.jitter_seconds,
     pausedAt: r.paused_at === null ? null : Number(r.paused_at),
+    overlapPolicy: r.overlap_policy,
+    catchUpPolicy: r.catch_up_policy,
+    firstRun: r.first_run,
   };
 }
 
@@ -137,6 +145,10 @@ export class WorkflowsRepo {
         ...(w.timeZone !== 'UTC' ? { timezone: w.timeZone } : {}),
         ...(w.jitterSeconds !== 0 ? { jitter_seconds: w.jitterSeconds } : {}),
         ...(w.pausedAt !== null ? { paused_at: w.pausedAt } : {}),
+        // The run policy's columns (0021) likewise.
+        ...(w.overlapPolicy !== DEFAULT_RUN_POLICY.overlapPolicy ? { overlap_policy: w.overlapPolicy } : {}),
+        ...(w.catchUpPolicy !== DEFAULT_RUN_POLICY.catchUpPolicy ? { catch_up_policy: w.catchUpPolicy } : {}),
+        ...(w.firstRun !== DEFAULT_RUN_POLICY.firstRun ? { first_run: w.firstRun } : {}),
       })
       .execute();
   }
@@ -259,6 +271,9 @@ export class WorkflowsRepo {
         ...(u.cron !== undefined ? { cron: u.cron } : {}),
         ...(u.timeZone !== undefined ? { timezone: u.timeZone } : {}),
         ...(u.jitterSeconds !== undefined ? { jitter_seconds: u.jitterSeconds } : {}),
+        ...(u.overlapPolicy !== undefined ? { overlap_policy: u.overlapPolicy } : {}),
+        ...(u.catchUpPolicy !== undefined ? { catch_up_policy: u.catchUpPolicy } : {}),
+        ...(u.firstRun !== undefined ? { first_run: u.firstRun } : {}),
         consecutive_job_failures_count: 0,
         generation: eb('generation', '+', 1),
         terminated_at: null,
