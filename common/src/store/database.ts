@@ -18,6 +18,7 @@ import {
 import type { Database } from './schema.js';
 import { makePrivateDir, preparePrivateFile, sqliteFiles, tightenFile } from '../config/data-dir.js';
 import { postgresHelpers, sqliteHelpers, type DialectHelpers } from './dialect.js';
+import { withSchemaIntrospection } from './schema-introspection.js';
 import { MIGRATION_NAMES, migrationProvider } from './migrations/index.js';
 import type { HeldConnection, ReadOptions, RowReader } from './compiled-read.js';
 import { openReadConnection, preparedOnce, registerFunctions, SQLITE_BUSY_TIMEOUT_MS, SqliteReadPool } from './sqlite-reads.js';
@@ -110,7 +111,7 @@ function handle(
       // Kysely would report a newer database's migrations as "corrupted migrations".
       const { unknown } = await migrationStatus(db, dialect, schema);
       if (unknown.length) throw new DatabaseTooNewError(unknown);
-      const migrator = new Migrator({ db, provider: migrationProvider(dialect), ...(schema ? { migrationTableSchema: schema } : {}) });
+      const migrator = new Migrator({ db: schema ? withSchemaIntrospection(db, schema) : db, provider: migrationProvider(dialect), ...(schema ? { migrationTableSchema: schema } : {}) });
       const { error, results } = await migrator.migrateToLatest();
       if (error) throw error instanceof Error ? error : new Error(String(error));
       afterMigrate?.();
