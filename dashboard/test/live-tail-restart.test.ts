@@ -129,6 +129,8 @@ describe('dashboard: a live tail through a restart of the api, in a real browser
     base = `http://127.0.0.1:${port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     page = await watchedPage(browser, base, WAIT, problems, () => apiDown);
+    // The page's user, for every test here (each may run alone).
+    await api('POST', '/auth/register', { email: `tail-${Date.now()}@example.com`, password: 'correct horse battery' });
   });
 
   afterEach(function () {
@@ -149,7 +151,6 @@ describe('dashboard: a live tail through a restart of the api, in a real browser
   });
 
   it('resumes the tail of a running CONTAINER job with Last-Event-ID, every line once, none lost', async () => {
-    await api('POST', '/auth/register', { email: `tail-${Date.now()}@example.com`, password: 'correct horse battery' });
     const workflowId = await countingWorkflow(api, 'counting container', LINES);
 
     const { received, opens } = await watchEvents(page);
