@@ -61,7 +61,8 @@ async function measure(ctx: SuiteContext, browser: Browser, engine: Engine, coun
                 throw new Error(`no list row at ${page.url()} ("${(await page.locator('body').innerText()).slice(0, 200)}"): ${String(err)}`);
               });
             times.push(Math.round((await at.jsonValue()) as number));
-            const first = await page.locator('table tbody tr').first().locator('td:nth-child(2) a').textContent();
+            // The row's first link is the workflow's name (the selection checkbox comes before it).
+            const first = await page.locator('table tbody tr').first().locator('td a').first().textContent();
             if (first !== name) throw new Error(`the first row is "${first}", not the down workflow "${name}"`);
           }
         } finally {
