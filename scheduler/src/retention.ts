@@ -36,6 +36,8 @@ export interface SweepResult {
   jobs: number;
   logLines: number;
   notifications: number;
+  /** One-off maintenance windows and snoozes that ended before RETENTION_JOBS. */
+  windows: number;
   /** False when the sweep stopped early (leadership lost, or stopping). */
   complete: boolean;
 }
@@ -91,7 +93,7 @@ export class RetentionSweeper {
       last = clock.now();
       try {
         const result = await this.sweep();
-        if (result.jobs || result.logLines || result.notifications) logger.info({ retention: result }, 'retention sweep pruned old rows');
+        if (result.jobs || result.logLines || result.notifications || result.windows) logger.info({ retention: result }, 'retention sweep pruned old rows');
       } catch (err) {
         logger.warn({ err }, 'retention sweep failed; the next sweep goes on');
       }
@@ -102,22 +104,34 @@ export class RetentionSweeper {
   async sweep(): Promise<SweepResult> {
     const now = this.deps.clock.now();
     const { jobsMs, jobLogsMs, notificationsMs } = this.config;
-    const result: SweepResult = { jobs: 0, logLines: 0, notifications: 0, complete: true };
+    const result: SweepResult = { jobs: 0, logLines: 0, notifications: 0, windows: 0, complete: true };
     // Log lines first: the jobs step deletes the lines of the jobs it prunes anyway.
     if (jobLogsMs !== undefined && (jobsMs === undefined || jobLogsMs < jobsMs)) {
       if (!(await this.walkEndedJobs(now - jobLogsMs, result, false))) return { ...result, complete: false };
     }
     if (jobsMs !== undefined && !(await this.walkEndedJobs(now - jobsMs, result, true))) return { ...result, complete: false };
+    const { retention, maintenanceWindows } = this.deps.store;
     if (notificationsMs !== undefined) {
-      for (;;) {
-        if (!this.mayGoOn()) return { ...result, complete: false };
-        const n = await this.deps.store.retention.deleteNotifications(now - notificationsMs, this.config.batchSize);
-        result.notifications += n;
-        if (n < this.config.batchSize) break;
-        await this.pause();
-      }
+      const before = now - notificationsMs;
+      if (!(await this.inBatches((limit) => retention.deleteNotifications(before, limit), (n) => (result.notifications += n)))) return { ...result, complete: false };
+    }
+    // An ended one-off window goes with the jobs whose skipped slots it explained.
+    if (jobsMs !== undefined) {
+      const before = now - jobsMs;
+      if (!(await this.inBatches((limit) => maintenanceWindows.deleteEndedBefore(before, limit), (n) => (result.windows += n)))) return { ...result, complete: false };
     }
     return result;
+  }
+
+  /** Runs `remove` batch after batch until a batch is short; false when it had to stop early. */
+  private async inBatches(remove: (limit: number) => Promise<number>, count: (n: number) => void): Promise<boolean> {
+    for (;;) {
+      if (!this.mayGoOn()) return false;
+      const n = await remove(this.config.batchSize);
+      count(n);
+      if (n < this.config.batchSize) return true;
+      await this.pause();
+    }
   }
 
   /**
@@ -138,19 +152,9 @@ export class RetentionSweeper {
         page.map((j) => j.id),
         keepJobs,
       );
-      for (;;) {
-        if (!this.mayGoOn()) return false;
-        const n = await retention.deleteLogLines(ids, batchSize);
-        result.logLines += n;
-        if (n < batchSize) break;
-        await this.pause();
-      }
+      if (!(await this.inBatches((limit) => retention.deleteLogLines(ids, limit), (n) => (result.logLines += n)))) return false;
       // The search blocks over those lines (one per 1 024 lines, so rarely more than one statement).
-      for (;;) {
-        if (!this.mayGoOn()) return false;
-        if ((await retention.deleteLogBlocks(ids, batchSize)) < batchSize) break;
-        await this.pause();
-      }
+      if (!(await this.inBatches((limit) => retention.deleteLogBlocks(ids, limit), () => undefined))) return false;
       if (deleteJobs) result.jobs += await retention.deleteJobs(ids);
       if (page.length < batchSize) return true;
       await this.pause();

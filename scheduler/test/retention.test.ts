@@ -73,6 +73,14 @@ describeEachEngine('retention sweep', (db) => {
     for (let d = 208; d > 200; d--) jobs.stopped!.push(await endedJob(store, stopped, d));
     for (let i = 0; i < 7; i++) await notification(store, daily, 100 + i);
     for (let i = 0; i < 2; i++) await notification(store, daily, 10 + i);
+    // Windows: one-off ones that ended 100 and 10 days ago, a recurring one, a snooze that ended 120 days ago, one still to come.
+    const oneOff = (name: string, fromDaysAgo: number, toDaysAgo: number) =>
+      store.maintenanceWindows.insert(newId(), userId, { name, mode: 'skip', workflowId: daily.id, startsAt: NOW - fromDaysAgo * DAY, endsAt: NOW - toDaysAgo * DAY }, NOW);
+    await oneOff('long ago', 101, 100);
+    await oneOff('lately', 11, 10);
+    await oneOff('to come', -1, -2);
+    await store.maintenanceWindows.insert(newId(), userId, { name: 'weekly', mode: 'mute', workflowQuery: 'daily', cron: '0 3 * * 0', timeZone: 'UTC', durationMinutes: 60 }, NOW - 300 * DAY);
+    await store.maintenanceWindows.snooze(newId(), userId, rare.id, NOW - 120 * DAY, NOW - 121 * DAY);
   });
 
   const ids = async (w: Workflow) => new Set((await store.jobs.list({ workflowId: w.id, limit: 1000 })).map((j) => j.id));
@@ -81,11 +89,11 @@ describeEachEngine('retention sweep', (db) => {
 
   it('does nothing while its replica does not lead', async () => {
     const sweeper = new RetentionSweeper({ store, clock: new ManualClock(NOW), logger: silentLogger, mayRun: () => false, config: CONFIG });
-    assert.deepEqual(await sweeper.sweep(), { jobs: 0, logLines: 0, notifications: 0, complete: false });
+    assert.deepEqual(await sweeper.sweep(), { jobs: 0, logLines: 0, notifications: 0, windows: 0, complete: false });
     assert.equal((await ids(daily)).size, 26);
   });
 
-  it('prunes old ended jobs, old log lines and old notifications in batches, keeping analytics totals', async () => {
+  it('prunes old ended jobs, old log lines, old notifications and ended windows in batches, keeping analytics totals', async () => {
     const userTotals = await store.analytics.forUser(userId);
     const workflowTotals = await Promise.all([daily, rare, stopped].map((w) => store.analytics.forWorkflow(userId, w.id)));
     assert.equal(userTotals.totalJobs, 36);
@@ -93,7 +101,7 @@ describeEachEngine('retention sweep', (db) => {
     const sweeper = new RetentionSweeper({ store, clock: new ManualClock(NOW), logger: silentLogger, mayRun: () => true, config: CONFIG });
     const result = await sweeper.sweep();
     // Jobs: the daily workflow's 10 old ones, and the 3 oldest of the stopped one. Lines: theirs, and the middle-aged jobs'.
-    assert.deepEqual(result, { jobs: 13, logLines: (10 + 3 + 10) * LINES_PER_JOB, notifications: 7, complete: true });
+    assert.deepEqual(result, { jobs: 13, logLines: (10 + 3 + 10) * LINES_PER_JOB, notifications: 7, windows: 2, complete: true });
 
     const daily_ = await ids(daily);
     for (const j of jobs.old!) assert.ok(!daily_.has(j.id), 'an old ended job is pruned');
@@ -110,12 +118,15 @@ describeEachEngine('retention sweep', (db) => {
 
     const left = await store.notifications.list({ userId, unreadOnly: false, limit: 100 });
     assert.deepEqual(left.map((n) => Math.round((NOW - n.createdAt) / DAY)), [10, 11]);
+    // Ended one-off windows and snoozes go with the jobs' age; recurring ones and those still to come stay.
+    assert.deepEqual((await store.maintenanceWindows.list(userId, 100)).map((w) => w.name).sort(), ['lately', 'to come', 'weekly']);
+    assert.equal(await store.maintenanceWindows.snoozeOf(rare.id), undefined);
 
     // The contract's analytics report the same totals after the prune.
     assert.deepEqual(await store.analytics.forUser(userId), userTotals);
     assert.deepEqual(await Promise.all([daily, rare, stopped].map((w) => store.analytics.forWorkflow(userId, w.id))), workflowTotals);
 
-    assert.deepEqual(await sweeper.sweep(), { jobs: 0, logLines: 0, notifications: 0, complete: true }, 'a second sweep finds nothing');
+    assert.deepEqual(await sweeper.sweep(), { jobs: 0, logLines: 0, notifications: 0, windows: 0, complete: true }, 'a second sweep finds nothing');
   });
 
   it('sweeps on its own while its replica leads, and not otherwise', async () => {
@@ -147,7 +158,7 @@ describeEachEngine('retention sweep', (db) => {
       mayRun: () => true,
       config: { ...CONFIG, jobsMs: undefined, jobLogsMs: undefined, notificationsMs: undefined },
     });
-    assert.deepEqual(await sweeper.sweep(), { jobs: 0, logLines: 0, notifications: 0, complete: true });
+    assert.deepEqual(await sweeper.sweep(), { jobs: 0, logLines: 0, notifications: 0, windows: 0, complete: true });
     assert.equal((await ids(daily)).size, 16);
   });
 });

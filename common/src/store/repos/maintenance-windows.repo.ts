@@ -107,6 +107,19 @@ export class MaintenanceWindowsRepo {
     return rows.map(toWindow);
   }
 
+  /**
+   * Deletes up to `limit` one-off windows and snoozes that ended before
+   * `before` (retention: they no longer mute or skip anything, and the jobs
+   * whose skipped slots they explained are gone too); returns how many.
+   */
+  async deleteEndedBefore(before: number, limit: number): Promise<number> {
+    const r = await this.db
+      .deleteFrom('maintenance_windows')
+      .where('id', 'in', (eb) => eb.selectFrom('maintenance_windows').select('id').where('ends_at', '<', before).orderBy('ends_at').orderBy('id').limit(limit))
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+
   /** The workflow's snooze: a mute window from `now` to `until`, replacing an earlier one. */
   async snooze(id: string, userId: string, workflowId: string, until: number, now: number): Promise<MaintenanceWindow> {
     await this.db
