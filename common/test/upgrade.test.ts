@@ -4,7 +4,7 @@ import { newId } from '@orloj/common/core';
 import type { JobStatus } from '@orloj/common/domain';
 import { DatabaseTooNewError, openDatabase, Store } from '@orloj/common/store';
 import { MIGRATION_NAMES, migrationProvider } from '../src/store/migrations/index.js';
-import { insertJob, workflowFixture } from './support/fixtures.js';
+import { insertJob, insertUser, workflowFixture } from './support/fixtures.js';
 import { createTestDatabase, ENGINES, type TestDatabase } from './support/stores.js';
 
 /** A migrator over the test database's own schema, to stop at a given migration. */
@@ -21,6 +21,14 @@ for (const engine of ENGINES) {
       await database?.drop();
       database = undefined;
     });
+
+    /** A new database migrated up to `name` and no further, a store over it, and the migrator to go on with. */
+    async function migratedTo(ctx: Mocha.Context, name: string): Promise<{ migrator: Migrator; store: Store; handle: TestDatabase['handle'] }> {
+      database = await createTestDatabase(engine, ctx, { migrate: false });
+      const migrator = await migratorOf(database);
+      assert.equal((await migrator.migrateTo(name)).error, undefined);
+      return { migrator, store: Store.fromHandle(database.handle), handle: database.handle };
+    }
 
     it('refuses a database that a newer orloj migrated, naming the migration, instead of "corrupted migrations"', async function () {
       database = await createTestDatabase(engine, this);
@@ -51,11 +59,8 @@ for (const engine of ENGINES) {
     });
 
     it("0016 counts each user's workflows, terminated ones included", async function () {
-      database = await createTestDatabase(engine, this, { migrate: false });
-      const migrator = await migratorOf(database);
-      assert.equal((await migrator.migrateTo('0015-notification-state-changes')).error, undefined);
+      const { migrator, store } = await migratedTo(this, '0015-notification-state-changes');
 
-      const store = Store.fromHandle(database.handle);
       const [busy, idle] = [newId(), newId()];
       for (const id of [busy, idle]) {
         await store.users.insert({ id, email: `${id}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
@@ -69,12 +74,8 @@ for (const engine of ENGINES) {
     });
 
     it("0023 turns each workflow's hourly rollups into running totals", async function () {
-      database = await createTestDatabase(engine, this, { migrate: false });
-      const migrator = await migratorOf(database);
-      assert.equal((await migrator.migrateTo('0019-workflow-attention')).error, undefined);
-      const store = Store.fromHandle(database.handle);
-      const userId = newId();
-      await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
+      const { migrator, store, handle } = await migratedTo(this, '0019-workflow-attention');
+      const userId = await insertUser(store);
       const w = workflowFixture(userId, { buildStatus: 'COMPLETED', buildCompletedAt: 0 });
       await store.workflows.insert(w);
       const hour = (h: number, runs: number, failures: number, first: number) => ({
@@ -85,10 +86,10 @@ for (const engine of ENGINES) {
         failures,
         histogram: JSON.stringify([first, runs - first]),
       });
-      await database.handle.db.insertInto('workflow_rollups').values([hour(2, 3, 1, 2), hour(1, 2, 0, 2), hour(7, 1, 1, 0)]).execute();
+      await handle.db.insertInto('workflow_rollups').values([hour(2, 3, 1, 2), hour(1, 2, 0, 2), hour(7, 1, 1, 0)]).execute();
 
       assert.equal((await migrator.migrateToLatest()).error, undefined);
-      const rows = await database.handle.db.selectFrom('workflow_rollups').select(['hour_at', 'runs', 'failures', 'histogram']).orderBy('hour_at').execute();
+      const rows = await handle.db.selectFrom('workflow_rollups').select(['hour_at', 'runs', 'failures', 'histogram']).orderBy('hour_at').execute();
       assert.deepEqual(
         rows.map((r) => [Number(r.hour_at) / 3_600_000, r.runs, r.failures, JSON.parse(r.histogram)]),
         [
@@ -101,12 +102,8 @@ for (const engine of ENGINES) {
     });
 
     it('0024 ranks paused workflows as paused, below the active ones and above the terminated', async function () {
-      database = await createTestDatabase(engine, this, { migrate: false });
-      const migrator = await migratorOf(database);
-      assert.equal((await migrator.migrateTo('0019-workflow-attention')).error, undefined);
-      const store = Store.fromHandle(database.handle);
-      const userId = newId();
-      await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
+      const { migrator, store, handle } = await migratedTo(this, '0019-workflow-attention');
+      const userId = await insertUser(store);
       const built = { buildStatus: 'COMPLETED' as const, buildCompletedAt: 0 };
       const flows = {
         healthy: workflowFixture(userId, built),
@@ -116,20 +113,16 @@ for (const engine of ENGINES) {
       for (const w of Object.values(flows)) await store.workflows.insert(w);
 
       assert.equal((await migrator.migrateToLatest()).error, undefined);
-      const { db } = database.handle;
+      const { db } = handle;
       const rank = async (id: string) => Number((await db.selectFrom('workflows').select('attention').where('id', '=', id).executeTakeFirstOrThrow()).attention);
       assert.deepEqual([await rank(flows.healthy.id), await rank(flows.paused.id), await rank(flows.terminated.id)], [3, 4, 5]);
     });
 
     it('0015 marks the state changes among older notifications, WEB_RECOVERED ones becoming WEB_SUCCESS', async function () {
-      database = await createTestDatabase(engine, this, { migrate: false });
-      const migrator = await migratorOf(database);
-      assert.equal((await migrator.migrateTo('0014-job-request-id')).error, undefined);
-      const { db } = database.handle;
+      const { store, handle } = await migratedTo(this, '0014-job-request-id');
+      const { db } = handle;
 
-      const store = Store.fromHandle(database.handle);
-      const userId = newId();
-      await store.users.insert({ id: userId, email: `${userId}@example.com`, passwordHash: 'x', notificationPreference: 'ALL', createdAt: 0, updatedAt: 0 });
+      const userId = await insertUser(store);
       const w = workflowFixture(userId, { buildStatus: 'COMPLETED', buildCompletedAt: 0 });
       const fresh = workflowFixture(userId, { buildStatus: 'COMPLETED', buildCompletedAt: 0 });
       for (const x of [w, fresh]) await store.workflows.insert(x);
@@ -166,7 +159,7 @@ for (const engine of ENGINES) {
           .execute();
       }
 
-      await database.handle.migrate();
+      await handle.migrate();
       const after = await db.selectFrom('notifications').select(['dedupe_key', 'kind', 'state_change', 'payload']).orderBy('created_at').execute();
       assert.deepEqual(
         after.map((r) => [r.dedupe_key.slice(userId.length + 1), r.kind, r.state_change]),

@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
 import { newId } from '@orloj/common/core';
 import { reasons } from '@orloj/common/domain';
-import type { Bus } from '@orloj/common/bus';
-import type { RoleKeys } from '@orloj/common/envelope';
 import { terminateWorkflow, type Store } from '@orloj/common/store';
-import type { Notifier } from '@orloj/notifier';
-import { describeEachEngine, needService } from '@orloj/common/test-support';
-import { endJob, insertUser, insertWorkflow, notificationsOf, notifierOn, openTestBus } from './support.js';
+import { describeEachEngine } from '@orloj/common/test-support';
+import { endJob, insertUser, insertWorkflow, notificationsOf, notifierSuite } from './support.js';
 
 /**
  * Issue 26: the alert policy apart from termination (down after N failed
@@ -15,24 +12,8 @@ import { endJob, insertUser, insertWorkflow, notificationsOf, notifierOn, openTe
  * notifications keep the contract's kinds and stay replay-safe.
  */
 describeEachEngine('alert policy and incidents', (db, engine) => {
-  let bus: Bus;
-  let keys: RoleKeys;
-  let closeBus: () => Promise<void>;
-  let notifier: Notifier | undefined;
+  const suite = notifierSuite(engine);
   const store = (): Store => db().store;
-
-  before(async function () {
-    const opened = await openTestBus(engine === 'postgres' ? needService(this, 'amqp') : undefined);
-    ({ bus, keys } = opened);
-    closeBus = opened.close;
-  });
-  afterEach(async () => {
-    await notifier?.stop();
-    notifier = undefined;
-  });
-  after(async () => {
-    await closeBus?.();
-  });
 
   const incidentsOf = (userId: string, workflowId: string) => store().incidents.list({ userId, workflowId, limit: 100 });
 
@@ -59,8 +40,7 @@ describeEachEngine('alert policy and incidents', (db, engine) => {
 
     // The events as the relay would publish them, applied twice: the second time changes nothing.
     const events = (await store().outbox.claimDue(Date.now(), Date.now() + 60_000, 1000)).filter((e) => e.workflow_id === w.id);
-    notifier = notifierOn(store(), bus, keys, { relay: false });
-    await notifier.start();
+    const notifier = await suite.start(store(), { relay: false });
     await notifier.applyMany(events);
     const once = await notificationsOf(store(), userId);
     await notifier.applyMany(events);
@@ -88,8 +68,7 @@ describeEachEngine('alert policy and incidents', (db, engine) => {
     assert.equal(await store().maintenanceWindows.delete(userId, window.id), true);
     await failed(); // down again, alerted
     const events = (await store().outbox.claimDue(Date.now(), Date.now() + 60_000, 1000)).filter((e) => e.workflow_id === w.id);
-    notifier = notifierOn(store(), bus, keys, { relay: false });
-    await notifier.start();
+    const notifier = await suite.start(store(), { relay: false });
     await notifier.applyMany(events);
     const notified = await notificationsOf(store(), userId);
     assert.deepEqual(notified.map((n) => `${JSON.parse(n.payload).title}${n.stateChange ? ` (${n.stateChange})` : ''}`).sort(), ['Job completed', 'Job failed (down)', 'Job failed (down)']);

@@ -3,12 +3,11 @@ import { systemClock } from '@orloj/common/core';
 import { domainEvents, reasons } from '@orloj/common/domain';
 import { createLogger, RequestContext, silentLogger } from '@orloj/common/logging';
 import { DOMAIN_EVENT_TTL_MS, MESSAGE_TYPES, QUEUES } from '@orloj/common/messages';
-import { roleBus, type RoleKeys } from '@orloj/common/envelope';
-import type { Bus } from '@orloj/common/bus';
+import { roleBus } from '@orloj/common/envelope';
 import { deleteWorkflow, recordBuildResult, terminateWorkflow, type Store } from '@orloj/common/store';
 import { Notifier, OutboxRelay } from '@orloj/notifier';
-import { describeEachEngine, needService } from '@orloj/common/test-support';
-import { drained, endJob, insertUser, insertWorkflow, notificationsOf, notifierOn, openTestBus, recount, until } from './support.js';
+import { describeEachEngine } from '@orloj/common/test-support';
+import { drained, endJob, insertUser, insertWorkflow, notificationsOf, notifierSuite, recount, until } from './support.js';
 
 /**
  * The notifier on SQLite with the in-process bus, and on PostgreSQL with
@@ -17,30 +16,8 @@ import { drained, endJob, insertUser, insertWorkflow, notificationsOf, notifierO
  * delivered.
  */
 describeEachEngine('notifier', (db, engine) => {
-  let bus: Bus;
-  let keys: RoleKeys;
-  let closeBus: () => Promise<void>;
-  let notifier: Notifier | undefined;
+  const suite = notifierSuite(engine);
   const store = (): Store => db().store;
-
-  before(async function () {
-    const opened = await openTestBus(engine === 'postgres' ? needService(this, 'amqp') : undefined);
-    ({ bus, keys } = opened);
-    closeBus = opened.close;
-  });
-  afterEach(async () => {
-    await notifier?.stop();
-    notifier = undefined;
-  });
-  after(async () => {
-    await closeBus?.();
-  });
-
-  const startNotifier = async (options: { relay?: boolean } = {}) => {
-    notifier = notifierOn(store(), bus, keys, options);
-    await notifier.start();
-    return notifier;
-  };
 
   it('writes no event for a change that rolls back', async () => {
     const userId = await insertUser(store());
@@ -79,7 +56,7 @@ describeEachEngine('notifier', (db, engine) => {
       await deleteWorkflow(tx, { ...gone, terminatedAt: Date.now() }, Date.now());
     });
 
-    await startNotifier();
+    await suite.start(store());
     await drained(store());
     const all = await notificationsOf(store(), userId);
     const seen = all.map((n): Record<string, string> => ({ kind: n.kind, ...(JSON.parse(n.payload) as Record<string, string>) }));
@@ -128,16 +105,16 @@ describeEachEngine('notifier', (db, engine) => {
     const mine = events.filter((e) => e.user_id === userId);
     // created, 5 job events, and 2 recoveries (the completions after a failure)
     assert.equal(mine.length, 8);
-    await startNotifier({ relay: false });
+    const notifier = await suite.start(store(), { relay: false });
     // Three separately sealed copies each, as a relay republishing the event would send them.
-    const publisher = roleBus({ bus, role: 'notifier', keys, clock: systemClock, logger: silentLogger });
+    const publisher = roleBus({ bus: suite.bus, role: 'notifier', keys: suite.keys, clock: systemClock, logger: silentLogger });
     for (let copy = 0; copy < 3; copy++) {
       for (const e of mine) await publisher.publish(QUEUES.domainEvents, MESSAGE_TYPES.domainEvent, e, { ttlMs: DOMAIN_EVENT_TTL_MS });
     }
-    await until(async () => notifier!.metrics(), (m) => m.applied + m.duplicates >= 24, 'all 24 deliveries', 60_000);
+    await until(async () => notifier.metrics(), (m) => m.applied + m.duplicates >= 24, 'all 24 deliveries', 60_000);
     // and once more straight into the applier
-    for (const e of mine) await notifier!.apply(e);
-    const m = notifier!.metrics();
+    for (const e of mine) await notifier.apply(e);
+    const m = notifier.metrics();
     assert.equal(m.applied, 8);
     assert.equal(m.duplicates, 16 + 8);
     assert.equal((await notificationsOf(store(), userId)).length, 7);
@@ -160,10 +137,10 @@ describeEachEngine('notifier', (db, engine) => {
     const deletion = ofGone.find((e) => e.kind === 'workflow.deleted')!;
     const jobOfGone = ofGone.find((e) => e.kind === 'job.completed')!;
     const [first, ...rest] = mine.filter((e) => e !== deletion && e !== jobOfGone);
-    await startNotifier({ relay: false });
+    const notifier = await suite.start(store(), { relay: false });
     // One event of the deleted workflow after its deletion, as a redelivery could bring it; the first event twice.
-    await notifier!.applyMany([first!, first!, ...rest, deletion, jobOfGone]);
-    const m = notifier!.metrics();
+    await notifier.applyMany([first!, first!, ...rest, deletion, jobOfGone]);
+    const m = notifier.metrics();
     assert.equal(m.applied, mine.length);
     assert.equal(m.duplicates, 1);
     // Only the kept workflow's notifications stay (the deleted one's went with it, none is made after).
@@ -194,7 +171,7 @@ describeEachEngine('notifier', (db, engine) => {
     await store().transaction((tx) => tx.workflows.resetFailures(updated.id, Date.now()));
     const afterUpdate = await endJob(store(), updated, { status: 'COMPLETED', ranMs: 10 });
 
-    const n = await startNotifier();
+    const n = await suite.start(store());
     await drained(store());
     const all = await notificationsOf(store(), userId);
     const changes = all
@@ -246,12 +223,12 @@ describeEachEngine('notifier', (db, engine) => {
     );
 
     // The relay publishes all of them at once; the notifier, started after, takes them as one batch (or a few).
-    const relay = new OutboxRelay({ store: store(), bus: roleBus({ bus, role: 'notifier', keys, clock: systemClock, logger: silentLogger }), clock: systemClock, logger: silentLogger });
+    const relay = new OutboxRelay({ store: store(), bus: roleBus({ bus: suite.bus, role: 'notifier', keys: suite.keys, clock: systemClock, logger: silentLogger }), clock: systemClock, logger: silentLogger });
     await relay.relayOnce();
     const context = new RequestContext();
     const lines: Record<string, unknown>[] = [];
     const logger = createLogger({ level: 'debug', context, destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
-    notifier = new Notifier({ store: store(), bus: roleBus({ bus, role: 'notifier', keys, clock: systemClock, logger, requestContext: context }), clock: systemClock, logger, relay: false });
+    const notifier = suite.track(new Notifier({ store: store(), bus: roleBus({ bus: suite.bus, role: 'notifier', keys: suite.keys, clock: systemClock, logger, requestContext: context }), clock: systemClock, logger, relay: false }));
     await notifier.start();
     await drained(store());
     const applied = (jobId: string, kind: string) => lines.find((l) => l.msg === 'applied a domain event' && l.jobId === jobId && l.kind === kind);
@@ -267,7 +244,7 @@ describeEachEngine('notifier', (db, engine) => {
     const userId = await insertUser(store());
     const w = await insertWorkflow(store(), userId);
     for (let i = 0; i < 40; i++) await endJob(store(), w, { status: 'COMPLETED', ranMs: 5 });
-    const sink = roleBus({ bus, role: 'notifier', keys, clock: systemClock, logger: silentLogger });
+    const sink = roleBus({ bus: suite.bus, role: 'notifier', keys: suite.keys, clock: systemClock, logger: silentLogger });
     const relays = [0, 1, 2].map(() => new OutboxRelay({ store: store(), bus: sink, clock: systemClock, logger: silentLogger, batchSize: 7 }));
     const pending = await store().outbox.pending();
     let claimed = 0;
@@ -281,7 +258,7 @@ describeEachEngine('notifier', (db, engine) => {
     // published ones are not due again until their envelope expired unapplied
     assert.deepEqual(await store().outbox.claimDue(Date.now(), Date.now() + 1, 1000), []);
     assert.equal((await store().outbox.claimDue(Date.now() + DOMAIN_EVENT_TTL_MS + 1_000, Date.now(), 1000)).length, pending);
-    await startNotifier({ relay: true });
+    await suite.start(store(), { relay: true });
     await drained(store());
   });
 
@@ -293,7 +270,7 @@ describeEachEngine('notifier', (db, engine) => {
     const workflows = await Promise.all(
       Array.from({ length: 12 }, (_, i) => insertWorkflow(store(), userId, { name: `random ${i}`, kind: i % 3 ? 'HEARTBEAT' : 'CONTAINER', maxConsecutiveJobFailuresAllowed: 100 })),
     );
-    await startNotifier();
+    await suite.start(store());
     const statuses = ['COMPLETED', 'FAILED', 'CANCELED'] as const;
     let jobs = 0;
     await Promise.all(
@@ -329,38 +306,32 @@ describeEachEngine('notifier', (db, engine) => {
 
   it('applies each event once when two notifiers read one event stream at the same time', async () => {
     // Both relay the outbox and consume the events: a rolling upgrade, or a second replica, runs two.
-    notifier = notifierOn(store(), bus, keys);
-    const second = notifierOn(store(), bus, keys);
-    await Promise.all([notifier.start(), second.start()]);
-    try {
-      const userId = await insertUser(store());
-      const workflows = await Promise.all(Array.from({ length: 4 }, () => insertWorkflow(store(), userId)));
-      // The workflows at once, each one's jobs in turn (a workflow has one open job at a time).
-      const ended = (
-        await Promise.all(
-          workflows.map(async (w, i) => {
-            const jobs = [];
-            for (let k = 0; k < 10; k++) jobs.push(await endJob(store(), w, { status: (i + k) % 3 === 0 ? 'FAILED' : 'COMPLETED', ranMs: 1_000 + k, reason: reasons.nonZeroExit(1) }));
-            return jobs;
-          }),
-        )
-      ).flat();
-      await drained(store(), 120_000);
-      const notes = await notificationsOf(store(), userId);
-      const perJob = ended.map((j) => notes.filter((n) => n.payload.includes(j.id)).length);
-      assert.deepEqual(perJob, ended.map(() => 1), 'one notification per ended job, none twice, none lost');
-      assert.equal(new Set(notes.map((n) => n.dedupeKey)).size, notes.length);
-      const totals = await store().analytics.forUser(userId);
-      const expected = await recount(store(), userId);
-      assert.equal(expected.jobs, ended.length);
-      assert.deepEqual({ jobs: totals.totalJobs, durationS: totals.totalDurationS, lines: totals.totalJoblogs }, expected, 'analytics counted every job once');
-    } finally {
-      await second.stop();
-    }
+    await Promise.all([suite.start(store()), suite.start(store())]);
+    const userId = await insertUser(store());
+    const workflows = await Promise.all(Array.from({ length: 4 }, () => insertWorkflow(store(), userId)));
+    // The workflows at once, each one's jobs in turn (a workflow has one open job at a time).
+    const ended = (
+      await Promise.all(
+        workflows.map(async (w, i) => {
+          const jobs = [];
+          for (let k = 0; k < 10; k++) jobs.push(await endJob(store(), w, { status: (i + k) % 3 === 0 ? 'FAILED' : 'COMPLETED', ranMs: 1_000 + k, reason: reasons.nonZeroExit(1) }));
+          return jobs;
+        }),
+      )
+    ).flat();
+    await drained(store(), 120_000);
+    const notes = await notificationsOf(store(), userId);
+    const perJob = ended.map((j) => notes.filter((n) => n.payload.includes(j.id)).length);
+    assert.deepEqual(perJob, ended.map(() => 1), 'one notification per ended job, none twice, none lost');
+    assert.equal(new Set(notes.map((n) => n.dedupeKey)).size, notes.length);
+    const totals = await store().analytics.forUser(userId);
+    const expected = await recount(store(), userId);
+    assert.equal(expected.jobs, ended.length);
+    assert.deepEqual({ jobs: totals.totalJobs, durationS: totals.totalDurationS, lines: totals.totalJoblogs }, expected, 'analytics counted every job once');
   });
 
   it('makes each event visible as one notification for its job, in turn (latency printed, not asserted)', async () => {
-    await startNotifier();
+    await suite.start(store());
     const userId = await insertUser(store());
     const w = await insertWorkflow(store(), userId);
     await drained(store());

@@ -6,7 +6,7 @@ import { roleBus, type RoleKeys } from '@orloj/common/envelope';
 import { AmqpBus, createBus, type Bus } from '@orloj/common/bus';
 import { applyJobOutcome, createWorkflow, type Store } from '@orloj/common/store';
 import { Notifier } from '@orloj/notifier';
-import { workflowFixture, generateKeys, insertJob, insertUser, until } from '@orloj/common/test-support';
+import { workflowFixture, generateKeys, insertJob, insertUser, needService, until, type Engine } from '@orloj/common/test-support';
 
 export { insertUser, until };
 
@@ -53,6 +53,45 @@ export async function openTestBus(amqpUrl?: string): Promise<{ bus: Bus; keys: R
   const prefix = `orloj-test-${crypto.randomBytes(4).toString('hex')}.`;
   const bus = await createBus(amqpUrl ?? 'memory:', { logger: silentLogger, prefix });
   return { bus, keys: generateKeys(), close: () => (bus instanceof AmqpBus ? bus.destroy() : bus.close()) };
+}
+
+/**
+ * A notifier suite's bus — the in-process bus on SQLite, RabbitMQ under its own
+ * prefix on PostgreSQL — opened before its tests and closed after them, and
+ * the notifiers its tests start, each stopped after its test.
+ */
+export function notifierSuite(engine: Engine) {
+  let opened: Awaited<ReturnType<typeof openTestBus>> | undefined;
+  const running: Notifier[] = [];
+  before(async function () {
+    opened = await openTestBus(engine === 'postgres' ? needService(this, 'amqp') : undefined);
+  });
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((n) => n.stop()));
+  });
+  after(async () => {
+    await opened?.close();
+  });
+  const suite = {
+    get bus(): Bus {
+      return opened!.bus;
+    },
+    get keys(): RoleKeys {
+      return opened!.keys;
+    },
+    /** `notifier`, stopped after the test. */
+    track(notifier: Notifier): Notifier {
+      running.push(notifier);
+      return notifier;
+    },
+    /** A notifier on the suite's bus (notifierOn), started, and stopped after the test. */
+    async start(store: Store, options: { relay?: boolean } = {}): Promise<Notifier> {
+      const notifier = suite.track(notifierOn(store, suite.bus, suite.keys, options));
+      await notifier.start();
+      return notifier;
+    },
+  };
+  return suite;
 }
 
 export function notifierOn(store: Store, bus: Bus, keys: RoleKeys, options: { relay?: boolean; clock?: Clock } = {}): Notifier {

@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { startOrloj, type RunningOrloj } from '@orloj/server';
+import type { RunningOrloj } from '@orloj/server';
 import { silentLogger } from '@orloj/common/logging';
-import { createTestDatabase, type TestDatabase, needService, services, deleteBusObjects, until as kitUntil } from '@orloj/common/test-support';
+import { needService, services, until as kitUntil } from '@orloj/common/test-support';
 import { TestClient } from '@orloj/api/test-support';
+import { inProcessOrloj, INSTALLATIONS } from './support/in-process-orloj.js';
 
 const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 
@@ -32,37 +30,21 @@ function target() {
   };
 }
 
-const combos = [
-  { name: 'SQLite + in-process bus', engine: 'sqlite' as const, amqp: false },
-  { name: 'PostgreSQL + RabbitMQ', engine: 'postgres' as const, amqp: true },
-];
-
-for (const combo of combos) {
+for (const combo of INSTALLATIONS) {
   describe(`orloj end to end [${combo.name}]`, function () {
     this.timeout(120_000);
-    let db: TestDatabase;
+    const installation = inProcessOrloj(combo, 'e2e');
     let orloj: RunningOrloj;
-    let dataDir: string;
-    const busPrefix = `orloj-e2e-${crypto.randomBytes(4).toString('hex')}.`;
     let c: TestClient;
     const t = target();
     let endpoint: string;
 
-    before(async function () {
-      if (combo.amqp) needService(this, 'amqp');
-      db = await createTestDatabase(combo.engine, this);
-      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-e2e-'));
+    before(async () => {
       endpoint = await t.start();
-      orloj = await startOrloj({
+      orloj = await installation.start({
         roles: ['api', 'scheduler', 'runners'],
         logger: silentLogger,
         env: {
-          DATA_DIR: dataDir,
-          DATABASE_URL: db.url,
-          BUS_URL: combo.amqp ? services.amqp : 'memory:',
-          BUS_PREFIX: busPrefix,
-          PORT: '0',
-          RATE_LIMIT_ENABLED: 'false',
           RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
           CONTAINER_REGISTRIES: 'docker.io,localhost',
           // one clock minute passes in one real second: a one-minute workflow runs every second
@@ -77,12 +59,8 @@ for (const combo of combos) {
       assert.equal((await c.post('/auth/register', { email: `e2e-${crypto.randomUUID()}@example.com`, password: 'password123' })).status, 201);
     });
 
-    after(async () => {
-      await orloj?.stop();
+    after(() => {
       t.server.close();
-      if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-      await db?.drop();
-      if (combo.amqp && services.amqp) await deleteBusObjects(services.amqp, busPrefix);
     });
 
     async function create(body: Record<string, unknown>): Promise<string> {

@@ -1,74 +1,40 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { startOrloj, type RunningOrloj } from '@orloj/server';
+import type { RunningOrloj } from '@orloj/server';
 import { createLogger, RequestContext } from '@orloj/common/logging';
-import { createTestDatabase, type TestDatabase, needService, services, deleteBusObjects } from '@orloj/common/test-support';
+import { until } from '@orloj/common/test-support';
 import { TestClient } from '@orloj/api/test-support';
+import { inProcessOrloj, INSTALLATIONS } from './support/in-process-orloj.js';
 
 type Line = Record<string, unknown>;
 
-/** Resolves with the first line `match` accepts, as soon as it is written. */
-function lineWhere(lines: Line[], match: (l: Line) => boolean, what: string, ms = 15_000): Promise<Line> {
-  const deadline = Date.now() + ms;
-  return new Promise((resolve, reject) => {
-    const look = () => {
-      const found = lines.find(match);
-      if (found) return resolve(found);
-      if (Date.now() > deadline) return reject(new Error(`no log line ${what}`));
-      setTimeout(look, 25); // poll interval: the log lines arrive from another process
-    };
-    look();
-  });
+/** The first line `match` accepts, once it is written. */
+async function lineWhere(lines: Line[], match: (l: Line) => boolean, what: string): Promise<Line> {
+  return (await until(async () => lines.find(match), (l) => l !== undefined, `a log line ${what}`, 30_000, { everyMs: 25 }))!;
 }
 
 // In one process, but over RabbitMQ as well: there the api's async context cannot
 // reach the scheduler's handler, so only the envelope's req_id carries the id.
-const combos = [
-  { name: 'SQLite + in-process bus', engine: 'sqlite' as const, amqp: false },
-  { name: 'PostgreSQL + RabbitMQ', engine: 'postgres' as const, amqp: true },
-];
-
-for (const combo of combos) {
+for (const combo of INSTALLATIONS) {
   describe(`request ids on bus messages [${combo.name}]`, function () {
     this.timeout(60_000);
-    let db: TestDatabase;
+    const installation = inProcessOrloj(combo, 'reqid');
     let orloj: RunningOrloj | undefined;
-    let dataDir: string;
-    const busPrefix = `orloj-reqid-${crypto.randomBytes(4).toString('hex')}.`;
     const lines: Line[] = [];
 
-    before(async function () {
-      if (combo.amqp) needService(this, 'amqp');
-      db = await createTestDatabase(combo.engine, this);
-      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-reqid-'));
+    before(async () => {
       const requestContext = new RequestContext();
       // debug: the notifier's line per applied event is a debug line.
       const logger = createLogger({ level: 'debug', context: requestContext, destination: { write: (line: string) => void lines.push(JSON.parse(line) as Line) } });
-      orloj = await startOrloj({
+      orloj = await installation.start({
         // api, scheduler and runners: an installation by itself, which makes its own keys on RabbitMQ too.
         roles: ['api', 'scheduler', 'runners', 'notifier'],
         logger,
         requestContext,
         env: {
-          DATA_DIR: dataDir,
-          DATABASE_URL: db.url,
-          BUS_URL: combo.amqp ? services.amqp : 'memory:',
-          BUS_PREFIX: busPrefix,
-          PORT: '0',
-          RATE_LIMIT_ENABLED: 'false',
           DOCKER_HOST: 'unix:///nonexistent/docker.sock',
         },
       });
-    });
-
-    after(async () => {
-      await orloj?.stop();
-      if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-      await db?.drop();
-      if (combo.amqp && services.amqp) await deleteBusObjects(services.amqp, busPrefix);
     });
 
     it("logs the scheduler's, the runner's and the notifier's handling of a manual job with the reqId of the api request that scheduled it", async () => {

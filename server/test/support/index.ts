@@ -6,6 +6,7 @@
 // set-ups are the server suite's own.
 export * from './cli.js';
 export * from './harness-script.js';
+export * from './in-process-orloj.js';
 export * from './orloj-process.js';
 export * from './role-fleet.js';
 export * from './slow-target.js';
