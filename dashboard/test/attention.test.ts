@@ -8,32 +8,17 @@
  * page clean in light and dark. Screenshots land in artifacts/screenshots/.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
 import { newWorkflow } from '@orloj/common/domain';
 import { openDatabase, Store } from '@orloj/common/store';
-import { requireServices } from '@orloj/common/test-support';
-import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, callApi, pollUntil, saveScreenshot, startOrloj, stopOrloj, watchedPage, type RunningOrloj } from './support/orloj.js';
+import { assertAxeCleanInBothSchemes } from './support/axe.js';
+import { browserSuite, pollUntil, saveScreenshot } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
 const HEALTHY = 1_000;
-function missing(): string | undefined {
-  if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
-  return undefined;
-}
 
-/**
- * `count` built, healthy workflows of the user with this email, newer than
- * everything before, written in one transaction through a second connection to
- * the server's own SQLite database; never due (no next slot), so nothing runs.
- */
-export async function insertHealthyWorkflows(dataDir: string, email: string, count: number): Promise<void> {
+/** The user's `count` built, healthy HEARTBEAT workflows, written straight into the server's SQLite file: history no test could wait for. */
+async function insertHealthyWorkflows(dataDir: string, email: string, count: number): Promise<void> {
   const db = openDatabase(`sqlite:${path.join(dataDir, 'orloj.db')}`);
   try {
     const store = Store.fromHandle(db);
@@ -55,39 +40,17 @@ export async function insertHealthyWorkflows(dataDir: string, email: string, cou
 
 describe('dashboard: the failing workflow first among 1,000, in a real browser', function () {
   this.timeout(4 * WAIT);
-  let orloj: RunningOrloj | undefined;
-  let dataDir: string | undefined;
-  let browser: Browser | undefined;
-  let page: Page;
-  let base: string;
-  let target: http.Server | undefined;
-  const problems: string[] = [];
-
-  const api = (method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> => callApi(page, base, method, route, body);
+  const suite = browserSuite('attention', WAIT, { RATE_LIMIT_ENABLED: 'false' }, () => 500);
+  const { api } = suite;
   const until = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> => pollUntil(WAIT, what, read, done);
 
-  before(async function () {
-    const why = missing();
-    if (why) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
-      this.skip();
-    }
-    target = http.createServer((_req, res) => {
-      res.statusCode = 500;
-      res.end('broken');
-    });
-    await new Promise<void>((r) => target!.listen(0, '127.0.0.1', r));
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-attention-'));
-    orloj = await startOrloj({ DATA_DIR: dataDir, PORT: '0', DASHBOARD_DIR: DASHBOARD_DIST, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', RATE_LIMIT_ENABLED: 'false' });
-    base = `http://127.0.0.1:${orloj.port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    page = await watchedPage(browser, base, WAIT, problems);
+  before(async () => {
     const email = `attention-${Date.now()}@example.com`;
     await api('POST', '/auth/register', { email, password: 'correct horse battery' });
     const { id } = (await api('POST', '/workflows', {
       name: 'failing check',
       kind: 'HEARTBEAT',
-      payload: JSON.stringify({ endpoint: `http://127.0.0.1:${(target.address() as AddressInfo).port}/`, timeout: '5s' }),
+      payload: JSON.stringify({ endpoint: suite.endpoint, timeout: '5s' }),
       interval: 600,
       max_consecutive_job_failures_allowed: 10,
     })) as { id: string };
@@ -95,21 +58,11 @@ describe('dashboard: the failing workflow first among 1,000, in a real browser',
     const { id: jobId } = (await api('POST', `/workflows/${id}/jobs/schedule`)) as { id: string };
     await until('its run failed', () => api('GET', `/workflows/${id}/jobs/${jobId}`), (j) => j.status === 'FAILED');
     await until('it is down', () => api('GET', `/workflows/${id}`), (w) => w.attention === 'down');
-    await insertHealthyWorkflows(dataDir, email, HEALTHY);
-  });
-
-  afterEach(function () {
-    if (problems.length) assert.fail(problems.splice(0).join('\n'));
-  });
-
-  after(async () => {
-    await browser?.close();
-    await stopOrloj(orloj);
-    target?.close();
-    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    await insertHealthyWorkflows(suite.dataDir, email, HEALTHY);
   });
 
   it('shows the failing one first, on the first screen, with counts over all of them', async () => {
+    const { page } = suite;
     await page.goto('/workflows');
     const table = page.getByRole('table', { name: 'Workflows' });
     const first = table.locator('tbody tr').first();
@@ -121,12 +74,7 @@ describe('dashboard: the failing workflow first among 1,000, in a real browser',
     const states = page.getByRole('group', { name: 'Workflows by state' });
     await states.getByRole('button', { name: /^Down\s*1$/ }).waitFor();
     await states.getByRole('button', { name: new RegExp(`^Healthy\\s*${HEALTHY.toLocaleString('en-US').replace(',', '[,.\\s\\u00a0\\u202f]?')}$`) }).waitFor();
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.emulateMedia({ colorScheme: scheme });
-      assert.deepEqual(await axeViolations(page), [], `the list of 1,001 in ${scheme}`);
-      await saveScreenshot(page, `40-attention-1000-${scheme}`);
-    }
-    await page.emulateMedia({ colorScheme: 'light' });
+    await assertAxeCleanInBothSchemes(page, 'the list of 1,001', '40-attention-1000', saveScreenshot);
 
     await states.getByRole('button', { name: /^Down/ }).click();
     await until('only the down one listed', () => table.locator('tbody tr').count(), (n) => n === 1);

@@ -18,9 +18,8 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
 import { services } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, DASHBOARD_DIST, SCREENSHOTS, startOrloj, needBrowser } from './support/orloj.js';
+import { CHROMIUM, DASHBOARD_DIST, SCREENSHOTS, TEST_IMAGE, startOrloj, needBrowser } from './support/orloj.js';
 
-const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 /** Generous: a shared two-core machine builds, pulls and runs containers while the browser renders (E2E_WAIT shortens it when debugging a failure). */
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
 

@@ -11,80 +11,32 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { requireServices, services } from '@orloj/common/test-support';
-import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, callApi, pollUntil, saveScreenshot, startOrloj, stopOrloj, watchedPage, type RunningOrloj } from './support/orloj.js';
+import { services } from '@orloj/common/test-support';
+import { assertAxeCleanInBothSchemes } from './support/axe.js';
+import { browserSuite, pollUntil, runNow as runJobNow, saveScreenshot } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
-function missing(): string | undefined {
-  if (!fs.existsSync(CHROMIUM)) return `no Chromium at ${CHROMIUM} (scripts/test.sh installs Debian's chromium)`;
-  if (!fs.existsSync(path.join(DASHBOARD_DIST, 'index.html'))) return 'the dashboard is not built (npm run build)';
-  return undefined;
-}
 
 describe('dashboard: incidents in the inbox and on the workflow page, a failed build says why, in a real browser', function () {
   this.timeout(4 * WAIT);
-  let orloj: RunningOrloj | undefined;
-  let dataDir: string | undefined;
-  let browser: Browser | undefined;
-  let page: Page;
-  let base: string;
-  let target: http.Server | undefined;
+  /** The target answers 500 until this is set. */
   let targetUp = false;
+  const suite = browserSuite('incidents', WAIT, { RATE_LIMIT_ENABLED: 'false', ...(services.docker ? { DOCKER_HOST: services.docker } : {}) }, () => (targetUp ? 200 : 500));
+  const { api } = suite;
   let email: string;
   let checkId: string;
-  const problems: string[] = [];
 
-  const api = (method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> => callApi(page, base, method, route, body);
   const until = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> => pollUntil(WAIT, what, read, done);
-  async function runNow(workflowId: string): Promise<{ status: string }> {
-    const { id } = (await api('POST', `/workflows/${workflowId}/jobs/schedule`)) as { id: string };
-    return until('the run to finish', () => api('GET', `/workflows/${workflowId}/jobs/${id}`), (j) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(j.status));
-  }
-  async function axeClean(what: string, shot: string): Promise<void> {
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.emulateMedia({ colorScheme: scheme });
-      assert.deepEqual(await axeViolations(page), [], `${what} in ${scheme}`);
-      await saveScreenshot(page, `${shot}-${scheme}`);
-    }
-    await page.emulateMedia({ colorScheme: 'light' });
-  }
+  const runNow = (workflowId: string): Promise<{ status: string }> => runJobNow(suite.page, suite.base, workflowId, WAIT);
+  const axeClean = (what: string, shot: string) => assertAxeCleanInBothSchemes(suite.page, what, shot, saveScreenshot);
 
-  before(async function () {
-    const why = missing();
-    if (why) {
-      if (requireServices) throw new Error(`REQUIRE_SERVICES=1 but ${why}`);
-      this.skip();
-    }
-    target = http.createServer((_req, res) => {
-      res.statusCode = targetUp ? 200 : 500;
-      res.end(targetUp ? 'ok' : 'broken');
-    });
-    await new Promise<void>((r) => target!.listen(0, '127.0.0.1', r));
-    const endpoint = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-incidents-'));
-    orloj = await startOrloj({
-      DATA_DIR: dataDir,
-      PORT: '0',
-      DASHBOARD_DIR: DASHBOARD_DIST,
-      RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
-      RATE_LIMIT_ENABLED: 'false',
-      ...(services.docker ? { DOCKER_HOST: services.docker } : {}),
-    });
-    base = `http://127.0.0.1:${orloj.port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    page = await watchedPage(browser, base, WAIT, problems);
+  before(async () => {
     email = `incidents-${Date.now()}@example.com`;
     await api('POST', '/auth/register', { email, password: 'correct horse battery' });
     ({ id: checkId } = (await api('POST', '/workflows', {
       name: 'flaky check',
       kind: 'HEARTBEAT',
-      payload: JSON.stringify({ endpoint, timeout: '5s' }),
+      payload: JSON.stringify({ endpoint: suite.endpoint, timeout: '5s' }),
       interval: 600,
       max_consecutive_job_failures_allowed: 10,
       alert_after_failures: 2,
@@ -95,18 +47,8 @@ describe('dashboard: incidents in the inbox and on the workflow page, a failed b
     assert.equal((await runNow(checkId)).status, 'FAILED');
   });
 
-  afterEach(function () {
-    if (problems.length) assert.fail(problems.splice(0).join('\n'));
-  });
-
-  after(async () => {
-    await browser?.close();
-    await stopOrloj(orloj);
-    target?.close();
-    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-  });
-
   it('lists the open incident first in the inbox, acknowledges and snoozes it there', async () => {
+    const { page } = suite;
     await page.goto('/workflows');
     const bell = page.getByRole('button', { name: /, 1 open incident$/ });
     await bell.waitFor();
@@ -134,6 +76,7 @@ describe('dashboard: incidents in the inbox and on the workflow page, a failed b
   });
 
   it('lists the incident on the workflow page, and shows it recovered after the next completed run', async () => {
+    const { page } = suite;
     await page.goto(`/workflows/${checkId}`);
     const table = page.getByRole('table', { name: 'Incidents' });
     await table.waitFor();
@@ -151,6 +94,7 @@ describe('dashboard: incidents in the inbox and on the workflow page, a failed b
   });
 
   it('says why a build failed on the workflow page', async () => {
+    const { page } = suite;
     const { id } = (await api('POST', '/workflows', {
       name: 'unpullable',
       kind: 'CONTAINER',
@@ -169,6 +113,7 @@ describe('dashboard: incidents in the inbox and on the workflow page, a failed b
   });
 
   it('reports reliability over a period on the analytics page, with a CSV download', async () => {
+    const { page } = suite;
     await page.goto('/analytics');
     const table = page.getByRole('table', { name: 'Reliability per workflow' });
     const row = table.locator('tbody tr', { hasText: 'flaky check' });

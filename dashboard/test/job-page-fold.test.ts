@@ -10,10 +10,9 @@ import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { services } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
-import { browserSuite, needBrowser, pollUntil, runNow, saveScreenshot } from './support/orloj.js';
+import { browserSuite, containerWorkflow, needBrowser, pollUntil, runNow, saveScreenshot } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 120_000;
-const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 const LINES = 60;
 
 describe('dashboard: a finished log’s last line on the first screen, in a real browser', function () {
@@ -28,15 +27,7 @@ describe('dashboard: a finished log’s last line on the first screen, in a real
     needBrowser(this, { docker: true });
     page = suite.page;
     await api('POST', '/auth/register', { email: `fold-${Date.now()}@example.com`, password: 'correct horse battery' });
-    const { id } = (await api('POST', '/workflows', {
-      name: 'nightly export',
-      kind: 'CONTAINER',
-      payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sh', '-c', `awk 'BEGIN { for (i = 1; i <= ${LINES}; i++) printf "exported batch %d\\n", i }'`], timeout: '5m' }),
-      interval: 10080,
-      max_consecutive_job_failures_allowed: 3,
-      log_retention: true,
-    })) as { id: string };
-    await until('the workflow built', () => api('GET', `/workflows/${id}`), (w) => w.build_status === 'COMPLETED');
+    const id = await containerWorkflow(api, WAIT, 'nightly export', `awk 'BEGIN { for (i = 1; i <= ${LINES}; i++) printf "exported batch %d\\n", i }'`);
     const job = await runNow(page, suite.base, id, WAIT);
     assert.equal(job.status, 'COMPLETED', JSON.stringify(job));
     await until('every line stored', () => api('GET', `/workflows/${id}/jobs/${job.id}/logs/lines?from=0&limit=1`), (r) => r.total === LINES);

@@ -25,9 +25,8 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { axeViolations } from './support/axe.js';
 import { createTestDatabase, deleteBusObjects, RoleProcess, services, type TestDatabase } from '@orloj/common/test-support';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, callApi, outlastRetryRound, pollUntil, saveScreenshot, watchedPage, needBrowser } from './support/orloj.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, callApi, containerWorkflow, outlastRetryRound, pollUntil, saveScreenshot, watchedPage, needBrowser } from './support/orloj.js';
 
-const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
 /**
  * Lines the job prints, one every 250 ms: 100 s, to outlive a stop and a restart of the api.
@@ -82,17 +81,8 @@ async function watchEvents(page: Page): Promise<{ received: Received[]; opens: T
 }
 
 /** A CONTAINER workflow whose job prints `line 1` … `line <lines>`, one every 250 ms; its id once its image is checked. */
-async function countingWorkflow(api: (method: 'GET' | 'POST', route: string, body?: unknown) => Promise<any>, name: string, lines: number): Promise<string> {
-  const script = `i=0; while [ $i -lt ${lines} ]; do i=$((i+1)); echo "line $i"; sleep 0.25; done`;
-  const { id } = (await api('POST', '/workflows', {
-    name,
-    kind: 'CONTAINER',
-    payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sh', '-c', script], timeout: '3m' }),
-    interval: 600,
-    max_consecutive_job_failures_allowed: 3,
-  })) as { id: string };
-  await pollUntil(WAIT, 'the image checked', () => api('GET', `/workflows/${id}`), (w) => w.build_status === 'COMPLETED');
-  return id;
+function countingWorkflow(api: (method: 'GET' | 'POST', route: string, body?: unknown) => Promise<any>, name: string, lines: number): Promise<string> {
+  return containerWorkflow(api, WAIT, name, `i=0; while [ $i -lt ${lines} ]; do i=$((i+1)); echo "line $i"; sleep 0.25; done`);
 }
 
 describe('dashboard: a live tail through a restart of the api, in a real browser', function () {

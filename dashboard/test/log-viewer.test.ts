@@ -19,9 +19,8 @@ import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 import { services } from '@orloj/common/test-support';
 import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj, needBrowser, watchedPage } from './support/orloj.js';
+import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, containerWorkflow, pollUntil, startOrloj, stopOrloj, type RunningOrloj, needBrowser, watchedPage } from './support/orloj.js';
 
-const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 const WAIT = Number(process.env.E2E_WAIT) || 120_000;
 const LINES = 200_000;
 /** Most rows the page may hold at once: a screenful and the virtualizer's overscan, nowhere near the log. */
@@ -55,18 +54,7 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
   const api = (method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> => callApi(page, base, method, route, body);
   const until = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> => pollUntil(WAIT, what, read, done);
 
-  async function containerWorkflow(name: string, script: string): Promise<string> {
-    const { id } = (await api('POST', '/workflows', {
-      name,
-      kind: 'CONTAINER',
-      payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sh', '-c', script], timeout: '5m' }),
-      interval: 10080,
-      max_consecutive_job_failures_allowed: 3,
-      log_retention: true,
-    })) as { id: string };
-    await until(`${name} built`, () => api('GET', `/workflows/${id}`), (w) => w.build_status === 'COMPLETED');
-    return id;
-  }
+  const newContainerWorkflow = (name: string, script: string) => containerWorkflow(api, WAIT, name, script);
 
   const log = () => page.getByLabel('Log', { exact: true });
   /** The row numbers in the page, and whether every one of them has its line (none still loading). */
@@ -122,7 +110,7 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
     await cdp.send('Performance.enable');
 
     await api('POST', '/auth/register', { email: `logs-${Date.now()}@example.com`, password: 'correct horse battery' });
-    workflowId = await containerWorkflow('big log', BIG_SCRIPT);
+    workflowId = await newContainerWorkflow('big log', BIG_SCRIPT);
     bigJob = ((await api('POST', `/workflows/${workflowId}/jobs/schedule`)) as { id: string }).id;
     const job = await until('the big job to finish', () => api('GET', `/workflows/${workflowId}/jobs/${bigJob}`), (j) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(j.status));
     assert.equal(job.status, 'COMPLETED', JSON.stringify(job));
@@ -220,7 +208,7 @@ describe('dashboard: the log viewer with a 200,000-line log, in a real browser',
   });
 
   it('keeps the reader where they were when a live tail ends', async () => {
-    const id = await containerWorkflow('live log', LIVE_SCRIPT);
+    const id = await newContainerWorkflow('live log', LIVE_SCRIPT);
     await page.goto(`/workflows/${id}`);
     await page.getByRole('button', { name: 'Run now' }).click();
     await page.waitForURL(/\/jobs\/[0-9a-f-]{36}$/);

@@ -8,57 +8,27 @@
  * (dashboard/README.md).
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { axeViolations } from './support/axe.js';
-import { CHROMIUM, CHROMIUM_ARGS, DASHBOARD_DIST, SCREENSHOTS, callApi, pollUntil, startOrloj, stopOrloj, type RunningOrloj, needBrowser, runNow as runJobNow, watchedPage } from './support/orloj.js';
+import { assertAxeCleanInBothSchemes, axeViolations } from './support/axe.js';
+import { browserSuite, pollUntil, runNow as runJobNow, saveScreenshot } from './support/orloj.js';
 
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
 describe('dashboard: a recovery on the bell, in a real browser', function () {
   this.timeout(4 * WAIT);
-  let orloj: RunningOrloj | undefined;
-  let dataDir: string | undefined;
-  let browser: Browser | undefined;
-  let page: Page;
-  let base: string;
-  let target: http.Server | undefined;
   /** The target answers 500 until this is set. */
   let targetUp = false;
-  const problems: string[] = [];
-
-  const shot = async (name: string) => {
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
-  };
-  const api = (method: 'GET' | 'POST', route: string, body?: unknown): Promise<any> => callApi(page, base, method, route, body);
+  const suite = browserSuite('recovered', WAIT, { RATE_LIMIT_ENABLED: 'false' }, () => (targetUp ? 200 : 500));
+  const { api } = suite;
   const until = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean): Promise<T> => pollUntil(WAIT, what, read, done);
 
   /** Runs the workflow now, and waits for the run to finish. */
-  const runNow = (workflowId: string) => runJobNow(page, base, workflowId, WAIT);
+  const runNow = (workflowId: string) => runJobNow(suite.page, suite.base, workflowId, WAIT);
 
-  before(async function () {
-    needBrowser(this);
-    target = http.createServer((_req, res) => {
-      res.statusCode = targetUp ? 200 : 500;
-      res.end(targetUp ? 'ok' : 'broken');
-    });
-    await new Promise<void>((r) => target!.listen(0, '127.0.0.1', r));
-    const endpoint = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-dashboard-recovered-'));
-    orloj = await startOrloj({ DATA_DIR: dataDir, PORT: '0', DASHBOARD_DIR: DASHBOARD_DIST, RUNNER_ALLOW_TARGETS: '127.0.0.0/8', RATE_LIMIT_ENABLED: 'false' });
-    base = `http://127.0.0.1:${orloj.port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    page = await watchedPage(browser, base, WAIT, problems);
-
+  before(async () => {
     await api('POST', '/auth/register', { email: `recovered-${Date.now()}@example.com`, password: 'correct horse battery' });
     const { id } = (await api('POST', '/workflows', {
       name: 'flapping check',
       kind: 'HEARTBEAT',
-      payload: JSON.stringify({ endpoint, timeout: '5s' }),
+      payload: JSON.stringify({ endpoint: suite.endpoint, timeout: '5s' }),
       interval: 600,
       max_consecutive_job_failures_allowed: 5,
     })) as { id: string };
@@ -69,18 +39,8 @@ describe('dashboard: a recovery on the bell, in a real browser', function () {
     assert.equal((await runNow(id)).status, 'COMPLETED', 'a second success is no second recovery');
   });
 
-  afterEach(function () {
-    if (problems.length) assert.fail(problems.splice(0).join('\n'));
-  });
-
-  after(async () => {
-    await browser?.close();
-    await stopOrloj(orloj);
-    target?.close();
-    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-  });
-
   it('names the recovery on the bell and lists it, tagged, with the failure it ended', async () => {
+    const { page } = suite;
     await page.goto('/workflows');
     // The failure is still unread: the counter stays red with it, the label names both.
     const bell = page.getByRole('button', { name: /^Notifications, 1 alert, 1 recovered, \d+ unread(, \d+ open incidents?)?$/ });
@@ -97,12 +57,7 @@ describe('dashboard: a recovery on the bell, in a real browser', function () {
     assert.equal(await drawer.locator('li.notification-error .notification-tag').textContent(), 'down');
     assert.match((await recovered.locator('p').textContent()) ?? '', /"flapping check" is up again: a job completed after 1 consecutive failed job\./);
 
-    for (const scheme of ['light', 'dark'] as const) {
-      await page.emulateMedia({ colorScheme: scheme });
-      assert.deepEqual(await axeViolations(page), [], `the drawer in ${scheme}`);
-      await shot(`27-notifications-recovered-${scheme}`);
-    }
-    await page.emulateMedia({ colorScheme: 'light' });
+    await assertAxeCleanInBothSchemes(page, 'the drawer', '27-notifications-recovered', saveScreenshot);
 
     // Read the failure: the recovery alone is counted, in green.
     await drawer.locator('li.notification-error').getByRole('button', { name: 'Mark read' }).click();

@@ -20,10 +20,9 @@ import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { requireServices, services } from '@orloj/common/test-support';
 import { TestClient } from '@orloj/api/test-support';
-import { CHROMIUM, CHROMIUM_ARGS, pollUntil, saveScreenshot, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
+import { CHROMIUM, CHROMIUM_ARGS, TEST_IMAGE, pollUntil, saveScreenshot, startOrloj, stopOrloj, type RunningOrloj } from './support/orloj.js';
 import { buildReferenceClient, findReferenceTarball, serveReferenceClient, type ServedClient } from './support/reference-client.js';
 
-const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
 /** Generous: a shared two-core machine runs containers and two servers while the browser renders. */
 const WAIT = Number(process.env.E2E_WAIT) || 90_000;
 /** The longest the app's build may take (npm install and next build, on a cold npm cache). */

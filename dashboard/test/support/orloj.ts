@@ -91,6 +91,23 @@ export async function runNow(page: Page, base: string, workflowId: string, wait:
   return pollUntil(wait, 'the run to finish', job, (j) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(j.status));
 }
 
+/** The busybox image scripts/container-runtime.sh puts in the test runtime's local store. */
+export const TEST_IMAGE = 'localhost/orloj-test/busybox:1';
+
+/** A CONTAINER workflow of the signed-in user running `sh -c script` (weekly, its log kept); its id once its image is checked. */
+export async function containerWorkflow(api: (method: 'GET' | 'POST', route: string, body?: unknown) => Promise<any>, wait: number, name: string, script: string): Promise<string> {
+  const { id } = (await api('POST', '/workflows', {
+    name,
+    kind: 'CONTAINER',
+    payload: JSON.stringify({ image: TEST_IMAGE, cmd: ['sh', '-c', script], timeout: '5m' }),
+    interval: 10080,
+    max_consecutive_job_failures_allowed: 3,
+    log_retention: true,
+  })) as { id: string };
+  await pollUntil(wait, `${name} built`, () => api('GET', `/workflows/${id}`), (w) => w.build_status === 'COMPLETED');
+  return id;
+}
+
 /**
  * While the server is down: waits for a round of the disconnected banner's
  * retries to fail (it asks again every query on screen, the session check
@@ -146,7 +163,7 @@ export interface BrowserSuite {
   page: Page;
   /** The server's origin, `http://127.0.0.1:<port>`. */
   base: string;
-  /** A local HTTP target answering 200 `ok`, for HTTP checks (RUNNER_ALLOW_TARGETS covers it). */
+  /** A local HTTP target answering `targetStatus()` (200 `ok` unless told), for HTTP checks (RUNNER_ALLOW_TARGETS covers it). */
   endpoint: string;
   /** What the watched page reported; a test that expects some removes them before its end. */
   problems: string[];
@@ -158,17 +175,21 @@ export interface BrowserSuite {
 
 /**
  * Registers, in the calling describe, the hooks most browser suites repeat: in
- * `before`, a local target, `orloj start` on a fresh data folder (`env` added),
+ * `before`, a local target (answering `targetStatus()`, 200 unless told),
+ * `orloj start` on a fresh data folder (`env` added),
  * Chromium and a watched page; after each test, a failure for what the page
  * reported; in `after`, the teardown. The suite's own `before` runs after it.
  */
-export function browserSuite(name: string, wait: number, env: Record<string, string> = {}): BrowserSuite {
+export function browserSuite(name: string, wait: number, env: Record<string, string> = {}, targetStatus: () => number = () => 200): BrowserSuite {
   const suite = { problems: [] as string[] } as BrowserSuite;
   const parts: { orloj?: RunningOrloj; dataDir?: string; browser?: Browser; target?: http.Server } = {};
   suite.api = (method, route, body) => callApi(suite.page, suite.base, method, route, body);
   before(async function () {
     needBrowser(this);
-    parts.target = http.createServer((_req, res) => res.end('ok'));
+    parts.target = http.createServer((_req, res) => {
+      res.statusCode = targetStatus();
+      res.end(res.statusCode < 400 ? 'ok' : 'broken');
+    });
     await new Promise<void>((r) => parts.target!.listen(0, '127.0.0.1', r));
     suite.endpoint = `http://127.0.0.1:${(parts.target.address() as AddressInfo).port}/ok`;
     parts.dataDir = suite.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `orloj-dashboard-${name}-`));
