@@ -81,22 +81,22 @@ describeEachEngine('job transitions in the store', (db) => {
     await db().store.jobMoves.transition(job.id, 'CANCELED', 2);
   });
 
-  it('moves without reading back (tryTransition) exactly where transition() would, and reports whether it moved', async () => {
+  it('moves exactly where the state machine allows, on the attempt guarded, and answers the job only when it moved', async () => {
     for (const from of ['PENDING', 'COMPLETED', 'FAILED', 'CANCELED'] as const) {
       for (const to of JOB_STATUSES) {
         const job = await jobIn(from);
-        const moved = await db().store.jobMoves.tryTransition(job.id, to, 1);
+        const moved = (await db().store.jobMoves.transition(job.id, to, 1)) !== undefined;
         assert.equal(moved, canTransition(from, to), `${from}→${to}`);
         assert.equal((await db().store.jobs.findById(job.id))?.status, moved ? to : from);
         if (moved && (to === 'QUEUED' || to === 'RUNNING')) await db().store.jobMoves.transition(job.id, 'CANCELED', 1);
       }
     }
     const job = await jobIn('PENDING');
-    assert.equal(await db().store.jobMoves.tryTransition(job.id, 'QUEUED', 1, { attempts: 2 }, { attempts: 2 }), false);
-    assert.equal(await db().store.jobMoves.tryTransition(job.id, 'QUEUED', 1, { attempts: 2 }, { attempts: 1 }), true);
-    assert.equal(await db().store.jobMoves.tryTransition(job.id, 'RUNNING', 2, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 1 }), false);
-    assert.equal(await db().store.jobMoves.tryTransition(job.id, 'RUNNING', 2, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 2 }), true);
-    assert.equal(await db().store.jobMoves.tryTransition(job.id, 'RUNNING', 3, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 2 }), false);
+    assert.equal((await db().store.jobMoves.transition(job.id, 'QUEUED', 1, { attempts: 2 }, { attempts: 2 })) !== undefined, false);
+    assert.equal((await db().store.jobMoves.transition(job.id, 'QUEUED', 1, { attempts: 2 }, { attempts: 1 })) !== undefined, true);
+    assert.equal((await db().store.jobMoves.transition(job.id, 'RUNNING', 2, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 1 })) !== undefined, false);
+    assert.equal((await db().store.jobMoves.transition(job.id, 'RUNNING', 2, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 2 })) !== undefined, true);
+    assert.equal((await db().store.jobMoves.transition(job.id, 'RUNNING', 3, { runnerId: 'r', startedAt: 2, leaseExpiresAt: 9 }, { attempts: 2 })) !== undefined, false);
     const running = await db().store.jobs.findById(job.id);
     assert.deepEqual(
       [running?.status, running?.attempts, running?.runnerId, running?.startedAt, running?.leaseExpiresAt, running?.updatedAt],

@@ -33,18 +33,13 @@ export class JobMovesRepo {
    * nothing changed: an illegal or repeated transition is a no-op.
    */
   async transition(id: string, to: JobStatus, now: number, fields: TransitionFields = {}, guard: TransitionGuard = {}): Promise<Job | undefined> {
-    const row = (await this.runTransition(id, to, now, fields, guard, true))?.rows[0];
+    const row = (await this.runTransition(id, to, now, fields, guard))?.rows[0];
     return row && toJob(row as Selectable<JobsTable>);
   }
 
   /** Applies a lifecycle unit's move (domain/job-state.ts): transition() with its target, fields and guard. */
   async apply(id: string, t: JobTransition, now: number): Promise<Job | undefined> {
     return this.transition(id, t.to, now, t.fields, t.guard);
-  }
-
-  /** apply() without reading the job back: whether it moved. */
-  async tryApply(id: string, t: JobTransition, now: number): Promise<boolean> {
-    return this.tryTransition(id, t.to, now, t.fields, t.guard);
   }
 
   /**
@@ -95,34 +90,25 @@ export class JobMovesRepo {
   }
 
   /**
-   * transition() without reading the job back: whether it moved. For callers
-   * that need nothing of the updated row (a runner's start event, one a job).
-   */
-  async tryTransition(id: string, to: JobStatus, now: number, fields: TransitionFields = {}, guard: TransitionGuard = {}): Promise<boolean> {
-    const result = await this.runTransition(id, to, now, fields, guard, false);
-    return result !== undefined && Number(result.numAffectedRows ?? 0) === 1;
-  }
-
-  /**
    * The conditional UPDATE of a transition, its WHERE clause from the state
    * machine (ALLOWED_FROM). Compiled once per shape (target status, columns
-   * set, guard, read back or not) and run with this call's values: two of them
+   * set, guard) and run with this call's values: two of them
    * run for every job, and building them with Kysely each time cost more than
    * running them.
    */
-  private async runTransition(id: string, to: JobStatus, now: number, fields: TransitionFields, guard: TransitionGuard, returning: boolean) {
+  private async runTransition(id: string, to: JobStatus, now: number, fields: TransitionFields, guard: TransitionGuard) {
     if (ALLOWED_FROM[to].length === 0) return undefined; // nothing moves into PENDING
     const values = transitionValues(to, now, fields);
     const columns = Object.keys(values) as (keyof typeof values)[];
     const guarded = guard.attempts !== undefined;
-    const statement = this.runner.reads.get(`jobs.transition:${to}:${columns.join(',')}:${guarded}:${returning}`, (db) => {
+    const statement = this.runner.reads.get(`jobs.transition:${to}:${columns.join(',')}:${guarded}`, (db) => {
       let q = db
         .updateTable('jobs')
         .set(Object.fromEntries(columns.map((c) => [c, slot(`set:${c}`)])) as Updateable<JobsTable>)
         .where('id', '=', slot<string>('id'))
         .where('status', 'in', ALLOWED_FROM[to]);
       if (guarded) q = q.where('attempts', '=', slot<number>('guard:attempts'));
-      return returning ? q.returningAll() : q;
+      return q.returningAll();
     });
     const args: Record<string, unknown> = { id, 'guard:attempts': guard.attempts };
     for (const c of columns) args[`set:${c}`] = values[c];
