@@ -59,7 +59,7 @@ export const rollupCost: BenchSuite = {
     return {
       description: [
         `The scheduling suite's steady run (bench/scheduling.bench.ts: ${fmt(n)} one-minute HEARTBEAT workflows inserted straight into SQLite, the embedded orloj with every role in one process, the real clock), once as shipped and once with the rollup write of each finished run skipped`,
-        '(`BENCH_ROLLUPS=off` replaces `RollupsRepo.add` in the benchmark\'s orloj process: a benchmark switch, not a setting), the two alternating round by round.',
+        '(`BENCH_ROLLUPS=off` replaces `RollupsRepo.addMany` in the benchmark\'s orloj process: a benchmark switch, not a setting), the two alternating round by round.',
         'CPU per job is the orloj process\'s CPU time over the measured window divided by the jobs completed in it.',
       ].join(' '),
       settings: [
