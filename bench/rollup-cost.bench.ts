@@ -70,6 +70,7 @@ export const rollupCost: BenchSuite = {
       table: { columns: ['Run', 'jobs in window', 'jobs/s', 'orloj CPU', 'CPU per job ms', 'missed slots', 'CPU elsewhere'], rows },
       verdict,
       notes: [
+        '- The write compared (docs/adr/0016-incidents.md): a run in the hour of its workflow\'s latest `workflow_rollups` row is one UPDATE of that row, adding to its histogram bucket\'s column, prepared once; the hour\'s first run of a workflow reads the latest row and inserts the hour\'s. The runs of a batch of results are written together (`RollupsRepo.addMany`).',
         '- "CPU elsewhere" is the rest of the machine during the window (other work, in % of one core): the orloj process\'s own CPU time is what is compared, but a busy machine slows it too (shared caches and cores), so compare rows of one run.',
         ...(failed.length ? [`- **Invalid run**: ${failed.map((r) => r.run.label).join(', ')} did not run.`] : []),
       ],

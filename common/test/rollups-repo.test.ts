@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { applyJobOutcomes, type RollupTotals, type Store } from '@orloj/common/store';
+import { applyJobOutcomes, ROLLUP_BUCKET_COLUMNS, type RollupTotals, type Store } from '@orloj/common/store';
 import { insertUser, jobFixture, workflowFixture } from './support/fixtures.js';
 import { describeEachEngine } from './support/stores.js';
 
@@ -60,11 +60,11 @@ describeEachEngine('rollups repo (running totals)', (db) => {
     await store.rollups.addMany(samples(setWise, batch));
 
     const rowsOf = async (w: typeof oneByOne) =>
-      (await store.db.selectFrom('workflow_rollups').select(['hour_at', 'runs', 'failures', 'histogram']).where('workflow_id', '=', w.id).orderBy('hour_at').execute()).map((r) => [
+      (await store.db.selectFrom('workflow_rollups').select(['hour_at', 'runs', 'failures', ...ROLLUP_BUCKET_COLUMNS]).where('workflow_id', '=', w.id).orderBy('hour_at').execute()).map((r) => [
         (Number(r.hour_at) - T0) / HOUR,
         r.runs,
         r.failures,
-        JSON.parse(r.histogram) as number[],
+        ROLLUP_BUCKET_COLUMNS.map((c) => r[c]),
       ]);
     const expected = await rowsOf(oneByOne);
     assert.deepEqual(
@@ -89,8 +89,11 @@ describeEachEngine('rollups repo (running totals)', (db) => {
       applyJobOutcomes(tx, workflows.map((w, i) => jobFixture(w, statuses[i], { at: at + minute * 60_000 })), at + minute * 60_000 + 10);
     await store.transaction((tx) => end(tx, ['COMPLETED', 'FAILED', 'COMPLETED'], 0));
     await store.transaction((tx) => end(tx, ['COMPLETED', 'COMPLETED', 'FAILED'], 40));
+    // In the hour of each workflow's latest row: added to it in place (on SQLite).
+    await store.transaction((tx) => end(tx, ['FAILED', 'COMPLETED', 'COMPLETED'], 50));
     const totals = await store.rollups.totals(userId, T0);
-    assert.deepEqual(summary(totals, workflows.map((w) => w.id)), [[2, 0, 2], [2, 1, 2], [2, 1, 2]]);
+    assert.deepEqual(summary(totals, workflows.map((w) => w.id)), [[3, 1, 3], [3, 1, 3], [3, 1, 3]]);
+    assert.deepEqual(summary(await store.rollups.totals(userId, T0 + HOUR), workflows.map((w) => w.id)), [[2, 1, 2], [2, 0, 2], [2, 1, 2]]);
     const hours = await store.db.selectFrom('workflow_rollups').select('hour_at').distinct().where('workflow_id', 'in', workflows.map((w) => w.id)).execute();
     assert.deepEqual(hours.map((h) => (Number(h.hour_at) - T0) / HOUR).sort(), [0, 1], 'the second batch in the next hour');
   });

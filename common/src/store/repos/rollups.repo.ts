@@ -1,5 +1,5 @@
 /**
- * The `workflow_rollups` table's SQL (migrations 0018 and 0023, issue 26): per
+ * The `workflow_rollups` table's SQL (migrations 0018, 0023 and 0026, issue 26): per
  * workflow and UTC hour, the workflow's finished runs (COMPLETED or FAILED),
  * failures and histogram of response times from its first rollup up to the
  * end of that hour — running totals, kept by the lifecycle as results arrive
@@ -10,18 +10,26 @@
  * workflow whatever its period (the latest, and the latest before the
  * period), where per-hour counts made a 365-day report of 1,000 workflows
  * read and add up 8.76 million rows (docs/benchmarks.md, "reliability-report").
- * A write costs the same: one read of the workflow's latest row, then one
- * update or insert.
+ * A write costs about the same: a run of the hour of its workflow's latest row
+ * (59 runs in 60 of a one-minute check) is added to that row in place; the
+ * hour's first run reads the latest row and inserts the hour's.
+ *
+ * The histogram is one integer column a bucket (migration 0026), so that the
+ * in-place add is one UPDATE with no read and no JSON to parse and write
+ * again (docs/benchmarks.md, "rollup-cost").
  */
 import type { Insertable, Kysely } from 'kysely';
-import type { Database, WorkflowRollupsTable } from '../schema.js';
+import type { Database, RollupBucketColumn, WorkflowRollupsTable } from '../schema.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 
-/** Upper bounds (ms) of the histogram's buckets; one more bucket holds the rest. */
+/** Upper bounds (ms) of the histogram's buckets; one more bucket holds the rest. A bucket is a column: changing them takes a migration. */
 export const ROLLUP_BOUNDS_MS = [
   5, 10, 25, 50, 75, 100, 150, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 7_500, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000, 3_600_000,
 ] as const;
 export const ROLLUP_HOUR_MS = 3_600_000;
+
+/** The histogram's columns, bucket by bucket. */
+export const ROLLUP_BUCKET_COLUMNS = Array.from({ length: ROLLUP_BOUNDS_MS.length + 1 }, (_, i) => `bucket_${i}` as RollupBucketColumn);
 
 export interface RollupSample {
   workflowId: string;
@@ -47,6 +55,8 @@ function rollupBucketOf(ms: number): number {
   return i === -1 ? ROLLUP_BOUNDS_MS.length : i;
 }
 
+const hourOf = (at: number): number => Math.floor(at / ROLLUP_HOUR_MS) * ROLLUP_HOUR_MS;
+
 const emptyRollupHistogram = (): number[] => new Array<number>(ROLLUP_BOUNDS_MS.length + 1).fill(0);
 
 /** The `p`-th percentile (0–100) of a histogram, as its bucket's upper bound; null when empty. */
@@ -62,13 +72,9 @@ export function histogramPercentile(histogram: readonly number[], p: number): nu
   return null;
 }
 
-interface StoredTotals {
-  runs: number;
-  failures: number;
-  histogram: string;
-}
+type StoredTotals = Pick<WorkflowRollupsTable, 'runs' | 'failures' | RollupBucketColumn>;
 
-const parse = (r: StoredTotals): RollupTotals => ({ runs: r.runs, failures: r.failures, histogram: JSON.parse(r.histogram) as number[] });
+const parse = (r: StoredTotals): RollupTotals => ({ runs: r.runs, failures: r.failures, histogram: ROLLUP_BUCKET_COLUMNS.map((c) => r[c]) });
 
 /** `a − b`, bucket by bucket. */
 function minus(a: RollupTotals, b: RollupTotals | undefined): RollupTotals {
@@ -104,7 +110,7 @@ function deltasOf(samples: readonly RollupSample[]): WorkflowDeltas[] {
   for (const s of samples) {
     let w = byWorkflow.get(s.workflowId);
     if (!w) byWorkflow.set(s.workflowId, (w = { workflowId: s.workflowId, userId: s.userId, hours: [] }));
-    const hourAt = Math.floor(s.at / ROLLUP_HOUR_MS) * ROLLUP_HOUR_MS;
+    const hourAt = hourOf(s.at);
     let h = w.hours.find((x) => x.hourAt === hourAt);
     if (!h) w.hours.push((h = { hourAt, delta: zero() }));
     h.delta.runs++;
@@ -136,7 +142,7 @@ function rowsFor(w: WorkflowDeltas, stored: ReadonlyArray<{ hourAt: number; tota
   return out;
 }
 
-/** Rows a statement of the set-wise writes (six parameters a row, well under either engine's limit). */
+/** Rows a statement of the set-wise reads and writes (32 parameters a row: 16,000, under either engine's limit). */
 const CHUNK = 500;
 
 export class RollupsRepo {
@@ -151,18 +157,21 @@ export class RollupsRepo {
   }
 
   /**
-   * Adds finished runs to their workflows' running totals: for each workflow,
-   * one read of its latest row and one write a sample hour (an update, or an
-   * insert for the hour's first run), whatever the number of its runs in the
-   * batch. On SQLite inside a transaction each runs one statement compiled
-   * once (ADR 0017); elsewhere the reads and the writes of the batch go as
-   * one statement each. A run that ended in an hour before its workflow's
-   * latest row (runs end out of order across an hour's end) reads the rows
-   * from its hour on as well, and adds to each (rare: usually one).
+   * Adds finished runs to their workflows' running totals. On SQLite inside
+   * a transaction, a run of the hour of its workflow's latest row is one
+   * UPDATE (addInPlace). The others — and all of them elsewhere — take the
+   * long way, a workflow at a time whatever its number of runs in the
+   * batch: its latest row read, then one upsert a sample hour of the running
+   * totals computed here. On SQLite these run statements compiled once
+   * (ADR 0017); elsewhere the batch's reads and writes go as one statement
+   * each. A run that ended in an hour before its workflow's latest row (runs
+   * end out of order across an hour's end) reads the rows from its hour on as
+   * well, and adds to each (rare: usually one).
    */
   async addMany(samples: readonly RollupSample[]): Promise<void> {
-    if (samples.length === 0) return;
-    const workflows = deltasOf(samples);
+    const rest = samples.length === 0 ? samples : (this.addInPlace(samples) ?? samples);
+    if (rest.length === 0) return;
+    const workflows = deltasOf(rest);
     const latest = await this.latest(workflows.map((w) => w.workflowId));
     const rows: RollupRow[] = [];
     for (const w of workflows) {
@@ -178,7 +187,7 @@ export class RollupsRepo {
     const one = this.runner.reads.get('rollups.latest', (db) =>
       db
         .selectFrom('workflow_rollups')
-        .select(['workflow_id', 'hour_at', 'runs', 'failures', 'histogram'])
+        .select(['workflow_id', 'hour_at', 'runs', 'failures', ...ROLLUP_BUCKET_COLUMNS])
         .where('workflow_id', '=', slot<string>('id'))
         .orderBy('hour_at', 'desc')
         .limit(1),
@@ -195,7 +204,7 @@ export class RollupsRepo {
         ...(await this.db
           .selectFrom('workflows as w')
           .innerJoin('workflow_rollups as r', 'r.workflow_id', 'w.id')
-          .select(['r.workflow_id', 'r.hour_at', 'r.runs', 'r.failures', 'r.histogram'])
+          .select(['r.workflow_id', 'r.hour_at', 'r.runs', 'r.failures', ...ROLLUP_BUCKET_COLUMNS.map((c) => `r.${c}` as const)])
           .where('w.id', 'in', ids.slice(i, i + CHUNK))
           // As in totals(): the latest hour found once a workflow (correlated with w, not r), then its row by the primary key.
           .where('r.hour_at', '=', (eb) => eb.selectFrom('workflow_rollups as x').select('x.hour_at').whereRef('x.workflow_id', '=', 'w.id').orderBy('x.hour_at', 'desc').limit(1))
@@ -207,7 +216,7 @@ export class RollupsRepo {
 
   /** The workflow's rows from `hourAt` on, and the latest before it, ascending. */
   private async from(workflowId: string, hourAt: number): Promise<Array<{ hourAt: number; totals: RollupTotals }>> {
-    const q = this.db.selectFrom('workflow_rollups').select(['hour_at', 'runs', 'failures', 'histogram']).where('workflow_id', '=', workflowId);
+    const q = this.db.selectFrom('workflow_rollups').select(['hour_at', 'runs', 'failures', ...ROLLUP_BUCKET_COLUMNS]).where('workflow_id', '=', workflowId);
     const before = await q.where('hour_at', '<', hourAt).orderBy('hour_at', 'desc').limit(1).execute();
     const after = await q.where('hour_at', '>=', hourAt).orderBy('hour_at').execute();
     return [...before, ...after].map((r) => ({ hourAt: Number(r.hour_at), totals: parse(r) }));
@@ -221,12 +230,71 @@ export class RollupsRepo {
         .insertInto('workflow_rollups')
         .values(values)
         .onConflict((oc) =>
-          oc.columns(['workflow_id', 'hour_at']).doUpdateSet((eb) => ({ runs: eb.ref('excluded.runs'), failures: eb.ref('excluded.failures'), histogram: eb.ref('excluded.histogram') })),
+          oc.columns(['workflow_id', 'hour_at']).doUpdateSet((eb) => ({
+            runs: eb.ref('excluded.runs'),
+            failures: eb.ref('excluded.failures'),
+            ...Object.fromEntries(ROLLUP_BUCKET_COLUMNS.map((c) => [c, eb.ref(`excluded.${c}`)])),
+          })),
         );
-    const valuesOf = (r: RollupRow): Values => ({ workflow_id: r.workflowId, hour_at: r.hourAt, user_id: r.userId, runs: r.totals.runs, failures: r.totals.failures, histogram: JSON.stringify(r.totals.histogram) });
-    const slots: Values = { workflow_id: slot('workflow_id'), hour_at: slot('hour_at'), user_id: slot('user_id'), runs: slot('runs'), failures: slot('failures'), histogram: slot('histogram') };
+    const valuesOf = (r: RollupRow) =>
+      ({
+        workflow_id: r.workflowId,
+        hour_at: r.hourAt,
+        user_id: r.userId,
+        runs: r.totals.runs,
+        failures: r.totals.failures,
+        ...Object.fromEntries(ROLLUP_BUCKET_COLUMNS.map((c, i) => [c, r.totals.histogram[i]!])),
+      }) as Values;
+    const slots = Object.fromEntries(['workflow_id', 'hour_at', 'user_id', 'runs', 'failures', ...ROLLUP_BUCKET_COLUMNS].map((c) => [c, slot(c)])) as unknown as Values;
     if (rows.length === 0 || this.runner.eachRow(this.runner.reads.get('rollups.upsert', (db) => upsert(slots, db)), rows, valuesOf)) return;
     for (let i = 0; i < rows.length; i += CHUNK) await upsert(rows.slice(i, i + CHUNK).map(valuesOf), this.db).execute();
+  }
+
+  /**
+   * On SQLite inside a transaction, adds each run that ended in the hour of
+   * its workflow's latest row to that row, in place: one UPDATE a run, which
+   * adds to its bucket's column and finds no later row. Answers the runs
+   * that found no such row (the hour's first run of a workflow, or one out of
+   * order), for addMany to add the long way; undefined, adding nothing,
+   * elsewhere.
+   */
+  private addInPlace(samples: readonly RollupSample[]): RollupSample[] | undefined {
+    const byBucket = new Map<number | null, RollupSample[]>();
+    for (const s of samples) {
+      const bucket = s.responseMs === null ? null : rollupBucketOf(s.responseMs);
+      const group = byBucket.get(bucket);
+      if (group) group.push(s);
+      else byBucket.set(bucket, [s]);
+    }
+    const rest: RollupSample[] = [];
+    for (const [bucket, group] of byBucket) {
+      const added = this.runner.eachRow(this.inPlaceStatement(bucket), group, (s) => ({ id: s.workflowId, hourAt: hourOf(s.at), failed: s.failed ? 1 : 0 }));
+      if (!added) return undefined;
+      group.forEach((s, i) => {
+        if (added[i]!.length === 0) rest.push(s);
+      });
+    }
+    return rest;
+  }
+
+  /** addInPlace's UPDATE for a run in `bucket` (null: a run without a response time). */
+  private inPlaceStatement(bucket: number | null) {
+    const column = bucket === null ? undefined : ROLLUP_BUCKET_COLUMNS[bucket]!;
+    return this.runner.reads.get(`rollups.addInPlace:${column ?? 'none'}`, (db) =>
+      db
+        .updateTable('workflow_rollups')
+        .set((eb) => ({
+          runs: eb('runs', '+', 1),
+          failures: eb('failures', '+', slot<number>('failed')),
+          ...(column ? { [column]: eb(column, '+', 1) } : {}),
+        }))
+        .where('workflow_id', '=', slot<string>('id'))
+        .where('hour_at', '=', slot<number>('hourAt'))
+        .where(({ not, exists, selectFrom }) =>
+          not(exists(selectFrom('workflow_rollups as later').select('later.hour_at').where('later.workflow_id', '=', slot<string>('id')).where('later.hour_at', '>', slot<number>('hourAt')))),
+        )
+        .returning('workflow_id'),
+    );
   }
 
   /**
@@ -241,7 +309,7 @@ export class RollupsRepo {
       let q = this.db
         .selectFrom('workflows as w')
         .innerJoin('workflow_rollups as r', 'r.workflow_id', 'w.id')
-        .select(['r.workflow_id', 'w.name', 'r.runs', 'r.failures', 'r.histogram'])
+        .select(['r.workflow_id', 'w.name', 'r.runs', 'r.failures', ...ROLLUP_BUCKET_COLUMNS.map((c) => `r.${c}` as const)])
         .where('w.user_id', '=', userId)
         .where('r.hour_at', '=', (eb) => {
           // ORDER BY … LIMIT 1, not max(): SQLite reads a correlated max() through every index entry of the workflow.
