@@ -121,10 +121,11 @@ async function applyOne(tx: Store, job: Job, now: number, rollups: RollupSample[
  * locked) at once, one insert of their events. A FAILED job (a failure count
  * that may terminate the workflow, an incident) and a COMPLETED job of a
  * workflow that is down (a possible recovery) go through applyJobOutcome
- * itself. The rollup samples of all of them are written together, one
- * read and one write a workflow (RollupsRepo.addMany). The jobs must belong
- * to different workflows: the outcomes of one workflow are applied one after
- * the other (the caller splits its batch so).
+ * itself. The rollups of all of them are written together
+ * (RollupsRepo.addMany: on SQLite mostly one UPDATE a run, on PostgreSQL a
+ * read and a write for the lot). The jobs must belong to different
+ * workflows: the outcomes of one workflow are applied one after the other
+ * (the caller splits its batch so).
  */
 export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: number): Promise<void> {
   if (new Set(jobs.map((j) => j.workflowId)).size !== jobs.length) throw new Error('applyJobOutcomes: one job a workflow');
