@@ -59,7 +59,7 @@ export const rollupCost: BenchSuite = {
     return {
       description: [
         `The scheduling suite's steady run (bench/scheduling.bench.ts: ${fmt(n)} one-minute HEARTBEAT workflows inserted straight into SQLite, the embedded orloj with every role in one process, the real clock), once as shipped and once with the rollup write of each finished run skipped`,
-        '(`BENCH_ROLLUPS=off` replaces `RollupsRepo.add` in the benchmark\'s orloj process: a benchmark switch, not a setting), the two alternating round by round.',
+        '(`BENCH_ROLLUPS=off` replaces `RollupsRepo.addMany` in the benchmark\'s orloj process: a benchmark switch, not a setting), the two alternating round by round.',
         'CPU per job is the orloj process\'s CPU time over the measured window divided by the jobs completed in it.',
       ].join(' '),
       settings: [
@@ -70,6 +70,7 @@ export const rollupCost: BenchSuite = {
       table: { columns: ['Run', 'jobs in window', 'jobs/s', 'orloj CPU', 'CPU per job ms', 'missed slots', 'CPU elsewhere'], rows },
       verdict,
       notes: [
+        '- The write compared (docs/adr/0016-incidents.md): a run in the hour of its workflow\'s latest `workflow_rollups` row is one UPDATE of that row, adding to its histogram bucket\'s column, prepared once; the hour\'s first run of a workflow reads the latest row and inserts the hour\'s. The runs of a batch of results are written together (`RollupsRepo.addMany`).',
         '- "CPU elsewhere" is the rest of the machine during the window (other work, in % of one core): the orloj process\'s own CPU time is what is compared, but a busy machine slows it too (shared caches and cores), so compare rows of one run.',
         ...(failed.length ? [`- **Invalid run**: ${failed.map((r) => r.run.label).join(', ')} did not run.`] : []),
       ],

@@ -2,7 +2,7 @@
 // @orloj/common sources, which the load generator process never does.
 import { sql } from 'kysely';
 import { newId } from '@orloj/common/core';
-import { ROLLUP_BOUNDS_MS, type Store } from '@orloj/common/store';
+import { ROLLUP_BOUNDS_MS, ROLLUP_BUCKET_COLUMNS, type Store } from '@orloj/common/store';
 
 const HOUR = 3_600_000;
 const RUNS_PER_HOUR = 60;
@@ -24,11 +24,11 @@ export async function seedRollups(store: Store, userId: string, days: number): P
   const lastHour = Math.floor(Date.now() / HOUR) * HOUR;
   const firstHour = lastHour - (hours - 1) * HOUR;
   const buckets = [...ROLLUP_BOUNDS_MS, Infinity].map((bound) => HOUR_HISTOGRAM[bound] ?? 0);
-  // '[0,0,' || (h.k * 40) || ',' || … || ']': the hour's histogram times the hours so far.
-  const histogram = `'[' || ${buckets.map((n) => (n === 0 ? "'0'" : `(h.k * ${n})`)).join(" || ',' || ")} || ']'`;
+  // Each bucket's column: the hour's count times the hours so far.
+  const histogram = buckets.map((n) => `h.k * ${n}`).join(', ');
   await store.transaction(async (tx) => {
     await sql`with recursive h(k) as (select 1 union all select k + 1 from h where k < ${sql.lit(hours)})
-      insert into workflow_rollups (workflow_id, hour_at, user_id, runs, failures, histogram)
+      insert into workflow_rollups (workflow_id, hour_at, user_id, runs, failures, ${sql.raw(ROLLUP_BUCKET_COLUMNS.join(', '))})
       select w.id, ${sql.lit(firstHour)} + (h.k - 1) * cast(${sql.lit(HOUR)} as bigint), w.user_id, h.k * ${sql.lit(RUNS_PER_HOUR)},
         case when w.consecutive_job_failures_count > 0 then h.k * 3 else 0 end, ${sql.raw(histogram)}
       from workflows w cross join h where w.user_id = ${userId}`.execute(tx.db);

@@ -6,7 +6,7 @@
 // (comma-separated) replaces the default roles api,scheduler,runners (the log
 // suites add log-ingest); `storedLines` reads the store through a connection
 // of its own. BENCH_ROLLUPS=off skips the reliability rollup write of each
-// finished run (RollupsRepo.add), for the rollup-cost suite's comparison: a
+// finished run (RollupsRepo.addMany), for the rollup-cost suite's comparison: a
 // bench-only switch, not a setting of orloj.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
@@ -15,7 +15,7 @@ import { parseRoles, startOrloj } from '@orloj/server';
 import { serveParent } from '../lib/child.js';
 import type { ProcessUsage } from '../lib/embedded.js';
 
-if (process.env.BENCH_ROLLUPS === 'off') RollupsRepo.prototype.add = () => Promise.resolve();
+if (process.env.BENCH_ROLLUPS === 'off') RollupsRepo.prototype.addMany = () => Promise.resolve();
 const running = await startOrloj({ roles: parseRoles(process.env.BENCH_ROLES?.trim() || 'api,scheduler,runners'), env: process.env });
 let reader: DatabaseHandle | undefined;
 const delay = monitorEventLoopDelay({ resolution: 10 });

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { Migrator, sql } from 'kysely';
+import { Migrator, sql, type Kysely } from 'kysely';
 import { newId } from '@orloj/common/core';
 import type { JobStatus } from '@orloj/common/domain';
-import { DatabaseTooNewError, openDatabase, Store } from '@orloj/common/store';
+import { DatabaseTooNewError, openDatabase, ROLLUP_BUCKET_COLUMNS, Store } from '@orloj/common/store';
 import { MIGRATION_NAMES, migrationProvider } from '../src/store/migrations/index.js';
 import { insertJob, insertUser, workflowFixture } from './support/fixtures.js';
 import { createTestDatabase, ENGINES, type TestDatabase } from './support/stores.js';
@@ -28,6 +28,15 @@ for (const engine of ENGINES) {
       const migrator = await migratorOf(database);
       assert.equal((await migrator.migrateTo(name)).error, undefined);
       return { migrator, store: Store.fromHandle(database.handle), handle: database.handle };
+    }
+
+    /** migratedTo(), with a user and a built workflow of theirs; `db` untyped, for tables as they were then. */
+    async function builtWorkflowAt(ctx: Mocha.Context, name: string) {
+      const { migrator, store, handle } = await migratedTo(ctx, name);
+      const userId = await insertUser(store);
+      const w = workflowFixture(userId, { buildStatus: 'COMPLETED', buildCompletedAt: 0 });
+      await store.workflows.insert(w);
+      return { migrator, store, userId, w, db: handle.db as Kysely<any> };
     }
 
     it('refuses a database that a newer orloj migrated, naming the migration, instead of "corrupted migrations"', async function () {
@@ -74,10 +83,7 @@ for (const engine of ENGINES) {
     });
 
     it("0023 turns each workflow's hourly rollups into running totals", async function () {
-      const { migrator, store, handle } = await migratedTo(this, '0019-workflow-attention');
-      const userId = await insertUser(store);
-      const w = workflowFixture(userId, { buildStatus: 'COMPLETED', buildCompletedAt: 0 });
-      await store.workflows.insert(w);
+      const { migrator, store, userId, w, db } = await builtWorkflowAt(this, '0019-workflow-attention');
       const hour = (h: number, runs: number, failures: number, first: number) => ({
         workflow_id: w.id,
         user_id: userId,
@@ -86,19 +92,42 @@ for (const engine of ENGINES) {
         failures,
         histogram: JSON.stringify([first, runs - first]),
       });
-      await handle.db.insertInto('workflow_rollups').values([hour(2, 3, 1, 2), hour(1, 2, 0, 2), hour(7, 1, 1, 0)]).execute();
+      await db.insertInto('workflow_rollups').values([hour(2, 3, 1, 2), hour(1, 2, 0, 2), hour(7, 1, 1, 0)]).execute();
 
-      assert.equal((await migrator.migrateToLatest()).error, undefined);
-      const rows = await handle.db.selectFrom('workflow_rollups').select(['hour_at', 'runs', 'failures', 'histogram']).orderBy('hour_at').execute();
+      assert.equal((await migrator.migrateTo('0024-attention-paused')).error, undefined);
+      const rows = await db.selectFrom('workflow_rollups').select(['hour_at', 'runs', 'failures', 'histogram']).orderBy('hour_at').execute();
       assert.deepEqual(
-        rows.map((r) => [Number(r.hour_at) / 3_600_000, r.runs, r.failures, JSON.parse(r.histogram)]),
+        rows.map((r) => [Number(r.hour_at) / 3_600_000, r.runs, r.failures, JSON.parse(r.histogram as string)]),
         [
           [1, 2, 0, [2, 0]],
           [2, 5, 1, [4, 1]],
           [7, 6, 2, [4, 2]],
         ],
       );
-      assert.deepEqual([...(await store.rollups.totals(userId, 2 * 3_600_000)).values()].map((t) => [t.runs, t.failures]), [[4, 2]]);
+      assert.equal((await migrator.migrateToLatest()).error, undefined);
+      assert.deepEqual([...(await store.rollups.totals(userId, 2 * 3_600_000)).values()].map((t) => [t.runs, t.failures, t.histogram.slice(0, 3)]), [[4, 2, [2, 2, 0]]]);
+    });
+
+    it("0026 moves each rollup's histogram from JSON text to a column a bucket", async function () {
+      const { migrator, userId, w, db } = await builtWorkflowAt(this, '0024-attention-paused');
+      const full = ROLLUP_BUCKET_COLUMNS.map((_, i) => i * 1_000 + 1);
+      await db
+        .insertInto('workflow_rollups')
+        .values([
+          { workflow_id: w.id, user_id: userId, hour_at: 3_600_000, runs: 40, failures: 1, histogram: JSON.stringify(full) },
+          { workflow_id: w.id, user_id: userId, hour_at: 0, runs: 3, failures: 0, histogram: '[1,2]' },
+        ])
+        .execute();
+
+      assert.equal((await migrator.migrateToLatest()).error, undefined);
+      const rows = await db.selectFrom('workflow_rollups').select(['hour_at', 'runs', 'failures', ...ROLLUP_BUCKET_COLUMNS]).orderBy('hour_at').execute();
+      assert.deepEqual(
+        rows.map((r) => [Number(r.hour_at), r.runs, r.failures, ROLLUP_BUCKET_COLUMNS.map((c) => r[c])]),
+        [
+          [0, 3, 0, [1, 2, ...new Array<number>(ROLLUP_BUCKET_COLUMNS.length - 2).fill(0)]],
+          [3_600_000, 40, 1, full],
+        ],
+      );
     });
 
     it('0024 ranks paused workflows as paused, below the active ones and above the terminated', async function () {

@@ -20,6 +20,6 @@ export { backupSqlite, type SqliteBackupResult } from './sqlite-backup.js';
 export type { EndedJobPosition } from './repos/retention.repo.js';
 export { MIGRATION_NAMES } from './migrations/index.js';
 export { INCIDENT_RESOLUTIONS, type Incident, type IncidentListFilter, type IncidentResolution } from './repos/incidents.repo.js';
-export { ROLLUP_BOUNDS_MS, histogramPercentile, RollupsRepo, type RollupTotals } from './repos/rollups.repo.js';
+export { ROLLUP_BOUNDS_MS, ROLLUP_BUCKET_COLUMNS, histogramPercentile, RollupsRepo, type RollupTotals } from './repos/rollups.repo.js';
 export type { UptimeBeat } from './repos/uptime.repo.js';
 export type { WindowDefinition } from './repos/maintenance-windows.repo.js';

@@ -1,4 +1,5 @@
 import type { Store } from './store.js';
+import type { RollupSample } from './repos/rollups.repo.js';
 import { newId } from '../core/ids.js';
 import type { BuildError, Workflow } from '../domain/workflow.js';
 import type { Job } from '../domain/job.js';
@@ -85,13 +86,21 @@ export async function recordBuildResult(tx: Store, workflowId: string, token: nu
  * result delivered twice is counted once.
  */
 export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise<{ autoTerminated: boolean }> {
+  const rollups: RollupSample[] = [];
+  const outcome = await applyOne(tx, job, now, rollups);
+  await tx.rollups.addMany(rollups);
+  return outcome;
+}
+
+/** applyJobOutcome, but the run's rollup sample is left in `rollups` for the caller to write. */
+async function applyOne(tx: Store, job: Job, now: number, rollups: RollupSample[]): Promise<{ autoTerminated: boolean }> {
   // Locked: see runMissedSlot.
   const workflow = await tx.workflows.findById(job.workflowId, { lock: true });
   const alerting = workflow && (job.status === 'FAILED' || (job.status === 'COMPLETED' && workflow.alertDown));
   const muted = alerting ? await mutedFor(tx, workflow, job, now) : false;
   const change = alerting ? await alertChange(tx, workflow, job, now, muted) : undefined;
   if (workflow) await tx.outbox.add(domainEvents.jobEnded(workflow, job, now, change === 'down', muted));
-  if (workflow) await rollUp(tx, job, now);
+  if (workflow) rollUp(rollups, job, now);
   if (job.status === 'COMPLETED') {
     if (workflow && change === 'recovered') await tx.outbox.add(domainEvents.workflowRecovered(workflow, job, now, muted));
     // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
@@ -112,18 +121,24 @@ export async function applyJobOutcome(tx: Store, job: Job, now: number): Promise
  * locked) at once, one insert of their events. A FAILED job (a failure count
  * that may terminate the workflow, an incident) and a COMPLETED job of a
  * workflow that is down (a possible recovery) go through applyJobOutcome
- * itself. The jobs must belong to different workflows: the outcomes of one
- * workflow are applied one after the other (the caller splits its batch so).
+ * itself. The rollups of all of them are written together
+ * (RollupsRepo.addMany: on SQLite mostly one UPDATE a run, on PostgreSQL a
+ * read and a write for the lot). The jobs must belong to different
+ * workflows: the outcomes of one workflow are applied one after the other
+ * (the caller splits its batch so).
  */
 export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: number): Promise<void> {
   if (new Set(jobs.map((j) => j.workflowId)).size !== jobs.length) throw new Error('applyJobOutcomes: one job a workflow');
   // Locked: see runMissedSlot.
   const workflows = new Map((await tx.workflows.findByIds(jobs.map((j) => j.workflowId), { lock: true })).map((w) => [w.id, w]));
   const rest: Job[] = [];
+  const rollups: RollupSample[] = [];
   for (const job of jobs) {
-    if (job.status === 'FAILED' || (job.status === 'COMPLETED' && workflows.get(job.workflowId)?.alertDown)) await applyJobOutcome(tx, job, now);
+    if (job.status === 'FAILED' || (job.status === 'COMPLETED' && workflows.get(job.workflowId)?.alertDown)) await applyOne(tx, job, now, rollups);
     else rest.push(job);
   }
+  for (const job of rest) if (workflows.has(job.workflowId)) rollUp(rollups, job, now);
+  await tx.rollups.addMany(rollups);
   if (rest.length === 0) return;
   const events: DomainEvent[] = [];
   for (const job of rest) {
@@ -131,7 +146,6 @@ export async function applyJobOutcomes(tx: Store, jobs: readonly Job[], now: num
     if (workflow) events.push(domainEvents.jobEnded(workflow, job, now));
   }
   await tx.outbox.addMany(events);
-  for (const job of rest) if (workflows.has(job.workflowId)) await rollUp(tx, job, now);
   for (const job of rest) {
     // `workflow` is locked: a count of 0 read here stays 0, and there is nothing to reset.
     if (job.status === 'COMPLETED' && (workflows.get(job.workflowId)?.consecutiveJobFailuresCount ?? 0) > 0) await tx.workflows.resetFailures(job.workflowId, now);
@@ -207,11 +221,11 @@ async function openIncident(tx: Store, w: Workflow, job: Job, streak: readonly J
   );
 }
 
-/** Adds a COMPLETED or FAILED run to its workflow's hourly rollup (issue 26): its check's response time, or else how long it ran. */
-async function rollUp(tx: Store, job: Job, now: number): Promise<void> {
+/** A COMPLETED or FAILED run's sample for its workflow's hourly rollup (issue 26): its check's response time, or else how long it ran. */
+function rollUp(rollups: RollupSample[], job: Job, now: number): void {
   if (job.status !== 'COMPLETED' && job.status !== 'FAILED') return;
   const ran = job.startedAt !== null && job.completedAt !== null ? job.completedAt - job.startedAt : null;
-  await tx.rollups.add({ workflowId: job.workflowId, userId: job.userId, at: job.completedAt ?? now, failed: job.status === 'FAILED', responseMs: job.check?.responseTimeMs ?? ran });
+  rollups.push({ workflowId: job.workflowId, userId: job.userId, at: job.completedAt ?? now, failed: job.status === 'FAILED', responseMs: job.check?.responseTimeMs ?? ran });
 }
 
 /**

@@ -216,15 +216,19 @@ export interface IncidentsTable {
 }
 
 /** Per workflow and UTC hour: its finished runs, failures and response-time histogram up to the end of that hour, running totals (migrations 0018, 0023; repos/rollups.repo.ts). */
-export interface WorkflowRollupsTable {
+export interface WorkflowRollupsTable extends Record<RollupBucketColumn, number> {
   workflow_id: string;
   hour_at: number;
   user_id: string;
   runs: number;
   failures: number;
-  /** JSON array of counts, one per bound of ROLLUP_BOUNDS_MS (and one past the last). */
-  histogram: string;
 }
+
+/** A histogram bucket's index: one per bound of ROLLUP_BOUNDS_MS, and one past the last. */
+export type RollupBucket = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 13 | 14 | 15 | 16 | 17 | 18 | 19 | 20 | 21 | 22 | 23 | 24 | 25 | 26;
+
+/** The histogram, one count a bucket (migration 0026; JSON text before). */
+export type RollupBucketColumn = `bucket_${RollupBucket}`;
 
 /** An attempt that ended without ending its job (migration 0022, repos/job-attempts.repo.ts). */
 export interface JobAttemptsTable {

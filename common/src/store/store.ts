@@ -87,7 +87,7 @@ export class Store {
     this.analytics = new AnalyticsRepo(db, runner);
     this.retention = new RetentionRepo(db);
     this.incidents = new IncidentsRepo(db);
-    this.rollups = new RollupsRepo(db);
+    this.rollups = new RollupsRepo(db, runner);
     this.jobAttempts = new JobAttemptsRepo(db);
     this.uptime = new UptimeRepo(db);
     this.maintenanceWindows = new MaintenanceWindowsRepo(db);
