@@ -91,7 +91,7 @@ export class JobQueueRepo {
       open = open.filter((user) => read.get(user)!.length === k && firsts.get(user)!.length < want);
       if (open.length === 0 || k >= READ_FACTOR * want) break;
       // Every user's jobs up to the shortest open one's count are known: when they make `limit`, the first `limit` are among them.
-      const known = Math.min(...open.map((user) => firsts.get(user)!.length));
+      const known = open.reduce((least, user) => Math.min(least, firsts.get(user)!.length), want);
       let n = 0;
       for (const list of firsts.values()) n += Math.min(list.length, known);
       if (n >= limit) break;
