@@ -4,7 +4,7 @@ import { silentLogger } from '@orloj/common/logging';
 import type { JobRunMessage } from '@orloj/common/messages';
 import type { Store } from '@orloj/common/store';
 import { QUEUE_FLOOR, Scheduler } from '@orloj/scheduler';
-import { analyzeJobs, assertNoBacklogRead, describeEachEngine, insertWorkflowsWithJobs, tracedStore, until } from '@orloj/common/test-support';
+import { assertNoBacklogRead, describeEachEngine, insertWorkflowsWithJobs, tracedStore, until } from '@orloj/common/test-support';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
@@ -151,7 +151,6 @@ describeEachEngine('the fair hand-out: work-conserving sharing of the runners', 
     const lone = await insertWorkflow(store(), other, r.clock.now(), { buildStatus: 'COMPLETED', buildCompletedAt: r.clock.now(), intervalMinutes: 600 });
     const manual = newJob(lone, 'MANUAL', r.clock.now(), r.clock.now());
     await store().jobs.insert(manual);
-    await analyzeJobs(store().db, engine);
     // The leader on a store that records its statements.
     await scheduler.stop();
     const trace = tracedStore(store());

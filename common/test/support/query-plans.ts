@@ -78,7 +78,7 @@ export async function assertNoBacklogRead(db: Kysely<Database>, engine: 'sqlite'
   const plan = await planOf(db, engine, q);
   const text = `${q.sql}\n${plan.steps.join('\n')}`;
   if (engine === 'postgres') {
-    if (plan.steps.some((s) => /Seq Scan|Bitmap/.test(s))) throw new Error(`a scan of jobs:\n${text}`);
+    if (plan.steps.some((s) => s.startsWith('Seq Scan'))) throw new Error(`a scan of jobs:\n${text}`);
     if (plan.rows! > maxRows) throw new Error(`${plan.rows} rows of jobs read (at most ${maxRows}):\n${text}`);
     return;
   }
