@@ -24,30 +24,15 @@ const BATCH = 500; // rows per insert: 16 columns × 500 stays under SQLite's bi
 /** Seeded slots start this far in the future until shiftSchedule() moves them. */
 const PARKED_MS = 24 * 60 * 60_000;
 let parkedAt = 0;
-/** Whether the seeded workflows are cron ones: their slots are instants of the clock, so shiftSchedule builds them anew. */
+/** Whether the seeded workflows are cron ones: their slots are instants of the clock, so shiftSchedule moves them by whole minutes only. */
 let seededCron = false;
+const MINUTE = 60_000;
 
 /** Cron workflows to seed: one expression, read in each zone in turn, every slot moved by a per-workflow jitter. */
 interface CronSeed {
   expression: string;
   zones: readonly string[];
   jitterSeconds: number;
-}
-
-/** Cron workflows built at `builtAt` − 1 ms, each due at its first slot after it. */
-async function rebuildCronSchedules(firstDueAt: number): Promise<void> {
-  const builtAt = firstDueAt - 1;
-  await store.transaction(async (tx) => {
-    await tx.db.updateTable('workflows').set({ build_completed_at: builtAt }).execute();
-    const rows = await tx.db.selectFrom('workflows').selectAll().execute();
-    for (let start = 0; start < rows.length; start += BATCH) {
-      const next = rows.slice(start, start + BATCH).map((r) => ({
-        id: r.id,
-        nextDueAt: scheduleOf({ id: r.id, buildCompletedAt: builtAt, intervalMinutes: r.interval_minutes, cron: r.cron, timeZone: r.timezone, jitterSeconds: r.jitter_seconds, firstRun: r.first_run })!.firstSlotAfter(builtAt),
-      }));
-      await tx.workflows.setNextDueMany(next);
-    }
-  });
 }
 
 /** FAILED jobs by reason ("CODE: message"), for the reports. */
@@ -73,16 +58,20 @@ serveParent(
      * `intervalMinutes`, their first slots spread evenly over `spreadMs` (0:
      * all at one instant) and parked a day ahead until shiftSchedule().
      * With `cron`, each runs on that expression instead, in the zones in turn,
-     * spread by the jitter (interval and spread then do not apply).
+     * spread by the jitter (interval and spread then do not apply): built 1 ms
+     * before the parked minute and due at its own first slot after it, as the
+     * scheduler sets it after a build, so shiftSchedule() moves each to its own
+     * first slot in the first minute, not all of them at once.
      */
     async seedHeartbeats(arg: { count: number; intervalMinutes: number; spreadMs: number; endpoint: string; cron?: CronSeed }) {
       const started = performance.now();
       const now = Date.now();
-      parkedAt = now + PARKED_MS;
+      const { cron } = arg;
+      // Cron slots are minutes of the clock (plus the jitter): a cron seed parks on a minute, and moves by whole minutes.
+      parkedAt = cron ? Math.ceil((now + PARKED_MS) / MINUTE) * MINUTE : now + PARKED_MS;
       const userId = newId();
       const payload = JSON.stringify({ endpoint: arg.endpoint, method: 'GET', expected_status_code: 200, timeout: '10s' });
-      const intervalMs = arg.intervalMinutes * 60_000;
-      const { cron } = arg;
+      const intervalMs = arg.intervalMinutes * MINUTE;
       seededCron = cron !== undefined;
       // What `interval` holds for a cron workflow (its longest gap), once per zone: it walks a year of slots.
       const cronInterval = new Map(cron?.zones.map((zone) => [zone, contractInterval(cron.expression, zone, 0, now)]));
@@ -98,17 +87,23 @@ serveParent(
         for (let start = 0; start < arg.count; start += BATCH) {
           const rows = [];
           for (let i = start; i < Math.min(arg.count, start + BATCH); i++) {
-            const due = parkedAt + Math.floor((i * arg.spreadMs) / arg.count);
+            const id = newId();
+            const zone = cron?.zones[i % cron.zones.length];
+            const builtAt = cron ? parkedAt - 1 : parkedAt + Math.floor((i * arg.spreadMs) / arg.count) - intervalMs;
+            const interval = cron ? cronInterval.get(zone!)! : arg.intervalMinutes;
+            const due = cron
+              ? scheduleOf({ id, buildCompletedAt: builtAt, intervalMinutes: interval, cron: cron.expression, timeZone: zone!, jitterSeconds: cron.jitterSeconds, firstRun: 'at_first_slot' })!.firstSlotAfter(builtAt)
+              : builtAt + intervalMs;
             const name = `Heartbeat ${i}`;
             rows.push({
-              id: newId(),
+              id,
               user_id: userId,
               name,
               name_folded: name.toLowerCase(),
               payload,
               kind: 'HEARTBEAT' as const,
               build_status: 'COMPLETED' as const,
-              interval_minutes: cron ? cronInterval.get(cron.zones[i % cron.zones.length]!)! : arg.intervalMinutes,
+              interval_minutes: interval,
               consecutive_job_failures_count: 0,
               max_consecutive_job_failures_allowed: 3,
               log_retention: 0,
@@ -116,9 +111,9 @@ serveParent(
               created_at: now,
               updated_at: now,
               terminated_at: null,
-              build_completed_at: due - intervalMs,
+              build_completed_at: builtAt,
               next_due_at: due,
-              ...(cron ? { cron: cron.expression, timezone: cron.zones[i % cron.zones.length]!, jitter_seconds: cron.jitterSeconds } : {}),
+              ...(cron ? { cron: cron.expression, timezone: zone!, jitter_seconds: cron.jitterSeconds } : {}),
             });
           }
           await tx.db.insertInto('workflows').values(rows).execute();
@@ -130,17 +125,14 @@ serveParent(
 
     /**
      * Moves every seeded schedule so that the first slot of the first workflow
-     * is `firstDueAt` (one UPDATE). Cron workflows are built just before
-     * `firstDueAt` instead, each due at its first slot after it (as the
-     * scheduler sets it after a build).
+     * is `firstDueAt` (one UPDATE). Cron workflows move from the parked minute
+     * to `firstDueAt`, a minute too: each then is due at its own first slot in
+     * that minute, built 1 ms before it.
      */
     async shiftSchedule(arg: { firstDueAt: number }) {
       const started = performance.now();
-      if (seededCron) {
-        await rebuildCronSchedules(arg.firstDueAt);
-        return { ms: Math.round(performance.now() - started) };
-      }
       const delta = arg.firstDueAt - parkedAt;
+      if (seededCron && delta % MINUTE !== 0) throw new Error(`cron workflows move by whole minutes: ${arg.firstDueAt} is not on a minute`);
       await db
         .updateTable('workflows')
         .set((eb) => ({

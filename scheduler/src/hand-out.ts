@@ -75,7 +75,7 @@ export interface FairRound {
   dueNow: Set<string>;
   /** Work was left waiting for room. */
   leftWaiting: boolean;
-  /** The pending jobs filled the window and room was given: more may be waiting. */
+  /** Pending jobs were left out of the round and room was given: more may go in the next. */
   morePending: boolean;
 }
 
@@ -107,7 +107,8 @@ export class HandOut {
   async fairRound(now: number, window: number, due: readonly Workflow[]): Promise<FairRound> {
     const { store, config } = this.c;
     const room = Math.max(0, Math.min(await this.room.room(), config.maxQueued - (await store.jobQueue.countQueued(config.maxQueued))));
-    const pending = room > 0 ? await store.jobQueue.dispatchable(now, window) : [];
+    // No user gets more than the room: its first `room` pending jobs are all the round can choose (and one more tells that more wait).
+    const { jobs: pending, more } = room > 0 ? await store.jobQueue.dispatchable(now, window, room) : { jobs: [], more: false };
     const candidates: Candidate<Job | Workflow>[] = [
       ...pending.map((j) => ({ userId: j.userId, manual: j.trigger === 'MANUAL', since: j.scheduledAt, item: j })),
       ...due.map((w) => ({ userId: w.userId, manual: false, since: w.nextDueAt ?? now, item: w })),
@@ -118,7 +119,7 @@ export class HandOut {
     return {
       dueNow: new Set(due.filter((w) => chosen.has(w)).map((w) => w.id)),
       leftWaiting: candidates.length > chosen.size,
-      morePending: pending.length === window && chosen.size > 0,
+      morePending: more && chosen.size > 0,
     };
   }
 

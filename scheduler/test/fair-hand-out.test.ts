@@ -4,7 +4,7 @@ import { silentLogger } from '@orloj/common/logging';
 import type { JobRunMessage } from '@orloj/common/messages';
 import type { Store } from '@orloj/common/store';
 import { QUEUE_FLOOR, Scheduler } from '@orloj/scheduler';
-import { describeEachEngine, until } from '@orloj/common/test-support';
+import { assertNoBacklogRead, describeEachEngine, insertWorkflowsWithJobs, tracedStore, until } from '@orloj/common/test-support';
 import { insertUser, insertWorkflow, rig, type Rig } from './support.js';
 
 const MINUTE = 60_000;
@@ -25,7 +25,7 @@ const WAIT_MS = 30_000;
 describe('issue 30', function () {
   // Thousands of events applied one by one on a loaded machine; no wait here is on wall time.
   this.timeout(300_000);
-describeEachEngine('the fair hand-out: work-conserving sharing of the runners', (db) => {
+describeEachEngine('the fair hand-out: work-conserving sharing of the runners', (db, engine) => {
   let r: Rig;
   let scheduler: Scheduler;
   const store = (): Store => db().store;
@@ -141,6 +141,28 @@ describeEachEngine('the fair hand-out: work-conserving sharing of the runners', 
     }
     // At worst behind the jobs already waiting in the queue: within one round of the runners.
     assert.ok(taken <= 3 * SLOTS, `started as job ${taken}`);
+  });
+
+  it("hands another user's one job out in the first pass behind 5,000 of one user's waiting, reading none of that backlog", async () => {
+    const greedy = await newUser();
+    const other = await newUser();
+    // Waiting since a minute ago: older than the other user's job, which a queue by age would give the runners last.
+    await insertWorkflowsWithJobs(store(), greedy, 5_000, 'PENDING', r.clock.now() - MINUTE);
+    const lone = await insertWorkflow(store(), other, r.clock.now(), { buildStatus: 'COMPLETED', buildCompletedAt: r.clock.now(), intervalMinutes: 600 });
+    const manual = newJob(lone, 'MANUAL', r.clock.now(), r.clock.now());
+    await store().jobs.insert(manual);
+    // The leader on a store that records its statements.
+    await scheduler.stop();
+    const trace = tracedStore(store());
+    scheduler = new Scheduler({ store: trace.store, bus: r.schedulerBus, clock: r.clock, workClock: r.clock, logger: silentLogger });
+    await scheduler.start({ leaderLoop: false });
+
+    await scheduler.leaderPass();
+    await r.runners.until(() => r.runners.jobs.length === QUEUE_FLOOR, 'the first room handed out');
+    assert.ok(r.runners.jobs.some((j) => j.job_id === manual.id), "the other user's job went in the first pass");
+    const reads = trace.statements().filter((q) => /\bjobs\b/.test(q.sql) && /^\s*(select|with)/i.test(q.sql));
+    assert.ok(reads.some((q) => q.sql.includes('jobs_pending_user_idx') || q.sql.includes("'PENDING'")), 'the pass read the PENDING jobs');
+    for (const q of reads) await assertNoBacklogRead(store().db, engine, q, 100);
   });
 
   it('gives two users who each want every slot about half each', async () => {

@@ -77,7 +77,7 @@ export class Store {
     this.workflows = new WorkflowsRepo(db, dialect, runner);
     this.idempotency = new IdempotencyRepo(db, runner);
     this.jobs = new JobsRepo(db, runner);
-    this.jobQueue = new JobQueueRepo(db);
+    this.jobQueue = new JobQueueRepo(db, dialect);
     this.jobMoves = new JobMovesRepo(db, runner, dialect);
     this.leases = new LeasesRepo(db);
     this.logQueries = new LogQueriesRepo(dialect, runner);

@@ -65,6 +65,45 @@ export async function insertJob(store: Store, workflow: Workflow | string, statu
   return job;
 }
 
+/**
+ * `count` built HEARTBEAT workflows of the user (inserted 500 a statement), each
+ * with one AUTOMATIC job in `status`, the i-th scheduled (and its slot) at
+ * `from + i`: a backlog of PENDING jobs, or a fleet's QUEUED or RUNNING ones.
+ * Returns the jobs.
+ */
+export async function insertWorkflowsWithJobs(store: Store, userId: string, count: number, status: JobStatus, from: number): Promise<Job[]> {
+  const jobs: Job[] = [];
+  for (let start = 0; start < count; start += 500) {
+    const flows = Array.from({ length: Math.min(500, count - start) }, () => workflowFixture(userId, { buildStatus: 'COMPLETED', buildCompletedAt: 0 }));
+    await store.db
+      .insertInto('workflows')
+      .values(
+        flows.map((w) => ({
+          id: w.id,
+          user_id: userId,
+          name: w.name,
+          name_folded: w.name,
+          payload: w.payload,
+          kind: w.kind,
+          build_status: 'COMPLETED' as const,
+          build_completed_at: 0,
+          generation: 0,
+          interval_minutes: w.intervalMinutes,
+          consecutive_job_failures_count: 0,
+          max_consecutive_job_failures_allowed: w.maxConsecutiveJobFailuresAllowed,
+          log_retention: 0,
+          created_at: 0,
+          updated_at: 0,
+        })),
+      )
+      .execute();
+    const batch = flows.map((w, i) => jobFixture(w, status, { at: from + start + i, trigger: 'AUTOMATIC', slotAt: from + start + i }));
+    await store.jobs.insertMany(batch);
+    jobs.push(...batch);
+  }
+  return jobs;
+}
+
 export interface LogJob {
   jobId: string;
   workflowId: string;

@@ -13,3 +13,4 @@ export * from './role-process.js';
 export * from './services.js';
 export * from './stores.js';
 export * from './temp-dir.js';
+export * from './query-plans.js';

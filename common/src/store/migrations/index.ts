@@ -23,6 +23,7 @@ import * as m0021 from './0021-workflow-run-policy.js';
 import * as m0022 from './0022-attempts-and-uptime.js';
 import * as m0023 from './0023-rollup-running-totals.js';
 import * as m0024 from './0024-attention-paused.js';
+import * as m0025 from './0025-pending-jobs-by-user.js';
 import * as m0026 from './0026-rollup-histogram-columns.js';
 
 interface DialectMigration {
@@ -54,6 +55,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0022-attempts-and-uptime': m0022,
   '0023-rollup-running-totals': m0023,
   '0024-attention-paused': m0024,
+  '0025-pending-jobs-by-user': m0025,
   '0026-rollup-histogram-columns': m0026,
 };
 
