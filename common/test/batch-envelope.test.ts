@@ -69,6 +69,18 @@ describe('batch envelopes', () => {
     );
   });
 
+  it('sends only plain envelopes with batches turned off (BUS_BATCH=false)', async () => {
+    const runners = roleBus({ bus: remote.bus, role: 'runners', keys, clock, logger: silentLogger, batch: false });
+    await Promise.all(['a', 'b'].map((id) => runners.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobStarted, started(id))));
+    assert.deepEqual(
+      remote.wire.get(QUEUES.jobEvents)!.map((m) => [m.type, 'batch' in m]),
+      [
+        [MESSAGE_TYPES.jobStarted, false],
+        [MESSAGE_TYPES.jobStarted, false],
+      ],
+    );
+  });
+
   it('sends a message published alone in the older form, which an older verifier takes', async () => {
     const runners = as('runners');
     const sent = await runners.publish(QUEUES.jobEvents, MESSAGE_TYPES.jobStarted, started('alone'));

@@ -24,6 +24,8 @@ export function roleBus(options: {
   clock: Clock;
   logger: Logger;
   signatures?: SignatureMode;
+  /** Whether what it publishes together is signed once (true unless set: BUS_BATCH). */
+  batch?: boolean | undefined;
   /** Counts refused messages. */
   metrics?: RefusalMetrics | undefined;
   /** The process's request context: request ids travel on the messages (docs/bus.md, "Request ids"). */
@@ -38,7 +40,7 @@ export function roleBus(options: {
     metrics: options.metrics,
     messages: MESSAGES,
     requestContext: options.requestContext,
-    batched: bus.inProcess ? undefined : BATCHED_QUEUES,
+    batched: bus.inProcess || options.batch === false ? undefined : BATCHED_QUEUES,
     verifier: new EnvelopeVerifier({ publicKeys: keys.publicKeys, policy: PRODUCER_POLICY, clock, signatures }),
     ...(privateKey ? { signer: new EnvelopeSigner({ role, privateKey, clock, signatures }) } : {}),
   });
