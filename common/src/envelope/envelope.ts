@@ -304,15 +304,14 @@ export class EnvelopeVerifier {
   }
 
   /**
-   * True when an item of a verified batch was handled in this scope before
-   * (counted as `replayed`): a redelivered batch runs again only the items
-   * whose handler failed.
+   * True when a message of a verified batch was handled in this scope
+   * before: a batch comes again when a handler failed on another of its
+   * messages, and runs again only those. Not a refusal: a batch sent again
+   * whole is refused as a replay by its own id.
    */
-  replayed(item: Envelope, scope = ''): boolean {
+  handledBefore(item: Envelope, scope = ''): boolean {
     this.forgetExpired();
-    if (!this.seen.has(seenKey(scope, item.id))) return false;
-    this.rejected.replayed += 1;
-    return true;
+    return this.seen.has(seenKey(scope, item.id));
   }
 
   /**

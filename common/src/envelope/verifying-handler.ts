@@ -54,7 +54,7 @@ export interface VerifyingOptions {
  * success, so the redelivery is not called a replay. A batch envelope is
  * verified once and its items handled each as an envelope of its own: a
  * failed signature check refuses the batch (every item it carries, nothing
- * else), a malformed or replayed item only itself.
+ * else), a malformed item only itself.
  */
 export function verifyingHandler(options: VerifyingOptions, handler: EnvelopeHandler): MessageHandler {
   const { verifier, logger, scope, onRefused } = options;
@@ -85,7 +85,8 @@ export function verifyingHandler(options: VerifyingOptions, handler: EnvelopeHan
  * a batch gives a handler no more at once than separate messages would). A
  * failed item fails the batch once the rest are done, so the broker
  * redelivers it; the items handled meanwhile are remembered, and the
- * redelivery runs only the others here.
+ * redelivery runs only the others here (another process runs them all:
+ * handlers are idempotent, delivery is at least once).
  */
 async function handleBatch(items: readonly Envelope[], concurrency: number, handle: (item: Envelope) => Promise<void>): Promise<void> {
   let next = 0;
@@ -106,11 +107,7 @@ async function handleBatch(items: readonly Envelope[], concurrency: number, hand
 
 async function handleItem(item: Envelope, delivery: Delivery, options: VerifyingOptions, handler: EnvelopeHandler): Promise<void> {
   const { verifier, scope } = options;
-  if (verifier.replayed(item, scope)) {
-    options.onRefused?.('replayed');
-    options.logger.warn({ reason: 'replayed', claimed: { id: item.id, type: item.type, producer: item.producer }, scope }, 'dropped a bus message that failed verification');
-    return;
-  }
+  if (verifier.handledBefore(item, scope)) return;
   await handleOne(item, delivery, options, handler);
   verifier.remember(item, scope);
 }
