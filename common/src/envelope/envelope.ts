@@ -14,7 +14,6 @@ import { DeadLetterError, deadLetterQueue, DEFAULT_PREFETCH, misuse, type Bus, t
 import { BATCH_TYPE, digestOf, readBatch, DIGESTS_TYPE, signedDigests, signedWithProblem, type BatchItem, type BatchMode, type SignedWith } from './batch.js';
 import { PublishBatches } from './publish-batches.js';
 import { verifyingHandler, type EnvelopeHandler, type RefusalMetrics, type VerifyingOptions } from './verifying-handler.js';
-
 import { isProducerRole, type MessageTable, type MessageType, type ProducerPolicy, type ReadBody, type WireBody, type ProducerRole } from '../messages/table.js';
 
 export type { ProducerPolicy } from '../messages/table.js';
