@@ -6,8 +6,9 @@
  * - The messages: the four a job sends between roles (job.run, job.started,
  *   job.finished, domain.event), through orloj's own bus and envelope code:
  *   the in-process bus unsigned (ADR 0004), or RabbitMQ with publisher
- *   confirms, durable queues and Ed25519 signatures. The consumers only pass
- *   each message on.
+ *   confirms, durable queues and Ed25519 signatures, what a role publishes
+ *   together signed once (ADR 0024: the pass's job.run messages, a burst's
+ *   job events and domain events). The consumers only pass each message on.
  * - The rows: what a job writes, by the same set-wise store calls orloj makes
  *   (the job inserted QUEUED, started, finished with its outcome event, the
  *   event relayed, then applied: dedupe record, counters, notification,
@@ -266,7 +267,7 @@ async function run(ctx: SuiteContext): Promise<SuiteReport> {
     settings: [
       ['Code', codeVersion()],
       ['Rate', `${fmt(s.rate, 1)} jobs/s (BENCH_FLOOR_WORKFLOWS ${fmt(s.rate * 60)} one-minute workflows), ${s.durationS} s each (BENCH_FLOOR_DURATION)`],
-      ['Messages', 'in-process: MemoryBus, unsigned (ADR 0004); RabbitMQ: durable queues, persistent messages, publisher confirms, Ed25519 envelopes, prefetch 64 / 64 / 16 as the roles use; a connection per role'],
+      ['Messages', 'in-process: MemoryBus, unsigned (ADR 0004); RabbitMQ: durable queues, persistent messages, publisher confirms, Ed25519 envelopes signed once for what a role publishes together (ADR 0024: job.run apart under one signature, job and domain events in batch envelopes), acks by batch, prefetch 64 / 64 / 16 as the roles use; a connection per role'],
       ['Rows', 'SQLite: a temp file (WAL); PostgreSQL: a fresh schema in BENCH_DATABASE_URL; the job tables of orloj’s migrations'],
     ],
     table: { columns: ['Part', 'jobs', 'CPU (% of one core)', 'CPU ms a job'], rows: table },

@@ -295,12 +295,16 @@ function describeBus(adapter: Adapter): void {
         assert.deepEqual(await inbox.next(), { n: 2 });
       });
 
-      it('redelivers to another process when a consumer dies before acking', async () => {
+      /** A process whose connection the test cuts, and another that takes over its queue. */
+      async function doomedAndSurvivor(): Promise<{ link: Awaited<ReturnType<typeof proxy>>; doomed: Bus; survivor: Bus; queue: string }> {
         const link = await proxy();
         // a long backoff keeps the "dead" process from reconnecting and taking the message back
         const doomed = await open({ reconnectDelayMs: { min: 60_000, max: 60_000 } }, link.url);
-        const survivor = await open();
-        const queue = unique('work');
+        return { link, doomed, survivor: await open(), queue: unique('work') };
+      }
+
+      it('redelivers to another process when a consumer dies before acking', async () => {
+        const { link, doomed, survivor, queue } = await doomedAndSurvivor();
         const started = deferred();
         const release = deferred();
         await doomed.consume(queue, async () => {
@@ -313,6 +317,34 @@ function describeBus(adapter: Adapter): void {
         await survivor.consume(queue, (message, delivery) => redelivered.push([message, delivery]));
         link.drop();
         assert.deepEqual(await redelivered.next('the redelivery'), [{ job: 1 }, { redelivered: true, deliveryCount: 2 }]);
+        release.resolve();
+      });
+
+      it('acks handled messages by batch, never one still in hand: only those are redelivered when the consumer dies', async () => {
+        const { link, doomed, survivor, queue } = await doomedAndSurvivor();
+        const release = deferred();
+        const arrived = new Inbox<number>();
+        const held = new Set([1, 4, 5]);
+        await doomed.consume(
+          queue,
+          async (message) => {
+            const { n } = message as { n: number };
+            arrived.push(n);
+            if (held.has(n)) await release.promise;
+          },
+          { prefetch: 3 },
+        );
+        for (const n of [1, 2, 3, 4, 5]) await doomed.publish(queue, { n });
+        // With 3 in hand at most, 4 and 5 arrive only once the broker settled 2 and 3 (while 1 is still in hand).
+        assert.deepEqual((await arrived.take(5)).sort(), [1, 2, 3, 4, 5]);
+        const redelivered = new Inbox<unknown>();
+        await survivor.consume(queue, (message) => redelivered.push(message), { prefetch: 10 });
+        link.drop();
+        const again = (await redelivered.take(3, 'the messages in hand')).map((m) => (m as { n: number }).n);
+        assert.deepEqual(again.sort(), [1, 4, 5]);
+        // a marker behind the redeliveries: nothing acked came back before it
+        await survivor.publish(queue, { n: 0 });
+        assert.deepEqual(await redelivered.next('the marker'), { n: 0 });
         release.resolve();
       });
 

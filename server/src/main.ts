@@ -122,7 +122,7 @@ async function startScheduler(boot: Boot, store: Store): Promise<void> {
   const log = logger.child({ role: 'scheduler' });
   const scheduler = new Scheduler({
     store,
-    bus: roleBus({ bus, role: 'scheduler', keys, clock, logger: log, metrics, requestContext }),
+    bus: roleBus({ bus, batch: config.busBatch, role: 'scheduler', keys, clock, logger: log, metrics, requestContext }),
     clock,
     logger: log,
     replicaId: config.scheduler.id,
@@ -154,7 +154,7 @@ async function startLogIngest(boot: Boot, store: Store): Promise<void> {
   // LogIngester, Notifier and Runner bind their role themselves: the root logger, so no line says it twice.
   const ingester = new LogIngester({
     store,
-    bus: roleBus({ bus, role: 'log-ingest', keys, clock, logger: log, metrics, requestContext }),
+    bus: roleBus({ bus, batch: config.busBatch, role: 'log-ingest', keys, clock, logger: log, metrics, requestContext }),
     clock,
     logger,
     maxLinesPerJob: config.containers.maxLogLines,
@@ -168,7 +168,7 @@ async function startNotifier(boot: Boot, store: Store): Promise<void> {
   const { config, keys, clock, logger, metrics, requestContext, bus, started } = boot;
   const { Notifier } = await import('@orloj/notifier');
   const log = logger.child({ role: 'notifier' });
-  const notifier = new Notifier({ store, bus: roleBus({ bus, role: 'notifier', keys, clock, logger: log, metrics, requestContext }), clock, logger, pollMs: config.notifier.pollMs, metrics });
+  const notifier = new Notifier({ store, bus: roleBus({ bus, batch: config.busBatch, role: 'notifier', keys, clock, logger: log, metrics, requestContext }), clock, logger, pollMs: config.notifier.pollMs, metrics });
   await notifier.start();
   started.push(notifier);
   roleMetrics.notifier(metrics, store);
@@ -182,7 +182,7 @@ async function startRunners(boot: Boot): Promise<void> {
     : undefined;
   if (!containers) log.warn('no DOCKER_HOST and no /var/run/docker.sock: CONTAINER jobs will fail with SYSTEM_ERROR');
   else if (!(await containers.ping())) log.warn({ dockerHost: config.runner.dockerHost }, 'the container runtime does not answer; CONTAINER jobs fail until it does');
-  const runnerBus = roleBus({ bus, role: 'runners', keys, clock, logger: log, metrics, requestContext });
+  const runnerBus = roleBus({ bus, batch: config.busBatch, role: 'runners', keys, clock, logger: log, metrics, requestContext });
   // Captured container lines go to log-ingest in batches (docs/logs.md). On the
   // in-process bus nobody outside this process could take them: without a
   // log-ingest here they would pile up in memory, so they are only counted.
@@ -222,7 +222,7 @@ async function startApi(boot: Boot, store: Store): Promise<{ port: number; dashb
     config,
     clock,
     logger: log,
-    bus: roleBus({ bus, role: 'api', keys, clock, logger, metrics, requestContext }),
+    bus: roleBus({ bus, batch: config.busBatch, role: 'api', keys, clock, logger, metrics, requestContext }),
     metrics,
     health,
     requestContext,

@@ -5,8 +5,6 @@ import { entryExchange } from './bus.js';
 import { confirmed } from './amqp-promises.js';
 import type { AmqpTopology } from './amqp-topology.js';
 
-const SEQ_HEADER = 'x-orloj-publish-seq';
-
 /**
  * The publishing side of the AMQP adapter: one shared confirm channel per
  * connection (when the broker closes it, the next publish opens another),
@@ -36,10 +34,12 @@ export class AmqpPublisher {
       // confirming it into the void, and we declare again once.
       for (let attempt = 1; ; attempt++) {
         await this.topology.declareQueue(ch, name);
-        const seq = String(++this.publishSeq);
-        await confirmed((done) => ch.publish(entryExchange(name), '', body, { ...properties, headers: { [SEQ_HEADER]: seq } }, done));
+        // A return names its message by message-id: the caller's (SignedBus's is the envelope's id), else a sequence number.
+        // No header of our own: every header costs the broker its decoding, on every message.
+        const id = properties.messageId ?? `seq-${++this.publishSeq}`;
+        await confirmed((done) => ch.publish(entryExchange(name), '', body, { ...properties, messageId: id }, done));
         // basic.return always precedes the confirm of the same message
-        if (!this.returned.delete(seq)) return;
+        if (!this.returned.delete(id)) return;
         this.topology.invalidate(name);
         if (attempt === 2) throw new OrlojError('service_unavailable', `The broker could not route a message to ${name}.`, { kind: 'operational' });
       }
@@ -71,8 +71,8 @@ export class AmqpPublisher {
         this.log.warn({ err }, 'publish channel closed by the broker');
       });
       ch.on('return', (msg: Message) => {
-        const seq: unknown = msg.properties.headers?.[SEQ_HEADER];
-        if (typeof seq === 'string') this.returned.add(seq);
+        const id: unknown = msg.properties.messageId;
+        if (typeof id === 'string') this.returned.add(id);
       });
       ch.on('close', () => {
         if (this.pub?.channel !== channel) return;

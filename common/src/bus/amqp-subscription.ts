@@ -33,6 +33,7 @@ export class AmqpSubscription implements Subscription {
   private conn: ChannelModel | undefined;
   private attaching: Promise<void> | undefined;
   private channel: Channel | undefined;
+  private acks: BatchedAcks | undefined;
   private consumerTag: string | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   private chain: Promise<void> = Promise.resolve();
@@ -86,6 +87,7 @@ export class AmqpSubscription implements Subscription {
     if (ch && tag) await quietly(() => ch.cancel(tag));
     // a delivery may still arrive between basic.cancel and its reply
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    this.acks?.flush();
     if (ch) await quietly(() => ch.close());
     this.host.forget(this);
   }
@@ -108,8 +110,10 @@ export class AmqpSubscription implements Subscription {
         queue = (await ch.assertQueue('', { exclusive: true, autoDelete: true, durable: false })).queue;
         await ch.bindQueue(queue, this.name, '');
       }
-      const { consumerTag } = await ch.consume(queue, (msg) => this.receive(ch, msg), { noAck: false });
+      const acks = new BatchedAcks(ch, (fn) => this.settle(fn));
+      const { consumerTag } = await ch.consume(queue, (msg) => this.receive(ch, acks, msg), { noAck: false });
       this.channel = ch;
+      this.acks = acks;
       this.consumerTag = consumerTag;
       this.retries = 0;
     } catch (err) {
@@ -127,7 +131,7 @@ export class AmqpSubscription implements Subscription {
     this.retryLater();
   }
 
-  private receive(ch: Channel, msg: ConsumeMessage | null): void {
+  private receive(ch: Channel, acks: BatchedAcks, msg: ConsumeMessage | null): void {
     if (msg === null) {
       // The broker cancelled us (the queue was deleted): start over on a fresh channel.
       this.host.log.warn({ name: this.name }, 'the broker cancelled a consumer; re-attaching');
@@ -135,12 +139,13 @@ export class AmqpSubscription implements Subscription {
       void quietly(() => ch.close());
       return;
     }
-    const work = this.kind === 'queue' ? this.work(ch, msg) : this.fanout(ch, msg);
+    const work = this.kind === 'queue' ? this.work(acks, msg) : this.fanout(ch, msg);
     this.inFlight.add(work);
     void work.then(() => this.inFlight.delete(work));
   }
 
-  private async work(ch: Channel, msg: ConsumeMessage): Promise<void> {
+  private async work(acks: BatchedAcks, msg: ConsumeMessage): Promise<void> {
+    acks.received(msg);
     // set by the quorum queue on every return to the queue, crashes included
     const returned: unknown = msg.properties.headers?.['x-delivery-count'];
     const count = (typeof returned === 'number' && Number.isInteger(returned) && returned > 0 ? returned : 0) + 1;
@@ -150,7 +155,7 @@ export class AmqpSubscription implements Subscription {
       message = JSON.parse(msg.content.toString('utf8'));
     } catch (err) {
       this.host.log.error({ err, queue: this.name }, 'a message is not JSON; rejecting it to the dead-letter queue');
-      this.settle(() => ch.nack(msg, false, false));
+      acks.nack(msg, false);
       return;
     }
     try {
@@ -158,14 +163,14 @@ export class AmqpSubscription implements Subscription {
     } catch (err) {
       if (err instanceof DeadLetterError && !isDeadLetterQueue(this.name)) {
         // requeue=false: the quorum queue dead-letters it to `<queue>.dead` now
-        this.settle(() => ch.nack(msg, false, false));
+        acks.nack(msg, false);
         return;
       }
       logHandlerFailure(this.host.log, this.name, delivery, this.host.maxDeliveries, err);
-      this.settle(() => ch.nack(msg, false, true));
+      acks.nack(msg, true);
       return;
     }
-    this.settle(() => ch.ack(msg));
+    acks.ack(msg);
   }
 
   // One broadcast at a time per subscriber keeps live log lines in order.
@@ -187,6 +192,62 @@ export class AmqpSubscription implements Subscription {
     } catch (err) {
       // The channel died with the connection; the broker redelivers the message.
       this.host.log.debug({ err, name: this.name }, 'cannot settle a message on a closed channel');
+    }
+  }
+}
+
+/**
+ * The acks of one consumer channel, sent by batch: at the end of an
+ * event-loop turn, one `basic.ack` with multiple=true settles every message
+ * handled below the oldest one still in hand, and the few handled above it
+ * are acked each. A message is acked only once applied, as before, but the
+ * broker settles a turn's worth in one command instead of one per message.
+ * Nacks go at once, each.
+ */
+class BatchedAcks {
+  private readonly inHand = new Set<number>();
+  private done: ConsumeMessage[] = [];
+  private flushing = false;
+
+  constructor(
+    private readonly ch: Channel,
+    private readonly settle: (ackOrNack: () => void) => void,
+  ) {}
+
+  received(msg: ConsumeMessage): void {
+    this.inHand.add(msg.fields.deliveryTag);
+  }
+
+  nack(msg: ConsumeMessage, requeue: boolean): void {
+    this.inHand.delete(msg.fields.deliveryTag);
+    this.settle(() => this.ch.nack(msg, false, requeue));
+  }
+
+  ack(msg: ConsumeMessage): void {
+    this.inHand.delete(msg.fields.deliveryTag);
+    this.done.push(msg);
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(() => this.flush());
+  }
+
+  /** Sends the acks waiting (also before the channel closes). */
+  flush(): void {
+    this.flushing = false;
+    const done = this.done;
+    this.done = [];
+    let oldestInHand = Number.POSITIVE_INFINITY;
+    for (const tag of this.inHand) oldestInHand = Math.min(oldestInHand, tag);
+    let upTo: ConsumeMessage | undefined;
+    for (const msg of done) {
+      const tag = msg.fields.deliveryTag;
+      // multiple=true settles every unsettled tag up to this one: only those below every message still in hand
+      if (tag >= oldestInHand) this.settle(() => this.ch.ack(msg));
+      else if (!upTo || tag > upTo.fields.deliveryTag) upTo = msg;
+    }
+    if (upTo) {
+      const last = upTo;
+      this.settle(() => this.ch.ack(last, true));
     }
   }
 }

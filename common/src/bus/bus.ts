@@ -40,7 +40,11 @@ export type MessageHandler = (message: unknown, delivery: Delivery) => Promise<v
 export type BroadcastHandler = (message: unknown) => Promise<void> | void;
 
 export interface PublishOptions {
-  /** AMQP message-id and type properties: shown by broker tooling, ignored by orloj. */
+  /**
+   * AMQP message-id and type properties: shown by broker tooling. The AMQP
+   * adapter names a message the broker returns (unroutable) by its id, so
+   * each publish should have its own (SignedBus gives the envelope's).
+   */
   messageId?: string;
   type?: string;
 }
@@ -130,9 +134,14 @@ export function checkPrefetch(prefetch: number): number {
  * instead of silently changing shape on one of them.
  */
 export function encodeMessage(message: unknown): string {
+  checkJson(message);
+  return JSON.stringify(message);
+}
+
+/** Throws as encodeMessage would, without writing the JSON: a message joining a batch is checked alone, so it fails only its own publish. */
+export function checkJson(message: unknown): void {
   const problem = jsonProblem(message, []);
   if (problem !== undefined) throw notJson(`message${problem}`);
-  return JSON.stringify(message);
 }
 
 /**

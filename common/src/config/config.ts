@@ -80,6 +80,8 @@ export interface Config {
   readonly busUrl: string;
   /** Prepended to every queue and exchange name on the broker. */
   readonly busPrefix: string;
+  /** BUS_BATCH: sign what a role publishes together once (ADR 0024). */
+  readonly busBatch: boolean;
   /** BUS_TLS_*: mutual TLS to the broker (amqps://); undefined: node's default trust, no client certificate. */
   readonly busTls: TlsFiles | undefined;
   /** DATABASE_TLS_*: mutual TLS to PostgreSQL; undefined: whatever DATABASE_URL's ssl parameters say. */
@@ -241,6 +243,7 @@ export function loadConfig(env: Env = process.env): Config {
     registration: r.get('REGISTRATION'),
     busUrl: r.get('BUS_URL'),
     busPrefix: r.get('BUS_PREFIX'),
+    busBatch: r.get('BUS_BATCH'),
     busTls: readTlsFiles('BUS_TLS', (name) => r.raw(name as SettingName), r.problems),
     databaseTls: readTlsFiles('DATABASE_TLS', (name) => r.raw(name as SettingName), r.problems),
     scheduler: readScheduler(r, instanceSuffix),

@@ -113,6 +113,7 @@ export const SETTINGS = frozen({
   REGISTRATION: oneOf(['open', 'closed', 'invitation'] as const, 'open', 'Who may create an account: anyone, nobody (the operator adds accounts with `orloj user add`), or whoever holds an invitation from `orloj invite <email>`. The first account of an empty installation can always be created. See "Accounts".'),
   BUS_URL: text('memory:', 'The bus: in-process (one process only) or RabbitMQ.', matching(/^(memory:|amqps?:\/\/)/, 'must be memory: or amqp://…', false), '`memory:` or `amqp(s)://…`'),
   BUS_PREFIX: text('orloj.', 'Prefix of every queue and exchange name (one broker, several installations).'),
+  BUS_BATCH: bool(true, 'Whether what a role publishes together is signed once: job and domain events in one batch envelope, a hand-out pass\'s jobs under one signature ([bus.md](bus.md), "Batches"). Consumers take both forms either way. Turn off while replacing processes of a release before batches, whose consumers refuse them; on again once none is left.'),
   BUS_TLS_CA_FILE: BUS_TLS.CA_FILE,
   BUS_TLS_CERT_FILE: BUS_TLS.CERT_FILE,
   BUS_TLS_KEY_FILE: BUS_TLS.KEY_FILE,

@@ -10,7 +10,10 @@ import { canonicalJson, isPlainObject } from '../core/canonical-json.js';
 import { newId, isRequestId, isUuid, REQUEST_ID_PATTERN } from '../core/ids.js';
 import type { Logger, RequestContext } from '../logging/logger.js';
 import type { OrlojMessages } from '../messages/index.js';
-import { DeadLetterError, deadLetterQueue, misuse, type Bus, type ConsumeOptions, type Delivery, type MessageHandler, type Subscription } from '../bus/bus.js';
+import { DeadLetterError, deadLetterQueue, DEFAULT_PREFETCH, misuse, type Bus, type ConsumeOptions, type Subscription } from '../bus/bus.js';
+import { BATCH_TYPE, digestOf, readBatch, DIGESTS_TYPE, signedDigests, signedWithProblem, type BatchItem, type BatchMode, type SignedWith } from './batch.js';
+import { PublishBatches } from './publish-batches.js';
+import { verifyingHandler, type EnvelopeHandler, type RefusalMetrics, type VerifyingOptions } from './verifying-handler.js';
 import { isProducerRole, type MessageTable, type MessageType, type ProducerPolicy, type ReadBody, type WireBody, type ProducerRole } from '../messages/table.js';
 
 export type { ProducerPolicy } from '../messages/table.js';
@@ -38,6 +41,8 @@ export interface Envelope<B = unknown, T extends string = string> {
   readonly body: B;
   /** base64url Ed25519 signature, or `-` on the in-process bus (see `signatures`) */
   readonly sig: string;
+  /** On a message signed together with others and sent apart: what `sig` signs (ADR 0024). */
+  readonly batch?: SignedWith;
 }
 
 /** An envelope of type `K` of table `M`, its body as that type's decoder returned it. */
@@ -58,7 +63,7 @@ export type VerifyResult<B = unknown> =
 
 // Domain separation: a signature over an envelope can never pass for a signature over anything else.
 const SIGNING_CONTEXT = 'orloj-envelope-v1\n';
-const FIELDS = new Set(['id', 'type', 'producer', 'issued_at', 'expires_at', 'subject', 'req_id', 'body', 'sig']);
+const FIELDS = new Set(['id', 'type', 'producer', 'issued_at', 'expires_at', 'subject', 'req_id', 'body', 'sig', 'batch']);
 const SIG_SHAPE = /^[A-Za-z0-9_-]{86}$/;
 /** The `sig` of an envelope sealed without a signature (in-process bus only). */
 const NO_SIGNATURE = '-';
@@ -99,31 +104,75 @@ export class EnvelopeSigner {
   }
 
   seal<B, T extends string = string>(type: T, body: B, options: SealOptions = {}): Envelope<B, T> {
-    const ttlMs = options.ttlMs ?? this.ttlMs;
-    if (typeof type !== 'string' || type === '') throw misuse('an envelope needs a message type');
-    if (body === undefined) throw misuse('an envelope needs a body (null is fine)');
-    if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw misuse(`envelope ttlMs must be a positive integer, got ${ttlMs}`);
-    if (options.reqId !== undefined && !isRequestId(options.reqId)) throw misuse(`an envelope's request id must match ${REQUEST_ID_PATTERN}, got ${JSON.stringify(options.reqId)}`);
-    const issuedAt = this.clock.now();
-    const unsigned = {
-      id: newId(),
-      type,
-      producer: this.role,
-      issued_at: issuedAt,
-      expires_at: issuedAt + ttlMs,
-      ...(options.subject === undefined ? {} : { subject: options.subject }),
-      ...(options.reqId === undefined ? {} : { req_id: options.reqId }),
-      body,
-    };
-    const sig = this.signatures === 'in-process' ? NO_SIGNATURE : sign(null, signingInput(unsigned), this.privateKey).toString('base64url');
-    return { ...unsigned, sig };
+    const ttlMs = this.checkTtl(options.ttlMs);
+    checkMessage(type, body, options);
+    return this.signed({ id: newId(), type, producer: this.role, ...this.window(ttlMs), ...onBehalfOf(options), body }) as Envelope<B, T>;
   }
+
+  /**
+   * Checks one message of a batch and gives it its id: a misuse throws here,
+   * to the publisher that made it, never to the others of its batch.
+   */
+  item(type: string, body: unknown, options: SealOptions = {}): BatchItem {
+    checkMessage(type, body, options);
+    return { id: newId(), type, ...onBehalfOf(options), body };
+  }
+
+  /** Several messages in one envelope, one signature for all (`item` made each): its body is their JSON text. */
+  sealBatch(items: readonly BatchItem[], ttlMs?: number): Envelope<string, typeof BATCH_TYPE> {
+    const window = this.window(this.checkTtl(ttlMs));
+    return this.signed({ id: newId(), type: BATCH_TYPE, producer: this.role, ...window, body: JSON.stringify(items) }) as Envelope<string, typeof BATCH_TYPE>;
+  }
+
+  /**
+   * Several messages each in an envelope of its own, under one signature over
+   * the list of their digests (`item` made each): for a queue where one
+   * broker message must stay one message (ADR 0024).
+   */
+  sealApart(items: readonly BatchItem[], ttlMs?: number): Envelope[] {
+    const window = this.window(this.checkTtl(ttlMs));
+    const batch: SignedWith = { id: newId(), digests: items.map(digestOf) };
+    const { sig } = this.signed({ id: batch.id, type: DIGESTS_TYPE, producer: this.role, ...window, body: batch.digests });
+    return items.map(({ id, type, ...rest }) => ({ id, type, producer: this.role, ...window, ...rest, sig, batch }) as Envelope);
+  }
+
+  checkTtl(ttlMs: number | undefined): number {
+    const ms = ttlMs ?? this.ttlMs;
+    if (!Number.isSafeInteger(ms) || ms <= 0) throw misuse(`envelope ttlMs must be a positive integer, got ${ms}`);
+    return ms;
+  }
+
+  private window(ttlMs: number): { issued_at: number; expires_at: number } {
+    const issuedAt = this.clock.now();
+    return { issued_at: issuedAt, expires_at: issuedAt + ttlMs };
+  }
+
+  private signed(unsigned: Record<string, unknown>): Envelope {
+    const sig = this.signatures === 'in-process' ? NO_SIGNATURE : sign(null, signingInput(unsigned), this.privateKey).toString('base64url');
+    return { ...unsigned, sig } as unknown as Envelope;
+  }
+}
+
+function checkMessage(type: string, body: unknown, options: SealOptions): void {
+  if (typeof type !== 'string' || type === '' || type === BATCH_TYPE) throw misuse('an envelope needs a message type');
+  if (body === undefined) throw misuse('an envelope needs a body (null is fine)');
+  if (options.reqId !== undefined && !isRequestId(options.reqId)) throw misuse(`an envelope's request id must match ${REQUEST_ID_PATTERN}, got ${JSON.stringify(options.reqId)}`);
+}
+
+/** The subject and request id a message carries, when it has them. */
+function onBehalfOf(options: SealOptions): { subject?: string; req_id?: string } {
+  return {
+    ...(options.subject === undefined ? {} : { subject: options.subject }),
+    ...(options.reqId === undefined ? {} : { req_id: options.reqId }),
+  };
 }
 
 /** How far an envelope's issue time may lie in the future (clock skew between hosts). */
 const MAX_CLOCK_SKEW_MS = 30_000;
 /** The longest life an envelope may claim. */
 const MAX_TTL_MS = 60 * 60_000;
+/** Signed lists of digests a verifier remembers as checked: a hand-out pass's messages arrive within moments. */
+const MAX_SIGNED_LISTS = 1_024;
 /** Envelope ids a verifier remembers against replays; beyond it the oldest are forgotten. */
 const MAX_SEEN_IDS = 100_000;
 
@@ -176,6 +225,8 @@ export class EnvelopeVerifier {
    */
   private order: string[] = [];
   private head = 0;
+  /** sig → the signing input it was verified over, for messages sent apart (the oldest forgotten first). */
+  private readonly signedLists = new Map<string, string>();
 
   constructor(options: VerifierOptions) {
     this.publicKeys = options.publicKeys;
@@ -220,12 +271,23 @@ export class EnvelopeVerifier {
     if (this.signatures === 'required') {
       const key = this.publicKeys[envelope.producer];
       if (!key) return reject('bad_signature', `no public key is configured for producer ${envelope.producer}`, claimedBy(value));
-      const { sig: _sig, ...signed } = value;
-      if (!SIG_SHAPE.test(sig) || !verifies(signed, sig, key)) return reject('bad_signature', 'the signature does not match', claimedBy(value));
+      const { sig: _sig, batch, ...fields } = value;
+      // Sent apart: the signature covers the list of digests, which must hold this message's.
+      const signed = batch === undefined ? fields : signedDigests(fields, batch as SignedWith);
+      if (!signed || !SIG_SHAPE.test(sig) || !(batch === undefined ? verifies(signed, sig, key) : this.verifiesOnce(signed, sig, key))) {
+        return reject('bad_signature', 'the signature does not match', claimedBy(value));
+      }
     }
 
-    const allowed = Object.hasOwn(this.policy, envelope.type) ? this.policy[envelope.type] : undefined;
-    if (!allowed?.includes(envelope.producer)) {
+    let read = envelope;
+    if (envelope.type === BATCH_TYPE) {
+      // Authentic, so its items are what the producer sent: one it may not produce refuses the envelope that carries it.
+      const batch = readBatch(envelope.body);
+      if ('problem' in batch) return reject('bad_signature', `malformed batch: ${batch.problem}`, claimedBy(value));
+      const refused = batch.items.find((item) => !this.mayProduce(envelope.producer, item.type));
+      if (refused) return reject('wrong_producer', `${envelope.producer} may not produce ${refused.type} messages`, claimedBy(value));
+      read = { ...envelope, body: batch.items };
+    } else if (!this.mayProduce(envelope.producer, envelope.type)) {
       return reject('wrong_producer', `${envelope.producer} may not produce ${envelope.type} messages`, claimedBy(value));
     }
     const now = this.clock.now();
@@ -237,7 +299,42 @@ export class EnvelopeVerifier {
 
     this.forgetExpired();
     if (this.seen.has(seenKey(scope, envelope.id))) return reject('replayed', 'this envelope was accepted before', claimedBy(value));
-    return { ok: true, envelope };
+    return { ok: true, envelope: read };
+  }
+
+  /**
+   * True when a message of a verified batch was handled in this scope
+   * before: a batch comes again when a handler failed on another of its
+   * messages, and runs again only those. Not a refusal: a batch sent again
+   * whole is refused as a replay by its own id.
+   */
+  handledBefore(item: Envelope, scope = ''): boolean {
+    this.forgetExpired();
+    return this.seen.has(seenKey(scope, item.id));
+  }
+
+  /**
+   * One Ed25519 check for every message sent apart under one signature: the
+   * check costs more than the rest of a message's handling together. A
+   * signature is remembered with the exact text it was found to sign.
+   */
+  private verifiesOnce(signed: Record<string, unknown>, sig: string, key: KeyObject): boolean {
+    let text: string;
+    try {
+      text = SIGNING_CONTEXT + canonicalJson(signed);
+    } catch {
+      return false; // not canonicalizable: cannot be what was signed
+    }
+    if (this.signedLists.get(sig) === text) return true;
+    if (!verify(null, Buffer.from(text, 'utf8'), key, Buffer.from(sig, 'base64url'))) return false;
+    this.signedLists.set(sig, text);
+    if (this.signedLists.size > MAX_SIGNED_LISTS) this.signedLists.delete(this.signedLists.keys().next().value!);
+    return true;
+  }
+
+  private mayProduce(producer: ProducerRole, type: string): boolean {
+    const allowed = Object.hasOwn(this.policy, type) ? this.policy[type] : undefined;
+    return allowed?.includes(producer) === true;
   }
 
   private forgetExpired(): void {
@@ -282,6 +379,12 @@ function shapeProblem(fields: Record<string, unknown>): string | undefined {
   if (unknown !== undefined) return `unknown field ${JSON.stringify(unknown)}`;
   if (!isUuid(fields.id)) return 'id must be a UUID';
   if (typeof fields.type !== 'string' || fields.type === '') return 'type must be a non-empty string';
+  if (fields.type === DIGESTS_TYPE) return `${DIGESTS_TYPE} is not a message type`;
+  if ('batch' in fields) {
+    if (fields.type === BATCH_TYPE) return 'a batch envelope is not sent apart';
+    const problem = signedWithProblem(fields.batch);
+    if (problem) return problem;
+  }
   if (!isProducerRole(fields.producer)) return 'producer must be a known role';
   if (!Number.isSafeInteger(fields.issued_at) || !Number.isSafeInteger(fields.expires_at)) return 'issued_at and expires_at must be integers';
   if ('subject' in fields && typeof fields.subject !== 'string') return 'subject must be a string';
@@ -303,91 +406,6 @@ function signingInput(fields: Record<string, unknown>): Buffer {
 }
 
 // ---- the bus, with envelopes ------------------------------------------------
-
-/**
- * What the signed bus counts, and nothing more: observability's `OrlojMetrics` fits it,
- * so the envelope needs no import from the concern above it (ARCHITECTURE.md).
- */
-export interface RefusalMetrics {
-  readonly busRefused: { inc(labels: { queue: string; reason: RejectionReason }): void };
-}
-
-export type EnvelopeHandler<E extends Envelope = Envelope> = (envelope: E, delivery: Delivery) => Promise<void> | void;
-
-/** Rejections that mean a sender without the right key (or a forgery), not a late or repeated message. */
-const SIGNATURE_FAILURES: ReadonlySet<RejectionReason> = new Set(['unsigned', 'bad_signature', 'wrong_producer']);
-
-export interface VerifyingOptions {
-  verifier: EnvelopeVerifier;
-  logger: Logger;
-  scope: string;
-  onRefused?: ((reason: RejectionReason) => void) | undefined;
-  /** Decodes each verified body with its type's decoder; a type it lacks passes as it is. */
-  messages?: MessageTable | undefined;
-  /** The message types this consumer takes; another is refused as malformed. Absent: any. */
-  accept?: readonly string[] | undefined;
-  /** Told of each body refused as malformed (a role's own tally). */
-  onMalformed?: ((problem: string, envelope: Envelope) => void) | undefined;
-  /** Told of each message's signature check: passed, or failed (unsigned, bad signature, wrong producer). */
-  onSignatureCheck?: ((passed: boolean) => void) | undefined;
-  /** Runs the handler inside the envelope's request id, so its log lines carry `reqId`. */
-  requestContext?: RequestContext | undefined;
-}
-
-/**
- * Wraps a handler so only verified, decoded envelopes reach it. A message
- * that fails its signature check (unsigned, bad signature, a role signing
- * what it may not) is logged at error level with the role it claims to come
- * from and dead-lettered (DeadLetterError): never acked into nothing, so
- * whoever watches `<queue>.dead` (the scheduler, for jobs) learns of it at
- * once. An expired or replayed message, and an authentic one whose body its
- * type's decoder refuses (malformed: the one place bodies are refused), is
- * logged and acked (dropped): redelivering it would fail the same way. A
- * handler failure still redelivers, and the id is recorded only after
- * success, so the redelivery is not called a replay.
- */
-export function verifyingHandler(options: VerifyingOptions, handler: EnvelopeHandler): MessageHandler {
-  const { verifier, logger, scope, onRefused } = options;
-  return async (message, delivery) => {
-    const result = verifier.verify(message, { scope, remember: false });
-    if (!result.ok) {
-      onRefused?.(result.reason);
-      const fields = { reason: result.reason, detail: result.detail, claimed: result.claimed, claimedRole: result.claimed.producer, scope };
-      if (SIGNATURE_FAILURES.has(result.reason)) {
-        options.onSignatureCheck?.(false);
-        logger.error(fields, 'rejected a bus message that failed its signature check (are the sender\'s and this process\'s keys the same pair?)');
-        throw new DeadLetterError(`bus message rejected: ${result.reason}`);
-      }
-      logger.warn(fields, 'dropped a bus message that failed verification');
-      return;
-    }
-    options.onSignatureCheck?.(true);
-    const read = decodeBody(result.envelope, options);
-    if (!read.ok) {
-      const { envelope } = result;
-      verifier.rejected.malformed += 1;
-      onRefused?.('malformed');
-      options.onMalformed?.(read.problem, envelope);
-      logger.warn(
-        { reason: 'malformed', detail: read.problem, type: envelope.type, envelopeId: envelope.id, producer: envelope.producer, scope },
-        'dropped a bus message whose body its consumer cannot use',
-      );
-      return;
-    }
-    const { requestContext } = options;
-    const reqId = read.envelope.req_id;
-    await (requestContext && reqId !== undefined ? requestContext.run(reqId, () => handler(read.envelope, delivery)) : handler(read.envelope, delivery));
-    verifier.remember(result.envelope, scope);
-  };
-}
-
-function decodeBody(envelope: Envelope, options: VerifyingOptions): { ok: true; envelope: Envelope } | { ok: false; problem: string } {
-  if (options.accept && !options.accept.includes(envelope.type)) return { ok: false, problem: `${envelope.type} messages are not taken here` };
-  const spec = options.messages && Object.hasOwn(options.messages, envelope.type) ? options.messages[envelope.type] : undefined;
-  if (!spec) return { ok: true, envelope };
-  const body = spec.decode(envelope.body);
-  return body.ok ? { ok: true, envelope: { ...envelope, body: body.value } } : body;
-}
 
 export async function sealAndPublish<B, T extends string>(bus: Bus, signer: EnvelopeSigner, queue: string, type: T, body: B, options: SealOptions = {}): Promise<Envelope<B, T>> {
   const envelope = signer.seal(type, body, options);
@@ -419,11 +437,15 @@ export class SignedBus<M extends MessageTable = OrlojMessages> {
   private readonly metrics: RefusalMetrics | undefined;
   private readonly messages: M | undefined;
   private readonly requestContext: RequestContext | undefined;
+  private readonly batched: Readonly<Record<string, BatchMode>>;
+  private readonly batches: PublishBatches | undefined;
 
   /**
    * `metrics`: refused messages are counted there by queue (or topic) and reason.
    * `requestContext`: a message published inside a request carries its id,
    * and a handler runs inside the id of the message it handles.
+   * `batched`: queues whose messages published in one turn are signed once,
+   * and how they leave (PublishBatches); every consumer takes both forms.
    */
   constructor(options: {
     bus: Bus;
@@ -433,6 +455,7 @@ export class SignedBus<M extends MessageTable = OrlojMessages> {
     metrics?: RefusalMetrics | undefined;
     messages?: M;
     requestContext?: RequestContext | undefined;
+    batched?: Readonly<Record<string, BatchMode>> | undefined;
   }) {
     this.bus = options.bus;
     this.metrics = options.metrics;
@@ -441,9 +464,13 @@ export class SignedBus<M extends MessageTable = OrlojMessages> {
     this.messages = options.messages;
     this.requestContext = options.requestContext;
     this.log = options.logger.child({ component: 'signed-bus' });
+    this.batched = options.batched ?? {};
+    this.batches = options.signer && Object.keys(this.batched).length > 0 ? new PublishBatches(this.bus, options.signer) : undefined;
   }
 
   async publish<K extends MessageType<M>>(queue: string, type: K, body: WireBody<M, K>, options?: SealOptions): Promise<Envelope<WireBody<M, K>, K>> {
+    const mode = Object.hasOwn(this.batched, queue) ? this.batched[queue] : undefined;
+    if (this.batches && mode) return (await this.batches.publish(queue, mode, type, body, this.sealOptions(options))) as Envelope<WireBody<M, K>, K>;
     return sealAndPublish(this.bus, this.requireSigner(), queue, type, body, this.sealOptions(options));
   }
 
@@ -456,7 +483,8 @@ export class SignedBus<M extends MessageTable = OrlojMessages> {
   consume<K extends MessageType<M> = MessageType<M>>(queue: string, handler: EnvelopeHandler<TypedEnvelope<M, K>>, options: SignedConsumeOptions<K> = {}): Promise<Subscription> {
     const { accept, onMalformed, onSignatureCheck, ...consumeOptions } = options;
     // The one widening: the handler gets only envelopes of `accept`ed types whose bodies their decoder in `messages` returned.
-    const verifying = verifyingHandler({ ...this.verifying(`queue:${queue}`, queue, accept, onMalformed), onSignatureCheck }, handler as EnvelopeHandler);
+    const concurrency = consumeOptions.prefetch ?? DEFAULT_PREFETCH;
+    const verifying = verifyingHandler({ ...this.verifying(`queue:${queue}`, queue, accept, onMalformed), onSignatureCheck, concurrency }, handler as EnvelopeHandler);
     return this.bus.consume(queue, verifying, consumeOptions);
   }
 

@@ -3,19 +3,17 @@ export {
   EnvelopeVerifier,
   sealAndPublish,
   SignedBus,
-  verifyingHandler,
   type Envelope,
-  type EnvelopeHandler,
   type ProducerPolicy,
-  type RefusalMetrics,
   type RejectionReason,
   type SealOptions,
   type SignedConsumeOptions,
   type TypedEnvelope,
-  type VerifyingOptions,
   type VerifierOptions,
   type VerifyResult,
 } from './envelope.js';
+export { verifyingHandler, type EnvelopeHandler, type RefusalMetrics, type VerifyingOptions } from './verifying-handler.js';
+export { BATCH_TYPE, type BatchItem } from './batch.js';
 export {
   ensureKeyDir,
   keyEnvName,

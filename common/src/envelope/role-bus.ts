@@ -1,10 +1,11 @@
 import type { Bus } from '../bus/bus.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger, RequestContext } from '../logging/logger.js';
-import { EnvelopeSigner, EnvelopeVerifier, SignedBus, type RefusalMetrics, type SignatureMode } from './envelope.js';
+import { EnvelopeSigner, EnvelopeVerifier, SignedBus, type SignatureMode } from './envelope.js';
+import type { RefusalMetrics } from './verifying-handler.js';
 import type { RoleKeys } from './keys.js';
 import type { ProducerRole } from '../messages/table.js';
-import { MESSAGES, PRODUCER_POLICY, type OrlojMessages } from '../messages/index.js';
+import { BATCHED_QUEUES, MESSAGES, PRODUCER_POLICY, type OrlojMessages } from '../messages/index.js';
 
 /**
  * The bus as one role sees it: everything it publishes is signed with that
@@ -12,6 +13,9 @@ import { MESSAGES, PRODUCER_POLICY, type OrlojMessages } from '../messages/index
  * key and orloj's producer policy, and every body it hands a handler went
  * through its type's decoder (MESSAGES). On the in-process bus envelopes go
  * unsigned (`SignatureMode`), unless `signatures: 'required'` asks otherwise.
+ * On a broker, what it publishes together to BATCHED_QUEUES leaves in one
+ * batch envelope (ADR 0024): one signature and one broker message for them
+ * all. The in-process bus has neither to save.
  */
 export function roleBus(options: {
   bus: Bus;
@@ -20,6 +24,8 @@ export function roleBus(options: {
   clock: Clock;
   logger: Logger;
   signatures?: SignatureMode;
+  /** Whether what it publishes together is signed once (true unless set: BUS_BATCH). */
+  batch?: boolean | undefined;
   /** Counts refused messages. */
   metrics?: RefusalMetrics | undefined;
   /** The process's request context: request ids travel on the messages (docs/bus.md, "Request ids"). */
@@ -34,6 +40,7 @@ export function roleBus(options: {
     metrics: options.metrics,
     messages: MESSAGES,
     requestContext: options.requestContext,
+    batched: bus.inProcess || options.batch === false ? undefined : BATCHED_QUEUES,
     verifier: new EnvelopeVerifier({ publicKeys: keys.publicKeys, policy: PRODUCER_POLICY, clock, signatures }),
     ...(privateKey ? { signer: new EnvelopeSigner({ role, privateKey, clock, signatures }) } : {}),
   });

@@ -43,6 +43,20 @@ export const QUEUES = {
   domainEvents: 'domain-events',
 } as const;
 
+/**
+ * The queues whose messages published together are signed once (ADR 0024),
+ * and how they leave. Job events and domain events in one batch envelope:
+ * their consumers apply what arrives together set-wise anyway. Jobs each in
+ * a broker message of its own, under one signature for a hand-out pass: one
+ * message is one attempt, so a runner's prefetch stays its concurrency, and
+ * a redelivered message never carries a job that already started elsewhere.
+ */
+export const BATCHED_QUEUES: Readonly<Record<string, 'together' | 'apart'>> = {
+  [QUEUES.jobEvents]: 'together',
+  [QUEUES.domainEvents]: 'together',
+  [QUEUES.jobs]: 'apart',
+};
+
 export const TOPICS = {
   /** scheduler → all runners: stop a running job */
   jobControl: 'job-control',
