@@ -9,6 +9,11 @@
  *   downloaded, runs beside the two parts below instead of before them. SQLite
  *   is compiled at -O2, its own makefile's default: as fast here as
  *   better-sqlite3's -O3 and a quarter quicker to compile (docs/operations.md).
+ *   An addon built or downloaded once is kept outside the tree, in
+ *   ~/.cache/orloj/better-sqlite3 (XDG_CACHE_HOME), keyed by the package's
+ *   version, Node's ABI, the platform, the CPU and the C library, so the next
+ *   install on the machine (a fresh clone, CI) copies it instead of compiling
+ *   SQLite again; a copy that does not load is removed and the addon built.
  * - packages: `tsc -b`. Incremental by itself (a change in one package
  *   recompiles that package, and those that use it only when its declarations
  *   changed), but even a build with nothing to do reads every source and
@@ -35,6 +40,7 @@ import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -82,6 +88,36 @@ function sha256(files) {
   return hash.digest('hex');
 }
 
+/** Where an addon built for exactly this package version and runtime is kept across installs. */
+function addonCache(dir) {
+  const { version } = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+  const libc = process.report?.getReport().header.glibcVersionRuntime ?? 'other';
+  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.join(base, 'orloj/better-sqlite3', `${version}-abi${process.versions.modules}-${process.platform}-${process.arch}-glibc${libc}`, 'better_sqlite3.node');
+}
+
+/** Whether the addon in dir opens a database (a cached copy may not, whatever its key says). */
+function loads(dir) {
+  const probe = "new (require('./'))(':memory:').prepare('select sqlite_version()').get()";
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', probe], { cwd: dir, stdio: 'ignore' });
+    child.on('error', () => resolve(false));
+    child.on('close', (code) => resolve(code === 0));
+  });
+}
+
+/** Keeps the addon just made for the next install; a cache that cannot be written only costs that one its compile. */
+function keep(addon, cached) {
+  try {
+    fs.mkdirSync(path.dirname(cached), { recursive: true });
+    const tmp = `${cached}.${process.pid}`;
+    fs.copyFileSync(addon, tmp);
+    fs.renameSync(tmp, cached); // whole or not at all, for an install running beside this one
+  } catch (err) {
+    console.log(`[build] better-sqlite3: not kept in ${path.dirname(cached)}: ${err.message}`);
+  }
+}
+
 /** better-sqlite3's addon, built the way its install script builds it, when it is missing. */
 async function native() {
   let dir;
@@ -90,11 +126,24 @@ async function native() {
   } catch {
     return true; // not installed: nothing to build
   }
-  if (fs.existsSync(path.join(dir, 'build/Release/better_sqlite3.node'))) return true;
+  const addon = path.join(dir, 'build/Release/better_sqlite3.node');
+  if (fs.existsSync(addon)) return true;
   const started = performance.now();
+  const cached = addonCache(dir);
+  if (fs.existsSync(cached)) {
+    fs.mkdirSync(path.dirname(addon), { recursive: true });
+    fs.copyFileSync(cached, addon);
+    if (await loads(dir)) {
+      console.log(`[build] better-sqlite3: the addon built before, copied from ${path.dirname(cached)}`);
+      return true;
+    }
+    console.log(`[build] better-sqlite3: the addon in ${path.dirname(cached)} does not load; building it again`);
+    fs.rmSync(addon);
+  }
   const prebuilt = createRequire(path.join(dir, 'package.json')).resolve('prebuild-install/bin.js');
   if ((await run(process.execPath, [prebuilt], { cwd: dir, quiet: true })) === 0) {
     console.log(`[build] better-sqlite3: prebuilt binary downloaded in ${seconds(started)}`);
+    keep(addon, cached);
     return true;
   }
   console.log('[build] better-sqlite3: no prebuilt binary for this machine; compiling SQLite (a minute or more, beside the rest of the build)');
@@ -107,6 +156,7 @@ async function native() {
     return false;
   }
   console.log(`[build] better-sqlite3: compiled in ${seconds(started)}`);
+  keep(addon, cached);
   return true;
 }
 

@@ -81,14 +81,19 @@ function runTier(name) {
     const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', out, out] });
     child.on('close', (code, signal) => {
       fs.closeSync(out);
-      const seconds = Math.round((Date.now() - started) / 1000);
-      const wall = `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`;
+      const wall = minutes((Date.now() - started) / 1000);
       results.set(name, { code: code ?? 1, signal, counts, wall });
       console.log(`\n========== tier ${name}: ${wall}, exit ${signal ?? code} ==========`);
       process.stdout.write(fs.readFileSync(log, 'utf8'));
       resolve();
     });
   });
+}
+
+/** 262 seconds as 4m22s. */
+function minutes(seconds) {
+  const s = Math.round(seconds);
+  return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
 }
 
 const wanted = selected(process.argv.slice(2));
@@ -106,7 +111,8 @@ const tiers = [...results].map(([name, r]) => {
   const [c] = readCounts([r.counts], `the counts of tier ${name} (exit ${r.signal ?? r.code}) could not be read: counted as a failure`);
   // Counts without a failure and a non-zero exit: the leak guard ended the run (its message is in the log).
   const failed = r.code !== 0 && c.failed === 0 ? 1 : c.failed;
-  return { ...c, failed, note: `(tier ${name}, ${r.wall}: ${c.passed} passed, ${failed} failed, ${c.skipped} skipped)`, ok: r.code === 0 && failed === 0 };
+  // The CPU a tier used, not its wall time, is what it costs a machine shared with other lanes.
+  return { ...c, failed, note: `(tier ${name}, ${r.wall}, ${minutes(c.cpu)} of CPU: ${c.passed} passed, ${failed} failed, ${c.skipped} skipped)`, ok: r.code === 0 && failed === 0 };
 });
 const extraFiles = (process.env.ORLOJ_EXTRA_COUNTS || '').split(path.delimiter).filter(Boolean);
 // A run beside this one (.ci/run: the reference client suite) writes its counts when it ends.
@@ -120,6 +126,7 @@ const all = [...tiers, ...extras];
 const sum = (k) => all.reduce((n, c) => n + c[k], 0);
 console.log('');
 for (const c of all) console.log(c.note);
+console.log(`the tiers used ${minutes(sum('cpu'))} of CPU (their processes and the children they waited for)`);
 console.log(`${sum('passed')} passed, ${sum('failed')} failed, ${sum('skipped')} skipped`);
 fs.rmSync(dir, { recursive: true, force: true });
 process.exit(tiers.every((t) => t.ok) && sum('failed') === 0 ? 0 : 1);

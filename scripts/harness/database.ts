@@ -130,6 +130,16 @@ export async function freezeSchedules(store: Store, pauseMs: number): Promise<vo
   }
 }
 
+/** How many workflows have a next due time (after freezeSchedules: armed again by a tick that began before it). */
+export async function armedSchedules(store: Store): Promise<number> {
+  const r = await store.db
+    .selectFrom('workflows')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('next_due_at', 'is not', null)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
 /** Waits until no job is PENDING, QUEUED or RUNNING; returns how many still are (0: all ended). */
 export async function waitJobsEnded(store: Store, timeoutS: number, log: (m: string) => void, stopped: () => boolean): Promise<number> {
   const settleBy = Date.now() + timeoutS * 1000;

@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { orlojNodeArgs } from '@orloj/common/test-support';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const BIN = path.join(ROOT, 'server/src/bin.ts');
 
 /**
  * `combined` runs `--roles api,scheduler,runners` in one process; `embedded`
@@ -113,7 +113,7 @@ export class Member {
       if (v === undefined) delete env[k];
       else env[k] = v;
     }
-    const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start', ...ROLE_ARGS[this.role]], {
+    const child = spawn(process.execPath, [...orlojNodeArgs(), 'start', ...ROLE_ARGS[this.role]], {
       cwd: ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -16,7 +16,7 @@ import { ensureKeyDir } from '@orloj/common/envelope';
 import type { DatabaseHandle, Store } from '@orloj/common/store';
 import { DEFAULT_SCHEDULER_CONFIG, LEADER_LEASE, replicaOfHolder } from '@orloj/scheduler';
 import { deleteBusNames, NO_QUEUES, openConsumerCounter, type QueueProbe } from './broker.js';
-import { createSchema, dropSchema, freezeSchedules, openHarnessStore, openJobs, seedWorkflows, waitJobsEnded, waitSchedulesPast } from './database.js';
+import { armedSchedules, createSchema, dropSchema, freezeSchedules, openHarnessStore, openJobs, seedWorkflows, waitJobsEnded, waitSchedulesPast } from './database.js';
 import { Member, processEnv, stopMembers, type Incident, type MemberOptions, type Role } from './members.js';
 import type { SharedOptions } from './options.js';
 import { startTarget, type Target } from './target.js';
@@ -435,9 +435,22 @@ export class HarnessRun {
     await this.allUp(`after ${phase}`);
     await waitSchedulesPast(this.store, end, `the end of ${phase}`, Math.max(30_000, 5 * this.realIntervalMs), log, () => this.aborted);
     if (this.aborted) return false;
-    await freezeSchedules(this.store, Math.max(200, (3 * this.tickMs) / this.o.speed));
-    log('schedules frozen; waiting for every job to end');
-    await waitJobsEnded(this.store, this.o.settleTimeoutS, log, () => this.aborted);
+    // A leader whose tick read the workflows before the freeze and writes after it (a process
+    // starved on a busy machine) sets a next due time again, and that workflow goes on making
+    // jobs: freeze and wait again until every job has ended with no schedule armed.
+    for (let round = 1; ; round++) {
+      await freezeSchedules(this.store, Math.max(200, (3 * this.tickMs) / this.o.speed));
+      log('schedules frozen; waiting for every job to end');
+      const open = await waitJobsEnded(this.store, this.o.settleTimeoutS, log, () => this.aborted);
+      if (open > 0 || this.aborted) break; // given up (the check reports the open jobs) or aborted
+      const armed = await armedSchedules(this.store);
+      if (armed === 0) break;
+      if (round === 5) {
+        log(`${armed} schedules armed again after ${round} freezes: checking as it is`);
+        break;
+      }
+      log(`${armed} schedules armed again after the freeze (a tick that began before it); freezing again`);
+    }
     return !this.aborted;
   }
 

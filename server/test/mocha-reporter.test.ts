@@ -25,9 +25,9 @@ describe('the mocha reporter', function () {
 
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  /** Runs mocha on the small spec with the reporter; its output, whatever its exit code. */
-  async function mocha(env: Record<string, string>): Promise<string> {
-    const args = [path.join(ROOT, 'node_modules/mocha/bin/mocha.js'), '--no-config', '--reporter', path.join(ROOT, 'scripts/mocha-reporter.cjs'), path.join(dir, 'spec.cjs')];
+  /** Runs mocha on the small spec (or the one named) with the reporter; its output, whatever its exit code. */
+  async function mocha(env: Record<string, string>, spec = 'spec.cjs'): Promise<string> {
+    const args = [path.join(ROOT, 'node_modules/mocha/bin/mocha.js'), '--no-config', '--reporter', path.join(ROOT, 'scripts/mocha-reporter.cjs'), path.join(dir, spec)];
     try {
       return (await run(process.execPath, args, { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env } })).stdout;
     } catch (err) {
@@ -49,7 +49,17 @@ describe('the mocha reporter', function () {
     assert.ok(out.includes('(including the reference client suite: 3 passed, 1 failed, 0 skipped)'), out);
     assert.ok(out.includes('(including the dashboard component tests: 30 passed, 0 failed, 1 skipped)'), out);
     assert.ok(out.includes(`(the counts in ${empty} could not be read: counted as a failure)`), out);
-    assert.deepEqual(JSON.parse(fs.readFileSync(own, 'utf8')), { name: 'a run', passed: 2, failed: 1, skipped: 1 });
+    const { cpu, ...counts } = JSON.parse(fs.readFileSync(own, 'utf8')) as { cpu: number };
+    assert.deepEqual(counts, { name: 'a run', passed: 2, failed: 1, skipped: 1 });
+    assert.ok(cpu > 0, `the CPU seconds the run used: ${cpu}`);
+  });
+
+  it('lists the CPU seconds of each test file with ORLOJ_CPU_FILES=1', async () => {
+    fs.writeFileSync(path.join(dir, 'busy.cjs'), "describe('busy', () => it('spins', () => { for (const end = process.cpuUsage().user + 200_000; process.cpuUsage().user < end; ); }));\n");
+    const out = await mocha({ ORLOJ_CPU_FILES: '1' }, 'busy.cjs');
+    const row = out.split('\n').find((l) => l.endsWith(' busy.cjs'));
+    assert.match(out, /CPU and wall seconds per file \(\d+ s of CPU in all, loading included\):/);
+    assert.ok(row && Number(row.trim().split(/\s+/)[0]) >= 0.2, out);
   });
 
   it('prints its own counts alone without extra files', async () => {

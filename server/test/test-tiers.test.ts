@@ -80,7 +80,7 @@ describe('the tiers runner (scripts/test-tiers.mjs)', function () {
     assert.equal(r.code, 0, r.output);
     for (const [tier, passed, skipped] of [['a', 2, 0], ['b', 1, 1], ['c', 1, 0]] as const) {
       assert.match(r.output, new RegExp(`========== tier ${tier}: \\d+m\\d\\ds, exit 0 ==========`));
-      assert.match(r.output, new RegExp(`\\(tier ${tier}, \\d+m\\d\\ds: ${passed} passed, 0 failed, ${skipped} skipped\\)`));
+      assert.match(r.output, new RegExp(`\\(tier ${tier}, \\d+m\\d\\ds, \\d+m\\d\\ds of CPU: ${passed} passed, 0 failed, ${skipped} skipped\\)`));
     }
     // Each tier's output is printed whole under its own header.
     assert.ok(r.output.indexOf('runs after the first stage') > r.output.indexOf('========== tier c'), r.output);
@@ -97,7 +97,7 @@ describe('the tiers runner (scripts/test-tiers.mjs)', function () {
     assert.equal(r.code, 1, r.output);
     assert.match(r.output, /========== tier bad: \d+m\d\ds, exit 1 ==========/);
     assert.match(r.output, /the lane fails here/);
-    assert.match(r.output, /\(tier good, \d+m\d\ds: 2 passed, 0 failed, 0 skipped\)/);
+    assert.match(r.output, /\(tier good, \d+m\d\ds, \d+m\d\ds of CPU: 2 passed, 0 failed, 0 skipped\)/);
     assert.equal(r.closing, '4 passed, 1 failed, 0 skipped');
   });
 
@@ -106,7 +106,7 @@ describe('the tiers runner (scripts/test-tiers.mjs)', function () {
     const r = await tiers({ tiers: { broken: [s['broken.cjs']!], thin: [s['thin.cjs']!] }, plan: [[['broken'], ['thin']]], floors: { thin: 3 } });
     assert.equal(r.code, 1, r.output);
     assert.match(r.output, /========== tier broken: \d+m\d\ds, exit 1 ==========\n[^]*broken\.cjs:2[^]*SyntaxError/);
-    assert.match(r.output, /\(tier broken, \d+m\d\ds: 0 passed, 1 failed, 0 skipped\)/);
+    assert.match(r.output, /\(tier broken, \d+m\d\ds, \d+m\d\ds of CPU: 0 passed, 1 failed, 0 skipped\)/);
     assert.match(r.output, /only 1 tests ran, fewer than the floor of 3 for tier thin/);
     assert.equal(r.closing, '1 passed, 2 failed, 0 skipped');
   });

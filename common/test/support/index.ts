@@ -9,6 +9,7 @@ export * from './forwarding-bus.js';
 export * from './json-lines.js';
 export * from './keys.js';
 export * from './logger.js';
+export * from './orloj-command.js';
 export * from './role-process.js';
 export * from './services.js';
 export * from './stores.js';

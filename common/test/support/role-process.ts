@@ -4,9 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureKeyDir } from '@orloj/common/envelope';
+import { orlojNodeArgs } from './orloj-command.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const BIN = path.join(ROOT, 'server/src/bin.ts');
 
 /** What a crash test gives the role process: the store, the broker, and a DATA_DIR holding the signing keys. */
 export interface RoleProcessEnv {
@@ -17,7 +17,7 @@ export interface RoleProcessEnv {
 }
 
 /**
- * One `orloj start --roles <role>` process (from sources, through tsx) on
+ * One `orloj start --roles <role>` process (orlojNodeArgs: from sources, or built) on
  * PostgreSQL and RabbitMQ, for crash tests: start it, wait for its "<role>
  * started" (or "orloj is running") log line, SIGKILL it, start it again.
  */
@@ -41,7 +41,7 @@ export class RoleProcess {
     this.output = '';
     // The operator's step: a distributed process never makes keys of its own, it reads them (here from DATA_DIR/keys).
     await ensureKeyDir(this.env.dataDir);
-    const c = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start', '--roles', this.role], {
+    const c = spawn(process.execPath, [...orlojNodeArgs(), 'start', '--roles', this.role], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '',

@@ -7,9 +7,10 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { requireServices, until as kitUntil } from '@orloj/common/test-support';
@@ -86,12 +87,17 @@ export function buildImage(ctx: Mocha.Context): Promise<void> {
     }
     // This machine's npm cache, overlaid (never written), spares the registry most downloads.
     const cache = (await run('npm', ['config', 'get', 'cache'])).stdout.trim();
+    // And the better-sqlite3 addons the host's installs kept (scripts/build.mjs): the bases carry
+    // the host's Node.js on the same Debian, so the image's install copies the one it needs
+    // instead of compiling SQLite (minutes of CPU); one that does not load there is compiled.
+    const addons = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'orloj');
+    await mkdir(addons, { recursive: true });
     // At most this process's own limit: the kernel refuses to raise it in a container.
     const nofile = Math.min(65536, Number((await run('sh', ['-c', 'ulimit -Hn'])).stdout.trim()) || 1024);
     await runLogged(
       'podman',
       [
-        'build', '--format', 'docker', '-v', `${cache}:/root/.npm:O`, '--build-arg', 'NPM_CI_FLAGS=--prefer-offline',
+        'build', '--format', 'docker', '-v', `${cache}:/root/.npm:O`, '-v', `${addons}:/root/.cache/orloj:O`, '--build-arg', 'NPM_CI_FLAGS=--prefer-offline',
         // npm reading a warm cache opens more files than containers.conf's default 1024.
         '--ulimit', `nofile=${nofile}:${nofile}`,
         '--build-arg', `NODE_IMAGE=${args.NODE_IMAGE}`, '--build-arg', `BUILD_IMAGE=${args.BUILD_IMAGE}`,

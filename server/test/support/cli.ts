@@ -1,13 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { orlojNodeArgs } from '@orloj/common/test-support';
 
-const BIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../src/bin.ts');
-
-/** Runs the real `orloj` command (from sources, through tsx) with the given env. */
+/** Runs the real `orloj` command (orlojNodeArgs: from sources, or built) with the given env. */
 export function orloj(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, ...args], {
+  return spawn(process.execPath, [...orlojNodeArgs(), ...args], {
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -23,7 +23,15 @@ export class HarnessScript {
   ) {
     this.child = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', path.join(ROOT, `scripts/${name}.ts`), ...args], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TEST_DATABASE_URL: env.databaseUrl, TEST_AMQP_URL: env.amqpUrl, ...env.more },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        TEST_DATABASE_URL: env.databaseUrl,
+        TEST_AMQP_URL: env.amqpUrl,
+        // Its orloj processes run as this run's do (orlojNodeArgs).
+        ...(process.env.ORLOJ_TEST_BUILT ? { ORLOJ_TEST_BUILT: process.env.ORLOJ_TEST_BUILT } : {}),
+        ...env.more,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child.stdout!.on('data', (d: Buffer) => (this.collected += d.toString()));

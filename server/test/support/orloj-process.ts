@@ -3,13 +3,12 @@ import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stopChild } from '@orloj/common/test-support';
+import { orlojNodeArgs, stopChild } from '@orloj/common/test-support';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const BIN = path.join(ROOT, 'server/src/bin.ts');
 
 /**
- * One `orloj start` process run from the sources (through tsx), with exactly
+ * One `orloj start` process (orlojNodeArgs: from the sources, or built), with exactly
  * the environment given (plus PATH and HOME): start it and wait for a line of
  * its output, or for its exit; signal it and wait for the exit.
  */
@@ -26,7 +25,7 @@ export class OrlojProcess {
   /** Spawns the process (a previous one must have exited). */
   spawn(env: Record<string, string> = {}): ChildProcess {
     this.output = '';
-    const c = spawn(process.execPath, ['--import', 'tsx', '--conditions=orloj-src', BIN, 'start', ...this.args], {
+    const c = spawn(process.execPath, [...orlojNodeArgs(), 'start', ...this.args], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.homedir(), ...this.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
