@@ -49,7 +49,13 @@ export async function startServer(name: string, env: Record<string, string>, tim
   const child = fork(path.join(SERVERS_DIR, `${name}.ts`), [], {
     cwd: REPO_ROOT,
     execArgv: ['--import', 'tsx', '--conditions=orloj-src', ...profileArgs()],
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', NODE_ENV: 'production', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      NODE_ENV: 'production',
+      ...(process.env.BENCH_SQL_PROFILE?.trim() ? { BENCH_SQL_PROFILE: path.resolve(process.env.BENCH_SQL_PROFILE.trim()) } : {}),
+      ...env,
+    },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
@@ -128,7 +134,18 @@ async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<vo
  */
 export function profileArgs(): string[] {
   const dir = process.env.BENCH_CPU_PROF?.trim();
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(dir)}`] : [];
+  return [...(dir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(dir)}`] : []), ...sqlProfileArgs()];
+}
+
+/**
+ * BENCH_SQL_PROFILE=<dir>: every server child times each better-sqlite3
+ * statement per SQL text (bench/lib/sql-profile.cjs) and writes
+ * <dir>/<child>-<pid>.sql-profile.json when it exits; `npx tsx
+ * bench/tools/sql-profile-table.ts <file>` prints the top statements.
+ */
+function sqlProfileArgs(): string[] {
+  const dir = process.env.BENCH_SQL_PROFILE?.trim();
+  return dir ? ['--require', path.join(REPO_ROOT, 'bench', 'lib', 'sql-profile.cjs')] : [];
 }
 
 export type Handlers = Record<string, (arg: any) => Promise<unknown>>;
