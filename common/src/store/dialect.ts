@@ -37,6 +37,29 @@ export interface DialectHelpers {
   readonly maxParameters: number;
   /** Whether an error is a unique-constraint violation. */
   isUniqueViolation(error: unknown): boolean;
+  /**
+   * `column` is one of `values` (ids, of `uuidType`), as one bound value: the
+   * SQL text is the same whatever the count, so the statement is prepared
+   * once (an `in (?, ?, …)` list is a new text, prepared again, at every
+   * length) and never nears the bind-parameter limit. `= any($1::uuid[])` on
+   * PostgreSQL, `in (select value from json_each(?) as given)` on SQLite; both
+   * seek the column's index per value (a SQLite plan scans only `given`).
+   */
+  idIn(column: string, values: readonly string[]): RawBuilder<SqlBool>;
+  /**
+   * The rows of one bound value, for `from`/`join` in a statement of fixed
+   * text: a relation `alias` with `columns` (name → element type: 'id', 'int'
+   * or 'text'), the i-th value of each column from `rows[i]`. unnest() of
+   * parallel arrays on PostgreSQL, json_each() of one JSON array on SQLite.
+   */
+  rowsOf(alias: string, columns: Readonly<Record<string, 'id' | 'int' | 'text'>>, rows: readonly (readonly unknown[])[]): RawBuilder<unknown>;
+}
+
+const PLAIN_NAME = /^[a-z_][a-z0-9_]*$/;
+
+function plain(name: string): string {
+  if (!PLAIN_NAME.test(name)) throw new Error(`not a plain identifier: ${name}`);
+  return name;
 }
 
 /**
@@ -88,6 +111,13 @@ export const postgresHelpers: DialectHelpers = {
   rowLocks: true,
   maxParameters: 65_535,
   isUniqueViolation: (e) => (e as { code?: string } | null)?.code === '23505',
+  idIn: (column, values) => sql<SqlBool>`${sql.ref(column)} = any(${[...values]}::uuid[])`,
+  rowsOf: (alias, columns, rows) => {
+    const names = Object.keys(columns).map(plain);
+    const types = { id: 'uuid', int: 'bigint', text: 'text' } as const;
+    const arrays = Object.values(columns).map((type, i) => sql`${rows.map((r) => r[i])}::${sql.raw(types[type])}[]`);
+    return sql`unnest(${sql.join(arrays)}) as ${sql.raw(plain(alias))}(${sql.raw(names.join(', '))})`;
+  },
 };
 
 export const sqliteHelpers: DialectHelpers = {
@@ -103,5 +133,11 @@ export const sqliteHelpers: DialectHelpers = {
   isUniqueViolation: (e) => {
     const code = (e as { code?: string } | null)?.code;
     return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+  },
+  idIn: (column, values) => sql<SqlBool>`${sql.ref(column)} in (select value from json_each(${JSON.stringify(values)}) as given)`,
+  rowsOf: (alias, columns, rows) => {
+    const names = Object.keys(columns).map(plain);
+    const picks = names.map((name, i) => `value ->> ${i} as ${name}`).join(', ');
+    return sql`(select ${sql.raw(picks)} from json_each(${JSON.stringify(rows)}) as given) as ${sql.raw(plain(alias))}`;
   },
 };

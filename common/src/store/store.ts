@@ -76,7 +76,7 @@ export class Store {
     this.sessions = new SessionsRepo(db, runner);
     this.workflows = new WorkflowsRepo(db, dialect, runner);
     this.idempotency = new IdempotencyRepo(db, runner);
-    this.jobs = new JobsRepo(db, runner);
+    this.jobs = new JobsRepo(db, runner, dialect);
     this.jobQueue = new JobQueueRepo(db, dialect);
     this.jobMoves = new JobMovesRepo(db, runner, dialect);
     this.leases = new LeasesRepo(db);

@@ -65,8 +65,8 @@ function jobsRowsRead(node: PlanNode): { rows: number; steps: string[] } {
   return { rows, steps };
 }
 
-/** Names a SQLite plan may scan in the statements checked: the users' lists and small derived tables, never `jobs`. */
-const SCANNED_OK = /^SCAN (CONSTANT ROW|u|pending_users|queued)\b/;
+/** Names a SQLite plan may scan in the statements checked: the users' lists, the ids given (dialect.idIn) and small derived tables, never `jobs`. */
+const SCANNED_OK = /^SCAN (CONSTANT ROW|u|given|pending_users|queued)\b/;
 
 /**
  * Fails unless `q` reads at most `maxRows` rows of `jobs` through its indexes

@@ -50,7 +50,10 @@ export class JobQueueRepo {
   /** Of these jobs, those still QUEUED (handed out, not started). */
   async queuedAmong(ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const rows = await this.db.selectFrom('jobs').select('id').where('id', 'in', [...ids]).where('status', '=', 'QUEUED').execute();
+    // One statement text for any count: the hand-out asks this at every pass, of all it has waiting.
+    // Each job found by its key, never by a walk over every QUEUED job (`+status` keeps SQLite off jobs_status_idx).
+    const { rows } = await sql<{ id: string }>`select id from jobs
+      where ${this.dialect.idIn('id', ids)} and ${this.notIndexed('status')} = 'QUEUED'`.execute(this.db);
     return new Set(rows.map((r) => r.id));
   }
 
@@ -154,6 +157,11 @@ export class JobQueueRepo {
     return sql.raw(this.dialect.name === 'sqlite' ? 'indexed by jobs_pending_user_idx' : '');
   }
 
+  /** A column compared without its index: SQLite takes no index for `+column`; PostgreSQL plans by its statistics. */
+  private notIndexed(column: string): RawBuilder<unknown> {
+    return this.dialect.name === 'sqlite' ? sql`+${sql.ref(column)}` : sql.ref(column);
+  }
+
   /** How many jobs each of these users has handed to the runners (QUEUED or RUNNING); absent: none. */
   async activeCountsByUser(userIds: readonly string[]): Promise<Map<string, number>> {
     if (userIds.length === 0) return new Map();
@@ -190,11 +198,9 @@ export class JobQueueRepo {
   /** Records that these attempts' messages were confirmed by the bus. */
   async markDispatched(attempts: readonly { id: string; attempts: number }[], now: number): Promise<void> {
     if (attempts.length === 0) return;
-    await this.db
-      .updateTable('jobs')
-      .set({ dispatched_at: now })
-      .where('status', '=', 'QUEUED')
-      .where((eb) => onAttempts(eb, attempts))
-      .execute();
+    // One statement text for any batch, each job found by its key (an `in` list per attempt was a new text at every length).
+    const sent = this.dialect.rowsOf('sent', { id: 'id', attempts: 'int' }, attempts.map((a) => [a.id, a.attempts]));
+    await sql`update jobs set dispatched_at = ${now} from ${sent}
+      where jobs.id = sent.id and jobs.attempts = sent.attempts and ${this.notIndexed('jobs.status')} = 'QUEUED'`.execute(this.db);
   }
 }

@@ -4,12 +4,13 @@
  * runners' queue job-queue.repo.ts, the row mapping job-rows.ts, the health
  * read-outs job-health.reads.ts. No lifecycle decisions are made here.
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { openJobOf } from './open-jobs.js';
 import { onAttempts, toJob, toRow } from './job-rows.js';
 import { JobHealthReads } from './job-health.reads.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
 import type { Database } from '../schema.js';
+import type { DialectHelpers } from '../dialect.js';
 import type { Job, JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js';
 import { RECENT_RUNS, type OpenRun, type RunCounts, type RunSummary } from '../../domain/health.js';
 import { CANCELED_WITH_WORKFLOW, LEASED_STATUS } from '../../domain/job-state.js';
@@ -38,6 +39,7 @@ export class JobsRepo {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly runner: ReadRunner,
+    private readonly dialect: DialectHelpers,
   ) {
     this.health = new JobHealthReads(db);
   }
@@ -276,13 +278,12 @@ export class JobsRepo {
   /** Of these workflows, the ones with a PENDING, QUEUED or RUNNING job. */
   async workflowsWithOpenJobs(workflowIds: readonly string[]): Promise<Set<string>> {
     if (workflowIds.length === 0) return new Set();
-    const rows = await this.db
-      .selectFrom('jobs')
-      .select('workflow_id')
-      .distinct()
-      .where('workflow_id', 'in', workflowIds)
-      .where('status', 'in', ['PENDING', 'QUEUED', 'RUNNING'])
-      .execute();
+    // One statement text for any count (the leader asks this of every due batch), each workflow
+    // a seek per open status on jobs_status_idx (status, workflow_id), never through its history:
+    // SQLite's statistics would take jobs_workflow_list_idx, which reads every job the workflow has kept.
+    const byStatus = sql.raw(this.dialect.name === 'sqlite' ? 'indexed by jobs_status_idx' : '');
+    const { rows } = await sql<{ workflow_id: string }>`select distinct workflow_id from jobs ${byStatus}
+      where ${this.dialect.idIn('workflow_id', workflowIds)} and status in ('PENDING', 'QUEUED', 'RUNNING')`.execute(this.db);
     return new Set(rows.map((r) => r.workflow_id));
   }
 

@@ -448,21 +448,16 @@ export class WorkflowsRepo {
     await this.db.updateTable('workflows').set({ next_due_at: nextDueAt }).where('id', '=', id).execute();
   }
 
-  /** setNextDue for many workflows in one statement (a due batch). */
+  /**
+   * setNextDue for many workflows in one statement (a due batch): joined with
+   * the batch as one bound value (dialect.rowsOf), so each row is found by its
+   * key and the text is the same for every batch. (A CASE over the ids was
+   * compared once per row and id: 9 ms for a batch of 500 on SQLite.)
+   */
   async setNextDueMany(next: readonly { id: string; nextDueAt: number }[]): Promise<void> {
     if (next.length === 0) return;
-    const type = sql.raw(this.dialect.bigintType);
-    // One raw CASE: Kysely's case builder copies itself at every when(), quadratic in the batch.
-    // The cast types the parameters for PostgreSQL, which cannot infer them inside CASE.
-    const whens = sql.join(
-      next.map((n) => sql`when ${n.id} then cast(${n.nextDueAt} as ${type})`),
-      sql` `,
-    );
-    await this.db
-      .updateTable('workflows')
-      .set({ next_due_at: sql<number>`case ${sql.ref('id')} ${whens} end` })
-      .where('id', 'in', next.map((n) => n.id))
-      .execute();
+    const batch = this.dialect.rowsOf('batch', { id: 'id', next_due_at: 'int' }, next.map((n) => [n.id, n.nextDueAt]));
+    await sql`update workflows set next_due_at = batch.next_due_at from ${batch} where workflows.id = batch.id`.execute(this.db);
   }
 
   /** Adds skipped due slots to each workflow's count (Scheduler, docs/heartbeat.md). */
