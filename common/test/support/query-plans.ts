@@ -65,8 +65,12 @@ function jobsRowsRead(node: PlanNode): { rows: number; steps: string[] } {
   return { rows, steps };
 }
 
-/** Names a SQLite plan may scan in the statements checked: the users' lists, the ids given (dialect.idIn) and small derived tables, never `jobs`. */
-const SCANNED_OK = /^SCAN (CONSTANT ROW|u|given|pending_users|queued)\b/;
+/**
+ * Names a SQLite plan may scan in the statements checked: the users' lists, the ids given
+ * (dialect.idIn), small derived tables, and of `jobs` only jobs_queued_idx, which holds the
+ * QUEUED jobs alone (never the PENDING backlog).
+ */
+const SCANNED_OK = /^SCAN (CONSTANT ROW|u|given|pending_users|queued|jobs USING COVERING INDEX jobs_queued_idx)\b/;
 
 /**
  * Fails unless `q` reads at most `maxRows` rows of `jobs` through its indexes

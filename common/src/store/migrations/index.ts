@@ -25,6 +25,7 @@ import * as m0023 from './0023-rollup-running-totals.js';
 import * as m0024 from './0024-attention-paused.js';
 import * as m0025 from './0025-pending-jobs-by-user.js';
 import * as m0026 from './0026-rollup-histogram-columns.js';
+import * as m0028 from './0028-queued-jobs.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -57,6 +58,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0024-attention-paused': m0024,
   '0025-pending-jobs-by-user': m0025,
   '0026-rollup-histogram-columns': m0026,
+  '0028-queued-jobs': m0028,
 };
 
 /** The names of the migrations this build knows, in application order. */

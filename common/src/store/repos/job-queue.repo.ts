@@ -51,9 +51,10 @@ export class JobQueueRepo {
   async queuedAmong(ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
     // One statement text for any count: the hand-out asks this at every pass, of all it has waiting.
-    // Each job found by its key, never by a walk over every QUEUED job (`+status` keeps SQLite off jobs_status_idx).
-    const { rows } = await sql<{ id: string }>`select id from jobs
-      where ${this.dialect.idIn('id', ids)} and ${this.notIndexed('status')} = 'QUEUED'`.execute(this.db);
+    // Each id a seek in jobs_queued_idx, which holds the QUEUED jobs' ids alone: no job row is read.
+    const byQueued = sql.raw(this.dialect.name === 'sqlite' ? 'indexed by jobs_queued_idx' : '');
+    const { rows } = await sql<{ id: string }>`select id from jobs ${byQueued}
+      where ${this.dialect.idIn('id', ids)} and status = 'QUEUED'`.execute(this.db);
     return new Set(rows.map((r) => r.id));
   }
 

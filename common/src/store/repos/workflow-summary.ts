@@ -1,6 +1,7 @@
 /** A workflow as the list shows it (WorkflowSummary): its columns, in the order of the row the list's compiled reads return. */
 import type { BuildError, BuildStatus, WorkflowKind, WorkflowSummary } from '../../domain/workflow.js';
 import type { CatchUpPolicy, FirstRun, OverlapPolicy } from '../../domain/run-policy.js';
+import type { WorkflowsTable } from '../schema.js';
 
 /** The columns of a WorkflowSummary, in the order of SummaryRow. */
 export const SUMMARY_COLUMNS = [
@@ -90,3 +91,13 @@ export function toSummary(r: SummaryRow): WorkflowSummary {
 
 /** A failed build's reason from its two columns; null unless both are set. */
 export const buildErrorOf = (code: string | null, message: string | null): BuildError | null => (code === null || message === null ? null : { code, message });
+
+/** The columns toWorkflow reads (not the list's name_folded and attention), in the order a compiled read returns them. */
+export const WORKFLOW_COLUMNS = [
+  'id', 'user_id', 'name', 'payload', 'kind', 'build_status',
+  'interval_minutes', 'consecutive_job_failures_count', 'max_consecutive_job_failures_allowed', 'log_retention', 'generation', 'created_at',
+  'updated_at', 'terminated_at', 'build_completed_at', 'next_due_at', 'build_token', 'skipped_slots',
+  'last_slot_skipped_at', 'build_error_code', 'build_error_message', 'alert_after_failures', 'recover_after_successes', 'alert_down',
+  'cron', 'timezone', 'jitter_seconds', 'paused_at', 'overlap_policy', 'catch_up_policy',
+  'first_run',
+] as const satisfies readonly (keyof WorkflowsTable)[];

@@ -13,7 +13,7 @@ import type { AttentionCounts, AttentionState } from '../../domain/attention.js'
 import { DEFAULT_RUN_POLICY, type CatchUpPolicy, type FirstRun, type OverlapPolicy } from '../../domain/run-policy.js';
 import { afterPosition, attentionArgs, attentionCounts } from './workflow-attention.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
-import { buildErrorOf, SUMMARY_COLUMNS, toSummary, type SummaryRow } from './workflow-summary.js';
+import { buildErrorOf, SUMMARY_COLUMNS, toSummary, WORKFLOW_COLUMNS, type SummaryRow } from './workflow-summary.js';
 
 export interface WorkflowListFilter {
   userId: string;
@@ -398,8 +398,13 @@ export class WorkflowsRepo {
 
   /** Built, active workflows whose next slot is due, earliest first. */
   async due(now: number, limit: number): Promise<Workflow[]> {
-    const rows = await this.scheduled().selectAll().where('next_due_at', '<=', now).orderBy('next_due_at').limit(limit).execute();
-    return rows.map(toWorkflow);
+    // Compiled once, rows as arrays of the columns a Workflow holds: the leader reads this at every pass.
+    const read = this.runner.reads.get('workflows.due', (db) =>
+      db.selectFrom('workflows').select([...WORKFLOW_COLUMNS]).where('build_status', '=', 'COMPLETED').where('terminated_at', 'is', null).where('paused_at', 'is', null)
+        .where('next_due_at', '<=', slot<number>('now')).orderBy('next_due_at').limit(slot<number>('limit')),
+    );
+    const rows = await this.runner.rows(read, { now, limit });
+    return rows.map((row) => toWorkflow(Object.fromEntries(WORKFLOW_COLUMNS.map((column, i) => [column, row[i]])) as Selectable<WorkflowsTable>));
   }
 
   /** The earliest next slot of a built, active workflow. */
