@@ -5,7 +5,6 @@
  * read-outs job-health.reads.ts. No lifecycle decisions are made here.
  */
 import { sql, type Kysely } from 'kysely';
-import { openJobOf } from './open-jobs.js';
 import { onAttempts, toJob, toRow } from './job-rows.js';
 import { JobHealthReads } from './job-health.reads.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
@@ -197,14 +196,14 @@ export class JobsRepo {
 
   /** When the earliest pending job (a manual run, or a due slot that waits for room) that may be handed out now was scheduled. */
   async nextPendingAt(): Promise<number | undefined> {
-    const row = await this.db
-      .selectFrom('jobs as j')
-      .select('j.scheduled_at')
-      .where('j.status', '=', 'PENDING')
-      .where(({ not, exists, selectFrom }) => not(exists(openJobOf(selectFrom, 'j.workflow_id', ['QUEUED', 'RUNNING']))))
-      .orderBy('j.scheduled_at')
-      .limit(1)
-      .executeTakeFirst();
+    // Along jobs_pending_idx (scheduled_at) to the first that may go, which is nearly always the first: SQLite's
+    // statistics would read every PENDING job by status and sort them (90 ms at 30,000 waiting, each leader pass).
+    const byTime = sql.raw(this.dialect.name === 'sqlite' ? 'indexed by jobs_pending_idx' : '');
+    const { rows } = await sql<{ scheduled_at: number }>`select j.scheduled_at from jobs as j ${byTime}
+      where j.status = 'PENDING'
+        and not exists (select 1 from jobs as busy where busy.workflow_id = j.workflow_id and busy.status in ('QUEUED', 'RUNNING'))
+      order by j.scheduled_at limit 1`.execute(this.db);
+    const [row] = rows;
     return row?.scheduled_at;
   }
 
