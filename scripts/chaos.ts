@@ -313,10 +313,13 @@ async function wrongKeysRunner(run: HarnessRun, o: Options): Promise<WrongKeysRu
   let exit: string | undefined;
   let ranS = 0;
   const stopDuring = async (killUntil: number) => {
-    // Leave the healthy runners the last second of the killing phase without it.
+    // Leave the healthy runners the last second of the killing phase without it; but on a
+    // machine so busy that it has refused nothing by then, it runs on until its first refusal
+    // (the settle phase still hands jobs out), or a minute past the killing phase.
     const latest = killUntil - 1_000;
     let firstRefusal: number | undefined;
-    while (!run.aborted && member.alive && Date.now() < latest && (firstRefusal === undefined || Date.now() < firstRefusal + o.wrongKeysS * 1000)) {
+    const running = () => (firstRefusal === undefined ? Date.now() < killUntil + 60_000 : Date.now() < latest && Date.now() < firstRefusal + o.wrongKeysS * 1000);
+    while (!run.aborted && member.alive && running()) {
       if (firstRefusal === undefined && refusedLines().length > 0) firstRefusal = Date.now();
       await sleepReal(200);
     }

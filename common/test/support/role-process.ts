@@ -36,7 +36,7 @@ export class RoleProcess {
     private readonly startedLine: RegExp = new RegExp(`${role} started|orloj is running`),
   ) {}
 
-  /** Starts the process and resolves once it logged that the role started. */
+  /** Starts the process and resolves once it logged that the role started and announced itself ("orloj is running"). */
   async start(): Promise<void> {
     this.output = '';
     // The operator's step: a distributed process never makes keys of its own, it reads them (here from DATA_DIR/keys).
@@ -64,7 +64,8 @@ export class RoleProcess {
     // Generous: several tsx processes starting at once on a loaded machine.
     const deadline = Date.now() + 120_000;
     const started = this.startedLine;
-    while (!started.test(this.output)) {
+    // The announcement comes last, after the role's own line: a test reads its port from it (probePort).
+    while (!started.test(this.output) || !/orloj is running/.test(this.output)) {
       if (c.exitCode !== null) throw new Error(`${this.role} exited early:\n${this.output}`);
       if (Date.now() > deadline) throw new Error(`${this.role} did not start:\n${this.output}`);
       await new Promise((r) => setTimeout(r, 50)); // poll interval: the process announces itself on a pipe read here
