@@ -12,6 +12,7 @@ import { serveParent } from '../lib/child.js';
 import { engineVersion, recountWorkflows } from '../lib/seed.js';
 import { lagSummary } from '../lib/stats.js';
 import { phases, slotCoverage } from '../lib/window-analysis.js';
+import { seedHistory } from '../lib/seed-history.js';
 import type { JobTimes } from '../lib/schedule-db.js';
 
 const config = loadConfig(process.env);
@@ -63,7 +64,7 @@ serveParent(
      * scheduler sets it after a build, so shiftSchedule() moves each to its own
      * first slot in the first minute, not all of them at once.
      */
-    async seedHeartbeats(arg: { count: number; intervalMinutes: number; spreadMs: number; endpoint: string; cron?: CronSeed }) {
+    async seedHeartbeats(arg: { count: number; intervalMinutes: number; spreadMs: number; endpoint: string; cron?: CronSeed; passwordHash?: string }) {
       const started = performance.now();
       const now = Date.now();
       const { cron } = arg;
@@ -79,7 +80,7 @@ serveParent(
         await tx.users.insert({
           id: userId,
           email: `bench-${userId}@example.com`,
-          passwordHash: 'not a hash: this user never signs in',
+          passwordHash: arg.passwordHash ?? 'not a hash: this user never signs in',
           notificationPreference: 'NONE',
           createdAt: now,
           updatedAt: now,
@@ -120,7 +121,19 @@ serveParent(
         }
         await recountWorkflows(tx, userId);
       });
-      return { ms: Math.round(performance.now() - started) };
+      return { ms: Math.round(performance.now() - started), email: `bench-${userId}@example.com` };
+    },
+
+    /** A year of history for the seeded workflows (lib/seed-history.ts). */
+    async seedHistory(arg: { jobs: number; days: number }) {
+      const started = performance.now();
+      const result = await seedHistory(store, arg);
+      return { ...result, ms: Math.round(performance.now() - started) };
+    },
+
+    /** One finished job of the history (the api reads' job page). */
+    async someFinishedJob() {
+      return db.selectFrom('jobs').select(['id', 'workflow_id']).where('status', '=', 'COMPLETED').orderBy('completed_at', 'desc').limit(1).executeTakeFirst();
     },
 
     /**
