@@ -31,6 +31,8 @@ import type { BenchSuite, SuiteContext } from './lib/suite.js';
 const DEFAULT_AMQP = 'amqp://guest:guest@127.0.0.1:5672';
 /** Slots begin this long after orloj is up and their schedule was moved into place. */
 const LEAD_MS = 3_000;
+/** Retention of the distributed pair when BENCH_SCHED_HISTORY is set: longer than the generated year. */
+const HISTORY_RETENTION = { RETENTION_JOBS: '400d', RETENTION_NOTIFICATIONS: '400d' };
 
 function sizesFrom(value: string, name: string): number[] {
   return value
@@ -193,6 +195,8 @@ async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number, hist
       RUNNER_CONCURRENCY: String(s.concurrency),
       RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
       ...(s.tick ? { SCHEDULER_TICK: s.tick } : {}),
+      // A year held: the default retention (90 days) would spend the run deleting three quarters of it. Both rows of the pair alike.
+      ...(s.historyJobs ? HISTORY_RETENTION : {}),
     });
     const startupMs = Math.round(performance.now() - started);
     const firstDue = Date.now() + LEAD_MS;
@@ -250,7 +254,9 @@ async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number, hist
     await orloj?.stop().catch((err: unknown) => ctx.log(`${label}: stopping orloj failed: ${String(err)}`));
     await tool?.stop();
     await target.stop();
-    await db.drop();
+    // BENCH_SCHED_KEEP_HISTORY=1 leaves the filled schema for EXPLAIN (drop it by hand after).
+    if (historyJobs && process.env.BENCH_SCHED_KEEP_HISTORY === '1') ctx.log(`${label}: schema kept: ${db.url}`);
+    else await db.drop();
   }
 }
 
