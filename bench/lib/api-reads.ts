@@ -5,7 +5,7 @@ import { percentile } from './stats.js';
 /**
  * The api reads of issue 28, target 3, timed one after another against a
  * running api: the workflow list's first page with health, and a job page
- * (the workflow's jobs, the job's logs).
+ * (the workflow's jobs, the job).
  */
 
 const scrypt = promisify(crypto.scrypt) as (password: string, salt: Buffer, keylen: number, options: crypto.ScryptOptions) => Promise<Buffer>;
