@@ -25,6 +25,8 @@ const BATCH = 500; // rows per insert: 16 columns × 500 stays under SQLite's bi
 /** Seeded slots start this far in the future until shiftSchedule() moves them. */
 const PARKED_MS = 24 * 60 * 60_000;
 let parkedAt = 0;
+/** When the workflows were seeded: jobs created before it are generated history (seedHistory), not the run's. */
+let seededAt = 0;
 /** Whether the seeded workflows are cron ones: their slots are instants of the clock, so shiftSchedule moves them by whole minutes only. */
 let seededCron = false;
 const MINUTE = 60_000;
@@ -36,12 +38,13 @@ interface CronSeed {
   jitterSeconds: number;
 }
 
-/** FAILED jobs by reason ("CODE: message"), for the reports. */
+/** FAILED jobs of the run (not of the generated history) by reason ("CODE: message"), for the reports. */
 async function failureReasons(slotAt?: number): Promise<Record<string, number>> {
   let q = db
     .selectFrom('jobs')
     .select(['status_reason_code', 'status_reason_message', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('status', '=', 'FAILED');
+    .where('status', '=', 'FAILED')
+    .where('created_at', '>=', seededAt);
   if (slotAt !== undefined) q = q.where('slot_at', '=', slotAt);
   const rows = await q.groupBy(['status_reason_code', 'status_reason_message']).execute();
   return Object.fromEntries(rows.map((r) => [`${r.status_reason_code ?? '?'}: ${r.status_reason_message ?? ''}`, Number(r.n)]));
@@ -74,6 +77,7 @@ serveParent(
       const payload = JSON.stringify({ endpoint: arg.endpoint, method: 'GET', expected_status_code: 200, timeout: '10s' });
       const intervalMs = arg.intervalMinutes * MINUTE;
       seededCron = cron !== undefined;
+      seededAt = now;
       // What `interval` holds for a cron workflow (its longest gap), once per zone: it walks a year of slots.
       const cronInterval = new Map(cron?.zones.map((zone) => [zone, contractInterval(cron.expression, zone, 0, now)]));
       await store.transaction(async (tx) => {
