@@ -21,8 +21,8 @@ export class JobHealthReads {
    * reading jobs_workflow_list_idx from its newest slot and stopping after
    * `perWorkflow` finished runs, so the read costs the same whatever the
    * history: a window over the workflows' whole history read and sorted every
-   * run they ever had (a year of one-minute checks, 500 each, made it 7×
-   * dearer; docs/benchmarks.md, "Issue 28, target 3").
+   * run they ever had (500 each, a page took 58–79 ms against 1–11 ms now;
+   * docs/benchmarks.md, "Issue 28, target 3").
    */
   async recentRuns(workflowIds: readonly string[], perWorkflow: number = RECENT_RUNS): Promise<Map<string, RunSummary[]>> {
     const out = new Map<string, RunSummary[]>();
