@@ -4,6 +4,7 @@
 // in separate processes (PostgreSQL + RabbitMQ), and a burst of slots due at
 // one instant. Each run sets up, measures a window and reads the
 // jobs back; the report is bench/lib/scheduling-report.ts's.
+import { benchPasswordHash, signIn, timeReads, type ReadTiming } from './lib/api-reads.js';
 import { startServer, type ServerProcess } from './lib/child.js';
 import { meterCpu, meterMachineCpu, meterOwnCpu, pidsNamed, type CpuMeter } from './lib/cpu.js';
 import { DISTRIBUTED_ROLES, startDistributedOrloj, type DistributedOrloj, type DistributedRole } from './lib/distributed.js';
@@ -30,6 +31,8 @@ import type { BenchSuite, SuiteContext } from './lib/suite.js';
 const DEFAULT_AMQP = 'amqp://guest:guest@127.0.0.1:5672';
 /** Slots begin this long after orloj is up and their schedule was moved into place. */
 const LEAD_MS = 3_000;
+/** Retention of the distributed pair when BENCH_SCHED_HISTORY is set: longer than the generated year. */
+const HISTORY_RETENTION = { RETENTION_JOBS: '400d', RETENTION_NOTIFICATIONS: '400d' };
 
 function sizesFrom(value: string, name: string): number[] {
   return value
@@ -61,6 +64,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     distributedSizes,
     cronSizes,
     amqpUrl: env.BENCH_AMQP_URL?.trim() || DEFAULT_AMQP,
+    historyJobs: envInt('BENCH_SCHED_HISTORY', 0, 0),
+    reads: envInt('BENCH_SCHED_READS', 50, 0),
   };
 }
 
@@ -172,21 +177,26 @@ export async function steady(ctx: SuiteContext, s: Settings, n: number, schedule
 }
 
 /** The steady run with api, scheduler, runners, log-ingest and notifier in separate processes on PostgreSQL + RabbitMQ. */
-async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number): Promise<Run> {
-  const label = `${fmt(n)} workflows, every minute, roles in separate processes (PostgreSQL + RabbitMQ)`;
+async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number, historyJobs = 0): Promise<Run> {
+  const label = `${fmt(n)} workflows, every minute, roles in separate processes (PostgreSQL + RabbitMQ)${historyJobs ? `, over a year of history (${fmt(historyJobs)} jobs)` : ''}`;
   const db = await createBenchDatabase('postgres');
   const target = await startServer('http-target', {});
   let tool: ScheduleDb | undefined;
   let orloj: DistributedOrloj | undefined;
   try {
     tool = await startScheduleDb(db.url);
-    const seeded = await tool.seedHeartbeats({ count: n, intervalMinutes: 1, spreadMs: 60_000, endpoint: `${target.url}/health` });
-    ctx.log(`${label}: ${fmt(n)} workflows seeded in ${fmt(seeded.ms)} ms (${await tool.engine()}); starting the roles`);
+    const seeded = await tool.seedHeartbeats({ count: n, intervalMinutes: 1, spreadMs: 60_000, endpoint: `${target.url}/health`, passwordHash: await benchPasswordHash() });
+    ctx.log(`${label}: ${fmt(n)} workflows seeded in ${fmt(seeded.ms)} ms (${await tool.engine()})`);
+    const history = historyJobs ? await tool.seedHistory({ jobs: historyJobs, days: 365 }) : undefined;
+    if (history) ctx.log(`${label}: history generated in ${fmt(history.ms)} ms ${JSON.stringify(history)}`);
+    ctx.log(`${label}: starting the roles`);
     const started = performance.now();
     orloj = await startDistributedOrloj(db.url, s.amqpUrl, {
       RUNNER_CONCURRENCY: String(s.concurrency),
       RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
       ...(s.tick ? { SCHEDULER_TICK: s.tick } : {}),
+      // A year held: the default retention (90 days) would spend the run deleting three quarters of it. Both rows of the pair alike.
+      ...(s.historyJobs ? HISTORY_RETENTION : {}),
     });
     const startupMs = Math.round(performance.now() - started);
     const firstDue = Date.now() + LEAD_MS;
@@ -227,6 +237,14 @@ async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number): Pro
     const requests1 = (await target.call<{ requests: number }>('stats')).requests;
     await sleepUntil(windowEnd + s.tailS * 1000);
     const stopAt = Date.now();
+    // A failed read is reported, not taken for a failed run: the window is measured already.
+    const reads = s.reads
+      ? await apiReads(orloj, tool, seeded.email, s.reads).catch((err: unknown) => {
+          ctx.log(`${label}: api reads FAILED: ${String(err)}`);
+          return undefined;
+        })
+      : undefined;
+    if (reads) ctx.log(`${label}: api reads ${JSON.stringify(reads)}`);
     await orloj.stop();
     orloj = undefined;
     const analysis = await tool.analyzeWindow({ windowStart, windowEnd, stopAt });
@@ -234,7 +252,7 @@ async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number): Pro
     ctx.log(
       `${label}: ${fmt(analysis.completedInWindow / s.durationS, 1)} jobs/s, missed ${fmt(analysis.skipped)} + ${fmt(analysis.noJob)} of ${fmt(analysis.dueSlots)}, lag p50 ${lagText(analysis.lag.p50)} p99 ${lagText(analysis.lag.p99)} ms, CPU ${fmt(distributedTotal(full))} % (${cpuText(full)})`,
     );
-    return { kind: 'distributed', label, workflows: n, seededMs: seeded.ms, startupMs, targetRequests: requests1 - requests0, analysis, windowS: s.durationS, cpu: full };
+    return { kind: 'distributed', label, workflows: n, seededMs: seeded.ms, startupMs, targetRequests: requests1 - requests0, analysis, windowS: s.durationS, cpu: full, history, reads };
   } catch (err) {
     ctx.log(`${label}: FAILED: ${err instanceof Error ? err.message : String(err)}`);
     return { kind: 'failed', label, failure: err instanceof Error ? err.message : String(err) };
@@ -242,8 +260,28 @@ async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number): Pro
     await orloj?.stop().catch((err: unknown) => ctx.log(`${label}: stopping orloj failed: ${String(err)}`));
     await tool?.stop();
     await target.stop();
-    await db.drop();
+    // BENCH_SCHED_KEEP_HISTORY=1 leaves the filled schema for EXPLAIN (drop it by hand after).
+    if (historyJobs && process.env.BENCH_SCHED_KEEP_HISTORY === '1') ctx.log(`${label}: schema kept: ${db.url}`);
+    else await db.drop();
   }
+}
+
+/** The api reads of issue 28, target 3, as the seeded user: the list's first page with health, a finished job's workflow jobs and the job. */
+async function apiReads(orloj: DistributedOrloj, tool: ScheduleDb, email: string, calls: number): Promise<ReadTiming[]> {
+  const cookie = await signIn(orloj.url, email);
+  const job = await tool.someFinishedJob();
+  if (!job) throw new Error('no COMPLETED job to read');
+  return timeReads(
+    orloj.url,
+    cookie,
+    [
+      { label: 'GET /workflows?include=health', path: '/workflows?include=health' },
+      { label: 'GET /workflows/{id}/jobs', path: `/workflows/${job.workflow_id}/jobs` },
+      // A HEARTBEAT job keeps no log lines (its logs page answers 412): the job's own page instead.
+      { label: 'GET /workflows/{id}/jobs/{job_id}', path: `/workflows/${job.workflow_id}/jobs/${job.id}` },
+    ],
+    calls,
+  );
 }
 
 async function burst(ctx: SuiteContext, s: Settings, n: number): Promise<Run> {
@@ -302,9 +340,15 @@ export const scheduling: BenchSuite = {
       runs.push(await steady(ctx, s, n, 'interval'));
       // Right after the interval run of the same size, so their CPU per job compares on the same machine load.
       if (s.cronSizes.includes(n)) runs.push(await steady(ctx, s, n, 'cron'));
-      if (s.distributedSizes.includes(n)) runs.push(await steadyDistributed(ctx, s, n));
+      if (s.distributedSizes.includes(n)) {
+        runs.push(await steadyDistributed(ctx, s, n));
+        if (s.historyJobs) runs.push(await steadyDistributed(ctx, s, n, s.historyJobs));
+      }
     }
-    for (const n of s.distributedSizes.filter((d) => !s.sizes.includes(d))) runs.push(await steadyDistributed(ctx, s, n));
+    for (const n of s.distributedSizes.filter((d) => !s.sizes.includes(d))) {
+      runs.push(await steadyDistributed(ctx, s, n));
+      if (s.historyJobs) runs.push(await steadyDistributed(ctx, s, n, s.historyJobs));
+    }
     if (s.burst > 0) runs.push(await burst(ctx, s, s.burst));
 
     return schedulingReport(runs, s);

@@ -1,4 +1,5 @@
 import { startServer, type ServerProcess } from './child.js';
+import type { DistributedRun } from './scheduling-report.js';
 import type { LagSummary } from './stats.js';
 import type { Phases, WindowAnalysis } from './window-analysis.js';
 
@@ -48,7 +49,13 @@ export interface ScheduleDb {
     spreadMs: number;
     endpoint: string;
     cron?: { expression: string; zones: readonly string[]; jitterSeconds: number };
-  }): Promise<{ ms: number }>;
+    /** The seeded user's stored password hash (default: one nobody can sign in with). */
+    passwordHash?: string;
+  }): Promise<{ ms: number; email: string }>;
+  /** A year of history for the seeded workflows (lib/seed-history.ts; PostgreSQL). */
+  seedHistory(arg: { jobs: number; days: number }): Promise<NonNullable<DistributedRun['history']>>;
+  /** The newest COMPLETED job, if any. */
+  someFinishedJob(): Promise<{ id: string; workflow_id: string } | undefined>;
   shiftSchedule(firstDueAt: number): Promise<{ ms: number }>;
   slotProgress(slotAt: number): Promise<Record<string, number>>;
   analyzeWindow(arg: { windowStart: number; windowEnd: number; stopAt: number }): Promise<WindowAnalysis>;
@@ -63,6 +70,8 @@ export async function startScheduleDb(databaseUrl: string): Promise<ScheduleDb> 
     pid: child.pid,
     engine: () => child.call<{ engine: string }>('info').then((i) => i.engine),
     seedHeartbeats: (arg) => child.call('seedHeartbeats', arg),
+    seedHistory: (arg) => child.call('seedHistory', arg),
+    someFinishedJob: () => child.call('someFinishedJob', {}),
     shiftSchedule: (firstDueAt) => child.call('shiftSchedule', { firstDueAt }),
     slotProgress: (slotAt) => child.call('slotProgress', { slotAt }),
     analyzeWindow: (arg) => child.call('analyzeWindow', arg),

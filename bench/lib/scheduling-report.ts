@@ -2,6 +2,7 @@
 // run measured, and how it is written up — the table, the verdict against the
 // targets (the embedded orloj's, and issue 19's for the roles in separate
 // processes), the notes, and the description and settings it opens with.
+import type { ReadTiming } from './api-reads.js';
 import { DISTRIBUTED_ROLES, type DistributedRole } from './distributed.js';
 import type { UsageBetween } from './embedded.js';
 import type { Phases, SlotAnalysis, WindowAnalysis } from './schedule-db.js';
@@ -46,6 +47,10 @@ export interface Settings {
   /** Sizes also run as cron workflows (CRON_SEED), right after the interval run of the same size. */
   cronSizes: number[];
   amqpUrl: string;
+  /** Jobs of generated history (BENCH_SCHED_HISTORY): each distributed size runs again over a year of them; 0: not. */
+  historyJobs: number;
+  /** api calls of each kind timed after a distributed run's window (BENCH_SCHED_READS). */
+  reads: number;
 }
 
 /** What the steady run's workflows are scheduled by. */
@@ -93,6 +98,10 @@ export type DistributedRun = {
   analysis: WindowAnalysis;
   windowS: number;
   cpu: DistributedCpu;
+  /** The year of history generated before the run (BENCH_SCHED_HISTORY), if any. */
+  history?: { jobs: number; notifications: number; rollups: number; incidents: number; attempts: number; ms: number; steps: Record<string, number> };
+  /** The api reads timed after the window (issue 28, target 3). */
+  reads?: ReadTiming[];
 };
 export type Run = SteadyRun | BurstRun | DistributedRun | { kind: 'failed'; label: string; failure: string };
 
@@ -142,7 +151,7 @@ function settingsOf(s: Settings): Array<[label: string, value: string]> {
     ['orloj', `all roles in one child process (TypeScript sources via tsx), \`NODE_ENV=production\`, \`BUS_URL=memory:\`, SQLite in a temp file, \`SCHEDULER_TICK=${s.tick ?? '1s (default)'}\`, \`RUNNER_CONCURRENCY=${s.concurrency}\`, \`RUNNER_ALLOW_TARGETS=127.0.0.0/8\`, \`LOG_LEVEL=warn\`, \`MAX_ACTIVE_JOBS_PER_USER\` and \`MAX_WORKFLOWS_PER_USER\` out of the way (one user owns every workflow), real clock, other settings default`],
     ['Steady state', `N = ${s.sizes.map((n) => fmt(n)).join(' and ')}; ${s.durationS} s measured after ${s.warmupS} s of schedule, orloj stopped ${s.tailS} s after the window`],
     ['Burst', s.burst > 0 ? `${fmt(s.burst)} workflows, one slot instant, at most ${s.burstTimeoutS} s` : 'skipped (BENCH_SCHED_BURST=0)'],
-    ['Overrides', 'BENCH_SCHED_SIZES (comma-separated N), BENCH_SCHED_DURATION, BENCH_SCHED_WARMUP, BENCH_SCHED_TAIL (s), BENCH_SCHED_BURST (N, 0 skips), BENCH_SCHED_BURST_TIMEOUT (s), BENCH_SCHED_CONCURRENCY, BENCH_SCHED_TICK (SCHEDULER_TICK), BENCH_SCHED_DISTRIBUTED (sizes also run with the roles in separate processes on PostgreSQL + RabbitMQ; default: every size; 0: none), BENCH_SCHED_CRON (sizes of BENCH_SCHED_SIZES also run as cron workflows; default: every size; 0: none), BENCH_AMQP_URL, BENCH_DATABASE_URL, BENCH_CPU_PROF (adds orloj-embedded-<run>-<pid>.cpuprofile: the orloj process during each measured window; the role processes write a profile of their whole life), BENCH_ROLE_NODE_OPTIONS (NODE_OPTIONS of the role processes, e.g. `--require ./bench/tools/count-pg-statements.cjs` to count their SQL statements)'],
+    ['Overrides', 'BENCH_SCHED_SIZES (comma-separated N), BENCH_SCHED_DURATION, BENCH_SCHED_WARMUP, BENCH_SCHED_TAIL (s), BENCH_SCHED_BURST (N, 0 skips), BENCH_SCHED_BURST_TIMEOUT (s), BENCH_SCHED_CONCURRENCY, BENCH_SCHED_TICK (SCHEDULER_TICK), BENCH_SCHED_DISTRIBUTED (sizes also run with the roles in separate processes on PostgreSQL + RabbitMQ; default: every size; 0: none), BENCH_SCHED_CRON (sizes of BENCH_SCHED_SIZES also run as cron workflows; default: every size; 0: none), BENCH_SCHED_HISTORY (jobs: each distributed size runs again, right after, over a year of that much generated history, both rows with RETENTION_JOBS and RETENTION_NOTIFICATIONS 400d; default 0, off), BENCH_SCHED_KEEP_HISTORY (1: the filled schema is kept for EXPLAIN), BENCH_SCHED_READS (api calls of each kind timed after a distributed window, default 50), BENCH_AMQP_URL, BENCH_DATABASE_URL, BENCH_CPU_PROF (adds orloj-embedded-<run>-<pid>.cpuprofile: the orloj process during each measured window; the role processes write a profile of their whole life), BENCH_ROLE_NODE_OPTIONS (NODE_OPTIONS of the role processes, e.g. `--require ./bench/tools/count-pg-statements.cjs` to count their SQL statements)'],
   ];
 }
 
@@ -296,6 +305,15 @@ function noteLines(runs: readonly Run[]): string[] {
       phaseLine(r.label, r.analysis.phases),
       `- ${r.label}: where the CPU went, % of one core over the window: ${cpuText(r.cpu)}; the HEARTBEAT target ${pct(r.cpu.target)}, the db tool ${pct(r.cpu.dbTool)}, other processes ${pct(r.cpu.other)}. Seeded in ${fmt(r.seededMs)} ms, roles up in ${fmt(r.startupMs)} ms; ${fmt(r.targetRequests)} HEARTBEAT requests reached the target during the measurement; jobs at the end: ${JSON.stringify(r.analysis.allJobs)}.`,
     );
+    if (r.history) {
+      const h = r.history;
+      notes.push(
+        `- ${r.label}: history generated in ${fmt(h.ms / 1000)} s (${Object.entries(h.steps).map(([k, v]) => `${k} ${fmt(v / 1000, 1)} s`).join(', ')}): ${fmt(h.jobs)} jobs, ${fmt(h.notifications)} notifications, ${fmt(h.rollups)} rollup rows, ${fmt(h.incidents)} incidents, ${fmt(h.attempts)} earlier attempts.`,
+      );
+    }
+    if (r.reads) {
+      notes.push(`- ${r.label}: api reads after the window, ms (p50 / p99 / mean of ${r.reads[0]?.calls ?? 0} calls one after another): ${r.reads.map((t) => `${t.label} ${fmt(t.p50, 1)} / ${fmt(t.p99, 1)} / ${fmt(t.mean, 1)} (${fmt(t.bytes)} B)`).join('; ')}.`);
+    }
   }
   const disturbed = measured.filter((r) => (r.interference.other ?? 0) > 25);
   if (disturbed.length) {

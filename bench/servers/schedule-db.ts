@@ -12,6 +12,7 @@ import { serveParent } from '../lib/child.js';
 import { engineVersion, recountWorkflows } from '../lib/seed.js';
 import { lagSummary } from '../lib/stats.js';
 import { phases, slotCoverage } from '../lib/window-analysis.js';
+import { seedHistory } from '../lib/seed-history.js';
 import type { JobTimes } from '../lib/schedule-db.js';
 
 const config = loadConfig(process.env);
@@ -24,6 +25,8 @@ const BATCH = 500; // rows per insert: 16 columns × 500 stays under SQLite's bi
 /** Seeded slots start this far in the future until shiftSchedule() moves them. */
 const PARKED_MS = 24 * 60 * 60_000;
 let parkedAt = 0;
+/** When the workflows were seeded: jobs created before it are generated history (seedHistory), not the run's. */
+let seededAt = 0;
 /** Whether the seeded workflows are cron ones: their slots are instants of the clock, so shiftSchedule moves them by whole minutes only. */
 let seededCron = false;
 const MINUTE = 60_000;
@@ -35,12 +38,13 @@ interface CronSeed {
   jitterSeconds: number;
 }
 
-/** FAILED jobs by reason ("CODE: message"), for the reports. */
+/** FAILED jobs of the run (not of the generated history) by reason ("CODE: message"), for the reports. */
 async function failureReasons(slotAt?: number): Promise<Record<string, number>> {
   let q = db
     .selectFrom('jobs')
     .select(['status_reason_code', 'status_reason_message', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('status', '=', 'FAILED');
+    .where('status', '=', 'FAILED')
+    .where('created_at', '>=', seededAt);
   if (slotAt !== undefined) q = q.where('slot_at', '=', slotAt);
   const rows = await q.groupBy(['status_reason_code', 'status_reason_message']).execute();
   return Object.fromEntries(rows.map((r) => [`${r.status_reason_code ?? '?'}: ${r.status_reason_message ?? ''}`, Number(r.n)]));
@@ -63,7 +67,7 @@ serveParent(
      * scheduler sets it after a build, so shiftSchedule() moves each to its own
      * first slot in the first minute, not all of them at once.
      */
-    async seedHeartbeats(arg: { count: number; intervalMinutes: number; spreadMs: number; endpoint: string; cron?: CronSeed }) {
+    async seedHeartbeats(arg: { count: number; intervalMinutes: number; spreadMs: number; endpoint: string; cron?: CronSeed; passwordHash?: string }) {
       const started = performance.now();
       const now = Date.now();
       const { cron } = arg;
@@ -73,13 +77,14 @@ serveParent(
       const payload = JSON.stringify({ endpoint: arg.endpoint, method: 'GET', expected_status_code: 200, timeout: '10s' });
       const intervalMs = arg.intervalMinutes * MINUTE;
       seededCron = cron !== undefined;
+      seededAt = now;
       // What `interval` holds for a cron workflow (its longest gap), once per zone: it walks a year of slots.
       const cronInterval = new Map(cron?.zones.map((zone) => [zone, contractInterval(cron.expression, zone, 0, now)]));
       await store.transaction(async (tx) => {
         await tx.users.insert({
           id: userId,
           email: `bench-${userId}@example.com`,
-          passwordHash: 'not a hash: this user never signs in',
+          passwordHash: arg.passwordHash ?? 'not a hash: this user never signs in',
           notificationPreference: 'NONE',
           createdAt: now,
           updatedAt: now,
@@ -120,7 +125,19 @@ serveParent(
         }
         await recountWorkflows(tx, userId);
       });
-      return { ms: Math.round(performance.now() - started) };
+      return { ms: Math.round(performance.now() - started), email: `bench-${userId}@example.com` };
+    },
+
+    /** A year of history for the seeded workflows (lib/seed-history.ts). */
+    async seedHistory(arg: { jobs: number; days: number }) {
+      const started = performance.now();
+      const result = await seedHistory(store, arg);
+      return { ...result, ms: Math.round(performance.now() - started) };
+    },
+
+    /** One finished job of the history (the api reads' job page). */
+    async someFinishedJob() {
+      return db.selectFrom('jobs').select(['id', 'workflow_id']).where('status', '=', 'COMPLETED').orderBy('completed_at', 'desc').limit(1).executeTakeFirst();
     },
 
     /**
