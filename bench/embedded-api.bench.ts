@@ -38,6 +38,8 @@ const ORLOJ_ENV: Record<string, string> = {
   MAX_ACTIVE_JOBS_PER_USER: '1000000',
   RATE_LIMIT_ENABLED: 'false',
   RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
+  // A preload for profiling or counting (bench/tools/count-sqlite-statements.cjs); not part of a measured run.
+  ...(process.env.BENCH_EMBEDDED_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_EMBEDDED_NODE_OPTIONS } : {}),
 };
 
 interface Settings {
