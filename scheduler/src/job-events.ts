@@ -192,7 +192,8 @@ function resultOf(m: JobFinishedRead): AttemptResult {
  * commute.
  */
 export async function applyBatched(tx: Store, plans: readonly Batched[], now: number): Promise<boolean[]> {
-  const workflowOf = await tx.jobMoves.workflowsOf(plans.map((p) => p.jobId));
+  // The rounds need the workflow of each result; PostgreSQL locks the workflow of every event's job.
+  const workflowOf = await tx.jobMoves.workflowsOf(plans.filter((p) => tx.dialect.rowLocks || p.kind === 'finish').map((p) => p.jobId));
   // PostgreSQL: every workflow this batch may lock, up front and in id order,
   // as the leader locks due workflows, so two batches (or a batch and the
   // leader) cannot deadlock over them.
