@@ -47,9 +47,7 @@ const IGNORE = custom ? (custom.ignore ?? {}) : { 'system-server': ['server/test
 /** Names a caller may use for a group of tiers. */
 const GROUPS = custom ? (custom.groups ?? {}) : { system: ['system-server', 'system-ui', 'system-alone'] };
 /** Stages run one after another; in a stage, lanes run at once; in a lane, tiers in turn. */
-// unit and integration have lanes of their own: most of their wall time is waiting (PostgreSQL,
-// leases, real processes' start), so sharing a lane made the two the run's long pole.
-const PLAN = custom?.plan ?? [[['unit'], ['integration'], ['system-server'], ['system-ui']], [['system-alone']]];
+const PLAN = custom?.plan ?? [[['unit', 'integration'], ['system-server'], ['system-ui']], [['system-alone']]];
 
 function selected(names) {
   if (names.length === 0) return new Set(Object.keys(TIERS));

@@ -43,6 +43,14 @@ npx tsc -b || fail_early "type check (tsc -b) failed"
 # Built from the sources just now: the suites' orloj processes start from server/dist,
 # on half the CPU of a start through tsx (common/test/support/orloj-command.ts).
 export ORLOJ_TEST_BUILT=1
+npx tsc -p tsconfig.test.json || fail_early "type check of tests failed"
+echo "[test] linting" >&2
+npx eslint . || fail_early "lint failed"
+# Generates the typed API client from the OpenAPI document, type-checks the
+# app against it and builds the static files the browser suite is served.
+echo "[test] building the dashboard" >&2
+npm run build --silent -w @orloj/dashboard >&2 || fail_early "the dashboard build failed"
+
 # Arguments: none (every tier, and Vitest), tier names (scripts/test-tiers.mjs:
 # unit, integration, system, or one system-* part), or test files for one mocha run.
 tiers=1
@@ -55,9 +63,13 @@ done
 
 # The dashboard's component tests run in Vitest (jsdom); their counts join
 # mocha's closing line through ORLOJ_EXTRA_COUNTS (scripts/mocha-reporter.cjs).
-run_vitest() {
-  local results=$1 counts=$2 vitest_rc=0
-  (cd dashboard && npx vitest run --reporter=default --reporter=json --outputFile.json="$results") || vitest_rc=$?
+extra_failed=0
+if [ $# -eq 0 ]; then
+  echo "[test] dashboard component tests (Vitest)" >&2
+  results=$(mktemp) counts=$(mktemp)
+  trap 'rm -f "$results" "$counts"' EXIT
+  (cd dashboard && npx vitest run --reporter=default --reporter=json --outputFile.json="$results")
+  vitest_rc=$?
   node -e '
     const fs = require("fs");
     let r = {};
@@ -72,49 +84,9 @@ run_vitest() {
     if (process.argv[2] !== "0" && c.failed === 0) c.failed = 1;
     fs.writeFileSync(process.argv[3], JSON.stringify(c));
     process.exit(c.failed ? 1 : 0);
-  ' "$results" "$vitest_rc" "$counts"
-}
-
-# Generates the typed API client from the OpenAPI document, type-checks the
-# app against it and builds the static files the browser suite is served; then,
-# for a whole run, Vitest.
-build_dashboard() {
-  npm run build --silent -w @orloj/dashboard || { echo "the dashboard build failed"; return 2; }
-  [ "$#" -eq 0 ] || return 0
-  echo "[test] dashboard component tests (Vitest)"
-  run_vitest "$checks/vitest.json" "$checks/vitest-counts.json"
-}
-
-# The checks need only the build above, not each other: they run side by side (on a
-# busy two-core machine about a minute sooner than one after another), each into its
-# own log, printed in turn once all have ended.
-checks=$(mktemp -d)
-trap 'rm -rf "$checks"' EXIT
-check() { # name, command...: runs it in the background; its output and exit code land in $checks
-  local name=$1
-  shift
-  ("$@" >"$checks/$name.log" 2>&1; echo $? >"$checks/$name.rc") &
-  pids+=("$!")
-}
-pids=()
-echo "[test] type-checking the tests, linting and building the dashboard, side by side" >&2
-check tests npx tsc -p tsconfig.test.json
-check lint npx eslint .
-check dashboard build_dashboard "$@"
-wait "${pids[@]}"
-for name in tests lint dashboard; do
-  echo "[test] $name" >&2
-  cat "$checks/$name.log" >&2
-done
-[ "$(cat "$checks/tests.rc")" = 0 ] || fail_early "type check of tests failed"
-[ "$(cat "$checks/lint.rc")" = 0 ] || fail_early "lint failed"
-dashboard_rc=$(cat "$checks/dashboard.rc")
-[ "$dashboard_rc" != 2 ] || fail_early "the dashboard build failed"
-extra_failed=0
-if [ $# -eq 0 ]; then
-  [ "$dashboard_rc" = 0 ] || extra_failed=1
+  ' "$results" "$vitest_rc" "$counts" || extra_failed=1
   # Added to counts handed in from outside (.ci/run: the reference client suite).
-  export ORLOJ_EXTRA_COUNTS="${ORLOJ_EXTRA_COUNTS:+$ORLOJ_EXTRA_COUNTS:}$checks/vitest-counts.json"
+  export ORLOJ_EXTRA_COUNTS="${ORLOJ_EXTRA_COUNTS:+$ORLOJ_EXTRA_COUNTS:}$counts"
 fi
 if [ "$tiers" = 1 ]; then
   node scripts/test-tiers.mjs "$@"
