@@ -221,7 +221,9 @@ function judgeMiss({ w, automatic, schedule }: Checked, slot: number, run: { tic
   // Catch-up `none`: a leader that comes back after the grace passes over the slot.
   const until = w.catch_up_policy === 'none' ? Math.min(windowEnd, from + CATCH_UP_GRACE_MS) : windowEnd;
   const seen = run.samples.filter((s) => s.at >= from && s.at < until);
-  if (seen.length > 0 && seen.every((s) => !s.live)) {
+  // A leader first seen live in the window's last two ticks cannot be held to a pass before it
+  // closes (the same slack as for the previous job's end above): a restarted leader's first pass.
+  if (seen.length > 0 && seen.every((s) => !s.live || s.at >= until - 2 * run.tickMs)) {
     const down = seen.filter((s) => s.unreachable).length;
     found.explain(
       `${where}: no live scheduler leader from ${iso(from)} to ${iso(until)}${down > 0 ? ` (the database was unreachable in ${down}/${seen.length} observations)` : ''}${until < windowEnd ? ' (catch_up_policy none)' : ''}; the next job ran for slot ${iso(next.slot_at)}`,
