@@ -53,6 +53,12 @@ export interface DialectHelpers {
    * parallel arrays on PostgreSQL, json_each() of one JSON array on SQLite.
    */
   rowsOf(alias: string, columns: Readonly<Record<string, 'id' | 'int' | 'text'>>, rows: readonly (readonly unknown[])[]): RawBuilder<unknown>;
+  /**
+   * After a table name: SQLite's `indexed by <index>`, where its planner
+   * without fresh statistics picks another index; nothing on PostgreSQL,
+   * which plans by its own statistics.
+   */
+  indexedBy(index: string): RawBuilder<unknown>;
 }
 
 const PLAIN_NAME = /^[a-z_][a-z0-9_]*$/;
@@ -118,6 +124,7 @@ export const postgresHelpers: DialectHelpers = {
     const arrays = Object.values(columns).map((type, i) => sql`${rows.map((r) => r[i])}::${sql.raw(types[type])}[]`);
     return sql`unnest(${sql.join(arrays)}) as ${sql.raw(plain(alias))}(${sql.raw(names.join(', '))})`;
   },
+  indexedBy: () => sql.raw(''),
 };
 
 export const sqliteHelpers: DialectHelpers = {
@@ -140,4 +147,5 @@ export const sqliteHelpers: DialectHelpers = {
     const picks = names.map((name, i) => `value ->> ${i} as ${name}`).join(', ');
     return sql`(select ${sql.raw(picks)} from json_each(${JSON.stringify(rows)}) as given) as ${sql.raw(plain(alias))}`;
   },
+  indexedBy: (index) => sql.raw(`indexed by ${plain(index)}`),
 };

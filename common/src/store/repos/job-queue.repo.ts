@@ -52,7 +52,7 @@ export class JobQueueRepo {
     if (ids.length === 0) return new Set();
     // One statement text for any count: the hand-out asks this at every pass, of all it has waiting.
     // Each id a seek in jobs_queued_idx, which holds the QUEUED jobs' ids alone: no job row is read.
-    const byQueued = sql.raw(this.dialect.name === 'sqlite' ? 'indexed by jobs_queued_idx' : '');
+    const byQueued = this.dialect.indexedBy('jobs_queued_idx');
     const { rows } = await sql<{ id: string }>`select id from jobs ${byQueued}
       where ${this.dialect.idIn('id', ids)} and status = 'QUEUED'`.execute(this.db);
     return new Set(rows.map((r) => r.id));
@@ -155,7 +155,7 @@ export class JobQueueRepo {
    * in common/test/job-queue.test.ts) take the index.
    */
   private pendingByUser(): RawBuilder<unknown> {
-    return sql.raw(this.dialect.name === 'sqlite' ? 'indexed by jobs_pending_user_idx' : '');
+    return this.dialect.indexedBy('jobs_pending_user_idx');
   }
 
   /** A column compared without its index: SQLite takes no index for `+column`; PostgreSQL plans by its statistics. */

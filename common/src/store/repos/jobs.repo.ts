@@ -198,7 +198,7 @@ export class JobsRepo {
   async nextPendingAt(): Promise<number | undefined> {
     // Along jobs_pending_idx (scheduled_at) to the first that may go, which is nearly always the first: SQLite's
     // statistics would read every PENDING job by status and sort them (90 ms at 30,000 waiting, each leader pass).
-    const byTime = sql.raw(this.dialect.name === 'sqlite' ? 'indexed by jobs_pending_idx' : '');
+    const byTime = this.dialect.indexedBy('jobs_pending_idx');
     const { rows } = await sql<{ scheduled_at: number }>`select j.scheduled_at from jobs as j ${byTime}
       where j.status = 'PENDING'
         and not exists (select 1 from jobs as busy where busy.workflow_id = j.workflow_id and busy.status in ('QUEUED', 'RUNNING'))
@@ -280,7 +280,7 @@ export class JobsRepo {
     // One statement text for any count (the leader asks this of every due batch), each workflow
     // a seek per open status on jobs_status_idx (status, workflow_id), never through its history:
     // SQLite's statistics would take jobs_workflow_list_idx, which reads every job the workflow has kept.
-    const byStatus = sql.raw(this.dialect.name === 'sqlite' ? 'indexed by jobs_status_idx' : '');
+    const byStatus = this.dialect.indexedBy('jobs_status_idx');
     const { rows } = await sql<{ workflow_id: string }>`select distinct workflow_id from jobs ${byStatus}
       where ${this.dialect.idIn('workflow_id', workflowIds)} and status in ('PENDING', 'QUEUED', 'RUNNING')`.execute(this.db);
     return new Set(rows.map((r) => r.workflow_id));
