@@ -22,6 +22,7 @@ import { withSchemaIntrospection } from './schema-introspection.js';
 import { MIGRATION_NAMES, migrationProvider } from './migrations/index.js';
 import type { HeldConnection, ReadOptions, RowReader } from './compiled-read.js';
 import { openReadConnection, preparedOnce, registerFunctions, SQLITE_BUSY_TIMEOUT_MS, SqliteReadPool } from './sqlite-reads.js';
+import { SqliteCheckpointer, WAL_SIZE_LIMIT_BYTES, WRITER_CHECKPOINT_PAGES } from './sqlite-checkpoint.js';
 import { tlsMaterial, type TlsFiles } from '../config/tls.js';
 import { SETTINGS } from '../config/settings.js';
 
@@ -32,6 +33,8 @@ export interface DatabaseHandle {
   readonly reader: RowReader | undefined;
   /** The writer connection as a transaction holds it (SQLite; compiled-read.ts). */
   readonly writer?: HeldConnection;
+  /** The thread that checkpoints the WAL (a SQLite file; sqlite-checkpoint.ts). */
+  readonly checkpointer?: SqliteCheckpointer;
   /**
    * Applies pending migrations; returns the names applied now. Refuses
    * (DatabaseTooNewError) a database that a newer orloj migrated further.
@@ -98,12 +101,14 @@ function handle(
   close: () => Promise<void>,
   afterMigrate?: () => void,
   writer?: HeldConnection,
+  checkpointer?: SqliteCheckpointer,
 ): DatabaseHandle {
   return {
     db,
     dialect,
     reader,
     ...(writer ? { writer } : {}),
+    ...(checkpointer ? { checkpointer } : {}),
     async migrate() {
       // In PostgreSQL the migration tables live in the current schema (tests and
       // installations may share a database); Kysely would otherwise find them in any schema.
@@ -157,24 +162,30 @@ function openSqlite(file: string, readWorkers: number): DatabaseHandle {
   sqlite.pragma('journal_mode = WAL');
   if (file !== ':memory:') for (const f of sqliteFiles(file)) tightenFile(f);
   sqlite.pragma('synchronous = NORMAL');
+  // Checkpoints run on a thread of their own (sqlite-checkpoint.ts); the writer only past this.
+  sqlite.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
+  sqlite.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   registerFunctions(sqlite);
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(new SqliteDialect({ database: withStatementCache(sqlite) })) });
   const stopOptimizing = keepPlannerStatistics(sqlite);
-  // An in-memory database is private to its connection: reads go through Kysely there.
+  // An in-memory database is private to its connection: reads go through Kysely there, and it has no WAL.
   const reader = file === ':memory:' ? undefined : new SqliteReader(file, readWorkers);
+  const checkpointer = file === ':memory:' ? undefined : new SqliteCheckpointer(file);
   return handle(
     db,
     sqliteHelpers,
     reader,
     async () => {
       stopOptimizing();
+      await checkpointer?.close();
       await reader?.close();
       await db.destroy();
     },
     () => optimize(sqlite, OPTIMIZE_ALL_TABLES),
     new SqliteHeldConnection(sqlite),
+    checkpointer,
   );
 }
 

@@ -1,7 +1,7 @@
 /**
  * A SQLite reader thread (sqlite-reads.ts, SqliteReadPool): runs the reads
  * it is sent, one at a time, on a read-only connection of its own, and
- * answers with the rows as arrays. Started by readerWorker, which lowers the
+ * answers with the rows as arrays. Started by sqliteThread, which lowers the
  * thread's priority first.
  */
 import { parentPort, workerData } from 'node:worker_threads';

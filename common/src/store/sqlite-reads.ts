@@ -55,30 +55,31 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
-/** A reader's niceness: below the event loop's (0), which then gets the CPU first when both want it. */
-const READER_NICE = 10;
+/** A SQLite thread's niceness: below the event loop's (0), which then gets the CPU first when both want it. */
+const THREAD_NICE = 10;
 
 /**
- * A reader thread. Its first act lowers its own priority (Linux: setpriority on
- * a thread id affects that thread alone; elsewhere, or when not allowed, it
- * keeps the process's), before it loads anything: on a busy machine its
- * module loading and its long reads then yield the CPU to the event loop's
- * short work instead of sharing it (docs/adr/0009). Then it runs the built
- * sqlite-read-worker.js beside this file; or, from sources through tsx (tests,
- * development), the .ts file after registering tsx in the thread (a worker
- * does not inherit the loader hooks of `--import tsx`).
+ * A thread of orloj's SQLite work: `entry` is a module beside this file
+ * (sqlite-read-worker, sqlite-checkpoint-worker). Its first act lowers the
+ * thread's own priority (Linux: setpriority on a thread id affects that
+ * thread alone; elsewhere, or when not allowed, it keeps the process's),
+ * before it loads anything: on a busy machine its module loading and its long
+ * work then yield the CPU to the event loop's short work instead of sharing it
+ * (docs/adr/0009). Then it runs the built `<entry>.js`; or, from sources
+ * through tsx (tests, development), the .ts file after registering tsx in the
+ * thread (a worker does not inherit the loader hooks of `--import tsx`).
  */
-function readerWorker(file: string): Worker {
+export function sqliteThread(entry: 'sqlite-read-worker' | 'sqlite-checkpoint-worker', file: string): Worker {
   const fromSources = import.meta.url.endsWith('.ts');
-  const entry = new URL(`./sqlite-read-worker.${fromSources ? 'ts' : 'js'}`, import.meta.url).href;
+  const url = new URL(`./${entry}.${fromSources ? 'ts' : 'js'}`, import.meta.url).href;
   // tsx's ESM api (its `import` export) sits beside the CommonJS one that require resolves.
   const tsx = fromSources ? pathToFileURL(path.join(path.dirname(createRequire(import.meta.url).resolve('tsx/esm/api')), 'index.mjs')).href : undefined;
   const boot = [
     "const fs = require('node:fs'), os = require('node:os'), path = require('node:path');",
-    `try { os.setPriority(Number(path.basename(fs.readlinkSync('/proc/thread-self'))), ${READER_NICE}); } catch {}`,
+    `try { os.setPriority(Number(path.basename(fs.readlinkSync('/proc/thread-self'))), ${THREAD_NICE}); } catch {}`,
     tsx
-      ? `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`
-      : `import(${JSON.stringify(entry)});`,
+      ? `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(url)}); });`
+      : `import(${JSON.stringify(url)});`,
   ].join('\n');
   return new Worker(boot, { eval: true, workerData: { file } });
 }
@@ -89,7 +90,7 @@ class ReadThread {
   readonly worker: Worker;
 
   constructor(file: string, onGone: (thread: ReadThread) => void) {
-    this.worker = readerWorker(file);
+    this.worker = sqliteThread('sqlite-read-worker', file);
     this.worker.unref();
     this.worker.on('message', (answer: ReadAnswer) => this.answer(answer));
     const gone = (err: Error) => {
