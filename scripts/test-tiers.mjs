@@ -11,9 +11,6 @@
 // Each tier must execute at least the number of tests scripts/test-floors.json keeps for
 // it (the reporter fails it otherwise): a suite that silently stops loading fails the run.
 // ORLOJ_TEST_LANES=1 runs every tier one after another (a quieter machine for timing).
-// ORLOJ_TIER_AFTER="tier=file,…" holds a tier back until the file exists (scripts/test.sh: the
-// browser tier waits for the dashboard's build beside it); a file that does not say `ok` is why
-// the tier did not run, and the tier counts as failed.
 // ORLOJ_TEST_TIERS_PLAN names a JSON file {tiers, plan, floors, ignore?, groups?} that
 // replaces the repository's (server/test/test-tiers.test.ts runs small fixture suites so).
 /* global process, console, setTimeout */
@@ -70,33 +67,7 @@ const floors = custom?.floors ?? JSON.parse(fs.readFileSync(path.join(ROOT, 'scr
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-tiers-'));
 const results = new Map();
 
-/** tier → the file it waits for (ORLOJ_TIER_AFTER). */
-const AFTER = new Map(
-  (process.env.ORLOJ_TIER_AFTER || '')
-    .split(',')
-    .filter(Boolean)
-    .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
-);
-
-/** Resolves with the file's first line once it exists (written whole, by a rename, by the one process that makes it). */
-async function ready(file) {
-  let waited = false;
-  while (!fs.existsSync(file)) {
-    waited = true;
-    await new Promise((resolve) => setTimeout(resolve, 1_000)); // polling a file another process writes once
-  }
-  if (waited) process.stderr.write(`[test] ${path.basename(file)} is ready\n`);
-  return fs.readFileSync(file, 'utf8').split('\n')[0].trim();
-}
-
-async function runTier(name) {
-  const after = AFTER.get(name);
-  const verdict = after ? await ready(after) : 'ok';
-  if (verdict !== 'ok') {
-    console.log(`\n========== tier ${name}: not run, exit 1 ==========\n${verdict}: the tier did not run`);
-    results.set(name, { code: 1, signal: null, counts: path.join(dir, `${name}.json`), wall: minutes(0) });
-    return;
-  }
+function runTier(name) {
   const log = path.join(dir, `${name}.log`);
   const counts = path.join(dir, `${name}.json`);
   const args = [path.join(ROOT, 'node_modules/mocha/bin/mocha.js'), ...TIERS[name], ...(IGNORE[name] ?? []).flatMap((f) => ['--ignore', f])];
@@ -145,13 +116,10 @@ const tiers = [...results].map(([name, r]) => {
 });
 const extraFiles = (process.env.ORLOJ_EXTRA_COUNTS || '').split(path.delimiter).filter(Boolean);
 // A run beside this one (.ci/run: the reference client suite) writes its counts when it ends.
-const missing = () => extraFiles.filter((f) => !(fs.existsSync(f) && fs.statSync(f).size > 0));
-for (let deadline = Date.now() + Number(process.env.ORLOJ_EXTRA_COUNTS_WAIT_MS || 0), told = 0; Date.now() < deadline && missing().length > 0; ) {
-  if (Date.now() - told > 60_000) {
-    process.stderr.write(`[test] waiting for the counts of what runs beside the tiers (ORLOJ_EXTRA_COUNTS): ${missing().join(', ')}\n`);
-    told = Date.now();
-  }
-  await new Promise((resolve) => setTimeout(resolve, 1_000)); // polling a file another process writes once
+for (const deadline = Date.now() + Number(process.env.ORLOJ_EXTRA_COUNTS_WAIT_MS || 0); Date.now() < deadline; ) {
+  if (extraFiles.every((f) => fs.existsSync(f) && fs.statSync(f).size > 0)) break;
+  process.stderr.write('[test] waiting for the counts of a run beside this one (ORLOJ_EXTRA_COUNTS)\n');
+  await new Promise((resolve) => setTimeout(resolve, 10_000)); // polling a file another process writes once
 }
 const extras = readCounts(extraFiles);
 const all = [...tiers, ...extras];

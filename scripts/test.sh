@@ -43,6 +43,13 @@ npx tsc -b || fail_early "type check (tsc -b) failed"
 # Built from the sources just now: the suites' orloj processes start from server/dist,
 # on half the CPU of a start through tsx (common/test/support/orloj-command.ts).
 export ORLOJ_TEST_BUILT=1
+npx tsc -p tsconfig.test.json || fail_early "type check of tests failed"
+echo "[test] linting" >&2
+npx eslint . || fail_early "lint failed"
+# Generates the typed API client from the OpenAPI document, type-checks the
+# app against it and builds the static files the browser suite is served.
+echo "[test] building the dashboard" >&2
+npm run build --silent -w @orloj/dashboard >&2 || fail_early "the dashboard build failed"
 
 # Arguments: none (every tier, and Vitest), tier names (scripts/test-tiers.mjs:
 # unit, integration, system, or one system-* part), or test files for one mocha run.
@@ -54,81 +61,38 @@ for arg in "$@"; do
   esac
 done
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-# A check beside the tiers: its output is held and printed whole when it ends, and its
-# verdict joins the closing line (ORLOJ_EXTRA_COUNTS) as one failure, or as nothing.
-# Usage: beside <name> <counts file> <command…>
-beside() {
-  local name=$1 counts=$2 started=$SECONDS rc=0
-  shift 2
-  "$@" >"$counts.log" 2>&1 || rc=$?
-  {
-    echo
-    echo "========== $name: $((SECONDS - started)) s, exit $rc =========="
-    cat "$counts.log"
-  } >&2
-  printf '{"name":"%s","passed":0,"failed":%d,"skipped":0}\n' "$name" "$((rc != 0))" >"$counts"
-}
-
-# The tests' type check and the lint need nothing the tiers make, and the tiers need
-# nothing from them: they run beside the tiers (docs/testing.md, "Tiers"), as does the
-# dashboard's build (only the browser tier waits for it: ORLOJ_TIER_AFTER) and, with no
-# arguments, its component tests.
-beside "the tests' type check and the lint" "$work/checks.json" \
-  bash -c 'npx tsc -p tsconfig.test.json && echo "[test] linting" && npx eslint .' &
-# Generates the typed API client from the OpenAPI document, type-checks the app against
-# it and builds the static files the browser suite is served; `built` says how it went.
-dashboard() {
-  if npm run build --silent -w @orloj/dashboard; then echo ok >"$work/built.tmp"; else echo "the dashboard build failed" >"$work/built.tmp"; fi
-  mv "$work/built.tmp" "$work/built"
-  grep -qx ok "$work/built" || return 1
-  [ "$1" = 0 ] || return 0
-  # The dashboard's component tests run in Vitest (jsdom).
-  echo "[test] dashboard component tests (Vitest)"
-  # Its verdict is its counts (below), not its exit code.
-  (cd dashboard && npx vitest run --reporter=default --reporter=json --outputFile.json="$work/vitest.json") || true
-}
-export ORLOJ_TIER_AFTER="system-ui=$work/built"
-beside "the dashboard's build and component tests" "$work/dashboard.json" dashboard $# &
-extra="$work/checks.json:$work/dashboard.json"
+# The dashboard's component tests run in Vitest (jsdom); their counts join
+# mocha's closing line through ORLOJ_EXTRA_COUNTS (scripts/mocha-reporter.cjs).
+extra_failed=0
 if [ $# -eq 0 ]; then
-  # Vitest's counts (written once the dashboard's part ends); as in mocha (forbid-pending),
-  # a skip where every service is required fails: nothing may quietly not run.
-  (
-    wait_for() { while [ ! -s "$1" ]; do sleep 1; done; } # a file another process writes once
-    wait_for "$work/dashboard.json"
-    node -e '
-      const fs = require("fs");
-      let r = {};
-      try { r = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); } catch {}
-      const failed = r.numFailedTests || r.numFailedTestSuites || 0;
-      const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
-      const strict = process.env.REQUIRE_SERVICES === "1";
-      if (strict && skipped) console.error(`${skipped} dashboard component test(s) skipped with REQUIRE_SERVICES=1: counted as failed`);
-      const c = { name: "the dashboard component tests", passed: r.numPassedTests ?? 0, failed: failed + (strict ? skipped : 0), skipped: strict ? 0 : skipped };
-      // No results at all (Vitest crashed, a file did not load, or the build before it failed): no count to trust.
-      // Vitest failing without a failed test (an error outside the tests) still counts as one failure.
-      if (!r.numTotalTests || (r.success === false && c.failed === 0)) c.failed = Math.max(c.failed, 1);
-      fs.writeFileSync(process.argv[2], JSON.stringify(c));
-    ' "$work/vitest.json" "$work/vitest-counts.json"
-  ) &
-  extra="$extra:$work/vitest-counts.json"
+  echo "[test] dashboard component tests (Vitest)" >&2
+  results=$(mktemp) counts=$(mktemp)
+  trap 'rm -f "$results" "$counts"' EXIT
+  (cd dashboard && npx vitest run --reporter=default --reporter=json --outputFile.json="$results")
+  vitest_rc=$?
+  node -e '
+    const fs = require("fs");
+    let r = {};
+    try { r = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); } catch {}
+    const failed = r.numFailedTests || r.numFailedTestSuites || 0;
+    const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+    // As in mocha (forbid-pending), a skip where every service is required fails: nothing may quietly not run.
+    const strict = process.env.REQUIRE_SERVICES === "1";
+    if (strict && skipped) console.error(`${skipped} dashboard component test(s) skipped with REQUIRE_SERVICES=1: counted as failed`);
+    const c = { name: "the dashboard component tests", passed: r.numPassedTests ?? 0, failed: failed + (strict ? skipped : 0), skipped: strict ? 0 : skipped };
+    // Vitest failing without a failed test (a crash, a file that did not load) still counts as one failure.
+    if (process.argv[2] !== "0" && c.failed === 0) c.failed = 1;
+    fs.writeFileSync(process.argv[3], JSON.stringify(c));
+    process.exit(c.failed ? 1 : 0);
+  ' "$results" "$vitest_rc" "$counts" || extra_failed=1
+  # Added to counts handed in from outside (.ci/run: the reference client suite).
+  export ORLOJ_EXTRA_COUNTS="${ORLOJ_EXTRA_COUNTS:+$ORLOJ_EXTRA_COUNTS:}$counts"
 fi
-# Added to counts handed in from outside (.ci/run: the reference client suite); the
-# closing line waits for every one of them.
-export ORLOJ_EXTRA_COUNTS="${ORLOJ_EXTRA_COUNTS:+$ORLOJ_EXTRA_COUNTS:}$extra"
-export ORLOJ_EXTRA_COUNTS_WAIT_MS="${ORLOJ_EXTRA_COUNTS_WAIT_MS:-3600000}"
 if [ "$tiers" = 1 ]; then
   node scripts/test-tiers.mjs "$@"
 else
-  # One mocha run of the files named: the checks first, as before.
-  wait
   npx mocha "$@"
 fi
 mocha_rc=$?
-wait
-# A check beside the tiers that failed fails the run (its count is in the closing line).
-grep -qE '"failed":[1-9]' "$work"/*.json && exit 1
+[ "$extra_failed" = 0 ] || exit 1
 exit "$mocha_rc"

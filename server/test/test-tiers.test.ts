@@ -3,8 +3,7 @@
  * fixture suites named by a plan file (ORLOJ_TEST_TIERS_PLAN): it runs lanes at once and
  * stages in turn, holds each tier's output under its header, sums the tiers' counts and
  * the extra counts on the closing line, and fails the run when one lane fails, a tier does
- * not load or runs under its floor; and a tier held back until a file beside it says it
- * may run (ORLOJ_TIER_AFTER: the browser tier waits for the dashboard's build).
+ * not load or runs under its floor.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -110,26 +109,6 @@ describe('the tiers runner (scripts/test-tiers.mjs)', function () {
     assert.match(r.output, /\(tier broken, \d+m\d\ds, \d+m\d\ds of CPU: 0 passed, 1 failed, 0 skipped\)/);
     assert.match(r.output, /only 1 tests ran, fewer than the floor of 3 for tier thin/);
     assert.equal(r.closing, '1 passed, 2 failed, 0 skipped');
-  });
-
-  it('holds a tier back until its file exists, and counts it failed without running it when the file says why not', async () => {
-    const met = path.join(dir(), 'met');
-    const built = path.join(dir(), 'built');
-    const refused = path.join(dir(), 'refused');
-    fs.writeFileSync(refused, 'the dashboard build failed\n');
-    // The file appears only once the other lane's spec has run: the held tier cannot run before it.
-    const s = specs({
-      'writer.cjs': writes(met) + `it('says ok', () => require('node:fs').writeFileSync(${JSON.stringify(built)}, 'ok\\n'));\n`,
-      'held.cjs': `it('runs after the writer', () => require('node:assert').ok(require('node:fs').existsSync(${JSON.stringify(met)})));\n`,
-      'never.cjs': "it('never runs', () => { throw new Error('ran without its build'); });\n",
-    });
-    const plan = { tiers: { writer: [s['writer.cjs']!], held: [s['held.cjs']!], never: [s['never.cjs']!] }, plan: [[['held'], ['never'], ['writer']]] };
-    const r = await tiers(plan, [], { ORLOJ_TIER_AFTER: `held=${built},never=${refused}` });
-    assert.equal(r.code, 1, r.output);
-    assert.match(r.output, /\(tier held, \d+m\d\ds, \d+m\d\ds of CPU: 1 passed, 0 failed, 0 skipped\)/);
-    assert.match(r.output, /========== tier never: not run, exit 1 ==========\nthe dashboard build failed: the tier did not run/);
-    assert.doesNotMatch(r.output, /ran without its build/);
-    assert.equal(r.closing, '3 passed, 1 failed, 0 skipped');
   });
 
   it('runs only the tiers named (a group by its name), adds the extra counts, and refuses an unknown tier', async () => {

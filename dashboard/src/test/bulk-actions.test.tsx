@@ -32,7 +32,7 @@ function fakeCommands(workflows: Workflow[], options: { limited?: number } = {})
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
     try {
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 5)); // each request stays in flight a moment, so requests that overlap are seen overlapping (maxInFlight)
       if (limited > 0) {
         limited--;
         return problem(429, 'rate_limited', 'Too Many Requests', 'Slow down.', { 'Retry-After': '0' });
