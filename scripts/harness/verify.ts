@@ -4,7 +4,7 @@
 // run policy or a leaderless stretch explains from real violations;
 // summarizeJobs() counts for the report. Slots are the workflow's own schedule
 // (interval or cron in a zone, jitter, first run: common/src/domain/schedule.ts).
-import { CATCH_UP_GRACE_MS, scheduleOf, TERMINAL_JOB_STATUSES, type Schedule } from '@orloj/common/domain';
+import { CATCH_UP_GRACE_MS, isDown, scheduleOf, TERMINAL_JOB_STATUSES, type Downtime, type Schedule } from '@orloj/common/domain';
 import type { JobsTable, Selectable, WorkflowsTable } from '@orloj/common/store';
 import { iso } from './time.js';
 
@@ -21,6 +21,8 @@ export interface LeaderSample {
   live: boolean;
   /** the harness could not read the lease: the database was down (scripts/restart.ts records these; chaos.ts does not) */
   unreachable?: boolean;
+  /** set by verify(): the lease was live, but orloj's uptime record says no leader pass ran then */
+  recordedDown?: boolean;
 }
 
 export interface Verification {
@@ -73,8 +75,25 @@ export function verify(input: {
   tickMs: number;
   samples: LeaderSample[];
   maxAttempts: number;
+  /**
+   * The times orloj recorded itself down (its uptime record: no leader pass for
+   * longer than a handover), clock time. A sample inside one is not a live
+   * leader, whatever the lease said: a leader that holds its lease but makes no
+   * pass (a process the machine starved) is down by orloj's own account, and the
+   * slot fates say so.
+   */
+  downtime?: readonly Downtime[];
+  /**
+   * How long (clock) a leader has for its first pass once it is live, or once
+   * the previous job ended: two ticks by default. A harness on an accelerated
+   * clock adds the real time a pass takes on a busy machine, times its speed.
+   */
+  passSlackMs?: number;
 }): Verification {
-  const { workflows, jobs, killEnd, tickMs, samples, maxAttempts } = input;
+  const { workflows, jobs, killEnd, tickMs, maxAttempts } = input;
+  const downtime = input.downtime ?? [];
+  const samples = input.samples.map((s) => (s.live && isDown(downtime, s.at) ? { ...s, live: false, recordedDown: true } : s));
+  const passSlackMs = input.passSlackMs ?? 2 * tickMs;
   const found = new Findings();
   const byWorkflow = jobsByWorkflow(workflows, jobs, found);
   let checkedSlots = 0;
@@ -92,7 +111,7 @@ export function verify(input: {
     checkCreationOrder(c, found);
     checkEndedWithinAttempts(c, maxAttempts, found);
     checkNoOverlap(c, found);
-    checkedSlots += checkNoMisses(c, { killEnd, tickMs, samples }, found);
+    checkedSlots += checkNoMisses(c, { killEnd, passSlackMs, samples }, found);
   }
   return { violations: found.violations, explained: found.explained, checkedSlots };
 }
@@ -180,7 +199,7 @@ const scheduleName = (w: WorkflowRow) => (w.cron === null ? `build + k×${w.inte
  * rule, the run policy or a stretch without a live leader explains it. Returns
  * the slots that had one.
  */
-function checkNoMisses(c: Checked, run: { killEnd: number; tickMs: number; samples: readonly LeaderSample[] }, found: Findings): number {
+function checkNoMisses(c: Checked, run: { killEnd: number; passSlackMs: number; samples: readonly LeaderSample[] }, found: Findings): number {
   let checkedSlots = 0;
   const { schedule } = c;
   for (let slot = schedule.firstSlotAfter(c.w.build_completed_at! - 1); schedule.firstSlotAfter(slot) <= run.killEnd; slot = schedule.firstSlotAfter(slot)) {
@@ -196,7 +215,7 @@ function checkNoMisses(c: Checked, run: { killEnd: number; tickMs: number; sampl
  * closed before it ended); `skip` runs none of them. Catch-up `latest` runs a
  * slot while it is the most recent one; `none` only within the grace.
  */
-function judgeMiss({ w, automatic, schedule }: Checked, slot: number, run: { tickMs: number; samples: readonly LeaderSample[] }, found: Findings): void {
+function judgeMiss({ w, automatic, schedule }: Checked, slot: number, run: { passSlackMs: number; samples: readonly LeaderSample[] }, found: Findings): void {
   const windowEnd = schedule.firstSlotAfter(slot);
   const prev = [...automatic].reverse().find((j) => j.slot_at < slot);
   const next = automatic.find((j) => j.slot_at > slot);
@@ -209,7 +228,7 @@ function judgeMiss({ w, automatic, schedule }: Checked, slot: number, run: { tic
   }
   const ended = (at: string) => `ended ${Number.isFinite(prevEnd) ? iso(prevEnd!) : 'never'}, at or after ${at}`;
   const previous = prev && `the previous job (slot ${iso(prev.slot_at)}, ${prev.attempts} attempt(s), ${prev.status})`;
-  if (prev && prevEnd! >= windowEnd - 2 * run.tickMs) {
+  if (prev && prevEnd! >= windowEnd - run.passSlackMs) {
     found.explain(`${where}: ${previous} ${ended(`this slot's window closed (${iso(windowEnd)})`)}; the next job ran for slot ${iso(next.slot_at)}`);
     return;
   }
@@ -221,12 +240,14 @@ function judgeMiss({ w, automatic, schedule }: Checked, slot: number, run: { tic
   // Catch-up `none`: a leader that comes back after the grace passes over the slot.
   const until = w.catch_up_policy === 'none' ? Math.min(windowEnd, from + CATCH_UP_GRACE_MS) : windowEnd;
   const seen = run.samples.filter((s) => s.at >= from && s.at < until);
-  // A leader first seen live in the window's last two ticks cannot be held to a pass before it
-  // closes (the same slack as for the previous job's end above): a restarted leader's first pass.
-  if (seen.length > 0 && seen.every((s) => !s.live || s.at >= until - 2 * run.tickMs)) {
+  // A leader first seen live in the window's last moments (the pass slack) cannot be held to a
+  // pass before it closes (the same slack as for the previous job's end above): a restarted leader's first pass.
+  if (seen.length > 0 && seen.every((s) => !s.live || s.at >= until - run.passSlackMs)) {
     const down = seen.filter((s) => s.unreachable).length;
+    const recorded = seen.filter((s) => s.recordedDown).length;
     found.explain(
-      `${where}: no live scheduler leader from ${iso(from)} to ${iso(until)}${down > 0 ? ` (the database was unreachable in ${down}/${seen.length} observations)` : ''}${until < windowEnd ? ' (catch_up_policy none)' : ''}; the next job ran for slot ${iso(next.slot_at)}`,
+      `${where}: no live scheduler leader from ${iso(from)} to ${iso(until)}${down > 0 ? ` (the database was unreachable in ${down}/${seen.length} observations)` : ''}` +
+        `${recorded > 0 ? ` (orloj recorded itself down, no leader pass, in ${recorded}/${seen.length} observations)` : ''}${until < windowEnd ? ' (catch_up_policy none)' : ''}; the next job ran for slot ${iso(next.slot_at)}`,
     );
     return;
   }

@@ -147,6 +147,20 @@ describe('verify: the judge of chaos and restart runs', () => {
     only(overran.explained, /^workflow w1, slot .*: the previous job .* ended .*at or after this slot's window closed/);
   });
 
+  it('explains a miss while the lease was live only where orloj recorded no leader pass, with the pass slack given', () => {
+    const jobs = ['w1', 'w2'].flatMap((w) => Array.from({ length: 10 }, (_, i) => job(w, i + 1))).filter((j) => j.id !== 'w1-j5');
+    const judge = (over: { downtime?: { from: number; to: number }[]; passSlackMs?: number }) =>
+      verify({ workflows: [workflow('w1'), workflow('w2')], jobs, killEnd: BUILT + 11 * MINUTE, tickMs: TICK, samples: samples(), maxAttempts: 3, ...over });
+    // The lease was live throughout; orloj's uptime record has no pass from before slot 5 until 15 s before its window closed.
+    const stalled = [{ from: BUILT + 5 * MINUTE - 1_000, to: BUILT + 6 * MINUTE - 15_000 }];
+    only(judge({ downtime: stalled }).violations, /^\(d\) workflow w1, slot .*: missed although/);
+    const slack = judge({ downtime: stalled, passSlackMs: 20_000 });
+    assert.deepEqual(slack.violations, []);
+    only(slack.explained, /^workflow w1, slot .*: no live scheduler leader from .*\(orloj recorded itself down, no leader pass, in \d+\/\d+ observations\)/);
+    // A recorded gap elsewhere explains nothing; nor does the slack where a leader was live and passing.
+    only(judge({ downtime: [{ from: BUILT + 2 * MINUTE, to: BUILT + 3 * MINUTE }], passSlackMs: 20_000 }).violations, /^\(d\) workflow w1, slot .*: missed although/);
+  });
+
   it('reports overlapping runs of one workflow (c)', () => {
     const r = run((jobs) => jobs.map((j) => (j.id === 'w2-j6' ? { ...j, completed_at: BUILT + 7 * MINUTE + 1_000, updated_at: BUILT + 7 * MINUTE + 1_000 } : j)));
     only(r.violations, /^\(c\) workflow w2: job w2-j6 .* overlaps job w2-j7/);
