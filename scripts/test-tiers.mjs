@@ -34,8 +34,11 @@ const REPOSITORY_TIERS = {
   integration: ['api/test/**/*.test.ts'],
   // Real `orloj` processes and fleets, the command line, the ingress, Prometheus.
   'system-server': ['server/test/**/*.test.ts'],
-  // Chromium against real processes, the container image, compose and Kubernetes.
-  'system-ui': ['dashboard/test/**/*.test.ts', 'deploy/test/**/*.test.ts'],
+  // Chromium against real processes.
+  'system-ui': ['dashboard/test/**/*.test.ts'],
+  // The container image, compose, Kubernetes and a production install: after system-server,
+  // in its lane, which ends minutes before system-ui's browser suites (docs/testing.md).
+  'system-deploy': ['deploy/test/**/*.test.ts'],
   // Alone, after every other tier: restart.test.ts restarts the shared PostgreSQL and
   // RabbitMQ; availability.test.ts bounds /livez latency under a flood, which other lanes
   // on the same two cores would break; fair-share.test.ts asserts no slot of a real-clock
@@ -45,9 +48,9 @@ const REPOSITORY_TIERS = {
 export const TIERS = custom?.tiers ?? REPOSITORY_TIERS;
 const IGNORE = custom ? (custom.ignore ?? {}) : { 'system-server': ['server/test/restart.test.ts', 'server/test/availability.test.ts', 'server/test/fair-share.test.ts'] };
 /** Names a caller may use for a group of tiers. */
-const GROUPS = custom ? (custom.groups ?? {}) : { system: ['system-server', 'system-ui', 'system-alone'] };
+const GROUPS = custom ? (custom.groups ?? {}) : { system: ['system-server', 'system-deploy', 'system-ui', 'system-alone'] };
 /** Stages run one after another; in a stage, lanes run at once; in a lane, tiers in turn. */
-const PLAN = custom?.plan ?? [[['unit', 'integration'], ['system-server'], ['system-ui']], [['system-alone']]];
+const PLAN = custom?.plan ?? [[['unit', 'integration'], ['system-server', 'system-deploy'], ['system-ui']], [['system-alone']]];
 
 function selected(names) {
   if (names.length === 0) return new Set(Object.keys(TIERS));

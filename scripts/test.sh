@@ -56,7 +56,7 @@ npm run build --silent -w @orloj/dashboard >&2 || fail_early "the dashboard buil
 tiers=1
 for arg in "$@"; do
   case "$arg" in
-    unit|integration|system|system-server|system-ui|system-alone) ;;
+    unit|integration|system|system-server|system-deploy|system-ui|system-alone) ;;
     *) tiers=0 ;;
   esac
 done
