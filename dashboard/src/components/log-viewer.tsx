@@ -221,12 +221,29 @@ function LiveLog({
   const { lines, error, connected, switched } = useLiveLines(source, attempt, callbacks);
   const box = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
+  // The window was resized while the reader followed the bottom, and the reader has not wheeled, touched, clicked or typed in the box since.
+  const relayout = useRef(false);
 
   const [expanded, toggle] = useExpanded();
   const virtualizer = useLogVirtualizer(box, lines.length, (i) => lines[i]?.sequence_num ?? i);
   useLayoutEffect(() => {
     if (stick.current && lines.length) virtualizer.scrollToEnd();
   }, [lines, virtualizer]);
+  // A resized window (a phone turned, a window dragged, a full-page screenshot) rewraps the lines and resizes the box;
+  // the rows are measured again over the next frames, and the scroll position that leaves is no reader's. A reader
+  // who followed the bottom goes on following it: the scroll events of the relayout must not read as scrolling away.
+  useEffect(() => {
+    const resized = () => {
+      if (!stick.current) return;
+      relayout.current = true;
+      virtualizer.scrollToEnd();
+    };
+    window.addEventListener('resize', resized);
+    return () => window.removeEventListener('resize', resized);
+  }, [virtualizer]);
+  const readerMoves = () => {
+    relayout.current = false;
+  };
   const origin = lines.length ? Date.parse(lines[0]!.timestamp) : undefined;
 
   return (
@@ -248,9 +265,16 @@ function LiveLog({
         aria-label="Live log"
         onScroll={(e) => {
           const el = e.currentTarget;
-          stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+          const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+          // Away from the bottom after a resize, before the reader touched the box: the relayout moved it, not the reader.
+          if (!atBottom && stick.current && relayout.current) virtualizer.scrollToEnd();
+          else stick.current = atBottom;
           onPosition(readerPosition(el, stick.current));
         }}
+        onWheel={readerMoves}
+        onTouchStart={readerMoves}
+        onPointerDown={readerMoves}
+        onKeyDown={readerMoves}
       >
         {lines.length === 0 ? (
           <p className="muted">No output yet.</p>

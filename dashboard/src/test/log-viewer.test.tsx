@@ -1,5 +1,6 @@
-import { act, screen, waitFor, within } from '@testing-library/react';
+import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
+import { useState } from 'react';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LogEntry, LogPage } from '../api/client';
 import type { LogFilters, LogSource, TailHandlers } from '../components/log-source';
@@ -249,6 +250,69 @@ describe('LogViewer', () => {
     expect(onEnded).toHaveBeenCalledOnce();
     unmount();
     expect(stop).toHaveBeenCalled();
+  });
+
+  /**
+   * A job's log as the job page shows it: live until the tail ends, then the finished log. 100 lines
+   * arrive; `tail` sends more, `relayout` moves the live box the way a relayout does (a scroll event
+   * away from the bottom that no reader made), `end` ends the job.
+   */
+  async function followed() {
+    const all = Array.from({ length: 150 }, (_, i) => logEntry(i, `line ${i}`));
+    const { source, tail } = fakeSource(() => logPage([]), all);
+    function JobLog() {
+      const [ended, setEnded] = useState(false);
+      return <LogViewer source={source} live={!ended} terminal={ended} queryKey={['logs', 'followed']} onEnded={() => setEnded(true)} />;
+    }
+    renderWithProviders(<JobLog />);
+    const send = async (from: number, to: number) => {
+      await act(async () => {
+        for (let i = from; i < to; i++) tail().onLog(all[i]!);
+        await new Promise((r) => requestAnimationFrame(r));
+      });
+    };
+    await send(0, 100);
+    const live = screen.getByLabelText('Live log');
+    const atBottom = () => live.scrollHeight - live.scrollTop - live.clientHeight < 40;
+    expect(atBottom()).toBe(true);
+    const scrollTo = (top: number) =>
+      act(() => {
+        live.scrollTop = top;
+        live.dispatchEvent(new Event('scroll'));
+      });
+    return { live, atBottom, send, scrollTo, end: () => act(() => tail().onEnd()) };
+  }
+
+  it('keeps a reader who follows the bottom there when a resized window moves the box, and opens the finished log at its end', async () => {
+    const { live, atBottom, send, scrollTo, end } = await followed();
+    // The window is resized (a phone turned, a full-page screenshot): the lines rewrap, and the relayout leaves the box near line 30.
+    act(() => {
+      window.dispatchEvent(new Event('resize'));
+    });
+    scrollTo(600);
+    expect(atBottom()).toBe(true);
+    await send(100, 150);
+    expect(atBottom()).toBe(true);
+    expect(within(live).getByText('line 149')).toBeTruthy();
+    end();
+    const log = await screen.findByLabelText('Log');
+    expect(await within(log).findByText('line 149')).toBeTruthy();
+  });
+
+  it('stops following once the reader scrolls away, after a resize too, and opens the finished log where they were', async () => {
+    const { live, atBottom, send, scrollTo, end } = await followed();
+    act(() => {
+      window.dispatchEvent(new Event('resize'));
+    });
+    fireEvent.wheel(live, { deltaY: -1000 });
+    scrollTo(600);
+    await send(100, 150);
+    expect(live.scrollTop).toBe(600);
+    expect(atBottom()).toBe(false);
+    end();
+    const log = await screen.findByLabelText('Log');
+    await waitFor(() => expect(within(log).getAllByText(/^line \d+$/).length).toBeGreaterThan(0));
+    expect(within(log).queryByText('line 149')).toBeNull();
   });
 
   it('starts a new attempt at its line 0 and says so, never splicing it onto the old one', async () => {
