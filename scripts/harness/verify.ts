@@ -222,14 +222,17 @@ function judgeMiss({ w, automatic, schedule }: Checked, slot: number, run: { pas
   // The scheduler-side time the previous job ended: its last transition.
   const prevEnd = prev ? (TERMINAL_JOB_STATUSES.includes(prev.status) ? prev.updated_at : Number.POSITIVE_INFINITY) : undefined;
   const where = `workflow ${w.id}, slot ${iso(slot)}`;
-  if (!next) {
-    found.violation(`(d) ${where}: no job for this slot or any later one`);
-    return;
-  }
   const ended = (at: string) => `ended ${Number.isFinite(prevEnd) ? iso(prevEnd!) : 'never'}, at or after ${at}`;
   const previous = prev && `the previous job (slot ${iso(prev.slot_at)}, ${prev.attempts} attempt(s), ${prev.status})`;
+  // An overrun explains the slot whether or not a later job came: one that ended after the
+  // schedules were frozen (the end of the run) has none.
   if (prev && prevEnd! >= windowEnd - run.passSlackMs) {
-    found.explain(`${where}: ${previous} ${ended(`this slot's window closed (${iso(windowEnd)})`)}; the next job ran for slot ${iso(next.slot_at)}`);
+    const after = next ? `the next job ran for slot ${iso(next.slot_at)}` : 'no later job (it ended after the schedules were frozen)';
+    found.explain(`${where}: ${previous} ${ended(`this slot's window closed (${iso(windowEnd)})`)}; ${after}`);
+    return;
+  }
+  if (!next) {
+    found.violation(`(d) ${where}: no job for this slot or any later one`);
     return;
   }
   if (prev && w.overlap_policy === 'skip' && prevEnd! >= slot) {

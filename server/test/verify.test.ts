@@ -145,6 +145,12 @@ describe('verify: the judge of chaos and restart runs', () => {
     );
     assert.deepEqual(overran.violations, []);
     only(overran.explained, /^workflow w1, slot .*: the previous job .* ended .*at or after this slot's window closed/);
+    // A job that ran on past the end of the run (the schedules frozen) leaves no later job: still an overrun.
+    const lastOverran = run((jobs) =>
+      jobs.filter((j) => !(j.workflow_id === 'w1' && j.slot_at > BUILT + 9 * MINUTE)).map((j) => (j.id === 'w1-j9' ? { ...j, completed_at: BUILT + 12 * MINUTE, updated_at: BUILT + 12 * MINUTE } : j)),
+    );
+    assert.deepEqual(lastOverran.violations, []);
+    only(lastOverran.explained, /^workflow w1, slot .*: the previous job .* at or after this slot's window closed .*; no later job \(it ended after the schedules were frozen\)/);
   });
 
   it('explains a miss while the lease was live only where orloj recorded no leader pass, with the pass slack given', () => {
