@@ -77,15 +77,22 @@ class FakeRuntime {
   readonly dir = mkdtempSync(join(tmpdir(), 'orloj-fake-docker-'));
   readonly socket = join(this.dir, 'docker.sock');
   readonly requests: string[] = [];
+  /** Each request's URL, query included. */
+  readonly urls: string[] = [];
   private readonly server: http.Server;
   private readonly sockets = new Set<import('node:net').Socket>();
 
-  constructor(handler: (req: http.IncomingMessage, res: http.ServerResponse, fake: FakeRuntime) => void) {
+  constructor(
+    handler: (req: http.IncomingMessage, res: http.ServerResponse, fake: FakeRuntime) => void,
+    /** The component /version names: a Docker Engine, or 'Podman Engine'. */
+    engine = 'Engine',
+  ) {
     this.server = http.createServer((req, res) => {
       this.requests.push(`${req.method} ${(req.url ?? '').split('?')[0]}`);
+      this.urls.push(req.url ?? '');
       req.resume();
-      // What the executor asks once about the runtime: a Docker with user namespace remapping.
-      if (/\/version$/.test(req.url ?? '')) return json(res, 200, { Version: '1', Components: [{ Name: 'Engine', Version: '1' }] });
+      // What the executor asks once about the runtime: a Docker with user namespace remapping (or a Podman).
+      if (/\/version$/.test(req.url ?? '')) return json(res, 200, { Version: '1', Components: [{ Name: engine, Version: '1' }] });
       if (/\/info$/.test(req.url ?? '')) return json(res, 200, { SecurityOptions: ['name=seccomp,profile=default', 'name=userns'] });
       // Every image is present, under the name asked for.
       const image = /\/images\/(.+)\/json$/.exec((req.url ?? '').split('?')[0] ?? '');
@@ -226,6 +233,26 @@ describe('ContainerExecutor with a scripted runtime', () => {
       ['bye'],
     );
     assert.ok(fake.requests.includes(`DELETE /containers/${id}`), 'the container was not removed');
+  });
+
+  it("waits on Podman through its own endpoint, which polls, not Docker's, which spins on Podman before 4.5", async () => {
+    // An exit the output does not show (the output stays open): only wait can tell it.
+    fake = new FakeRuntime((req, res) => {
+      const url = req.url ?? '';
+      if (url.startsWith('/containers/create')) return json(res, 201, { Id: id, Warnings: [] });
+      if (url.endsWith('/start')) return void res.writeHead(204).end();
+      if (url.includes('/attach')) return void res.writeHead(200, { 'content-type': 'application/vnd.docker.raw-stream' }).write(logFrame(1, 'hi\n'));
+      if (url.startsWith(`/v4.0.0/libpod/containers/${id}/wait?`)) return json(res, 200, 5); // Podman answers the exit code alone
+      if (req.method === 'GET' && url.startsWith(`/containers/${id}/json`)) return json(res, 200, { Id: id, State: { Status: 'exited', Running: false, ExitCode: 5 } });
+      if (req.method === 'DELETE') return void res.writeHead(204).end();
+      json(res, 404, { message: 'no such thing' });
+    }, 'Podman Engine');
+    const ex = new ContainerExecutor({ dockerHost: await fake.listen(), logger, logDrainIdleMs: 100 });
+    const result = await ex.run(runSpec, { onLine: () => undefined });
+    assert.ok(result.status === 'FAILED', `got ${result.status}`);
+    assert.deepEqual(result.reason, reasons.nonZeroExit(5));
+    const waits = fake.urls.filter((u) => u.includes('/wait'));
+    assert.deepEqual(waits, [`/v4.0.0/libpod/containers/${id}/wait?condition=stopped&condition=exited&interval=250ms`]);
   });
 
   it('leaves a non-zero exit to wait and the inspection after it', async () => {

@@ -170,8 +170,8 @@ export class ContainerRun {
   /** Waits for the first sign of the container's end, under the watchdog. */
   private async awaitExit(outputEnded: Promise<boolean>): Promise<ExitSeen> {
     const stopWaiting = new AbortController();
-    const waited = this.container.wait({ abortSignal: stopWaiting.signal }).then(
-      (res: { StatusCode?: unknown }): ExitSeen =>
+    const waited = this.ctx.client.waitExit(this.container, stopWaiting.signal).then(
+      (res): ExitSeen =>
         typeof res.StatusCode === 'number' ? { kind: 'exited', exitCode: res.StatusCode, confirmed: false } : { kind: 'lost' },
       (err: unknown): ExitSeen => ({ kind: 'lost', err }),
     );

@@ -44,9 +44,7 @@ export class RuntimeIsolation {
       this.known = { scratchMb };
       return this.known;
     }
-    const version = await this.client.call('version', () => this.client.docker.version());
-    const podman = (version.Components ?? []).some((c) => /podman/i.test(c.Name));
-    if (podman) {
+    if (await this.client.isPodman()) {
       this.known = { scratchMb, usernsMode: 'auto' };
     } else {
       const info = (await this.client.call('info', () => this.client.docker.info())) as { SecurityOptions?: unknown };
