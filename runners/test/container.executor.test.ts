@@ -236,23 +236,30 @@ describe('ContainerExecutor with a scripted runtime', () => {
   });
 
   it("waits on Podman through its own endpoint, which polls, not Docker's, which spins on Podman before 4.5", async () => {
-    // An exit the output does not show (the output stays open): only wait can tell it.
-    fake = new FakeRuntime((req, res) => {
-      const url = req.url ?? '';
-      if (url.startsWith('/containers/create')) return json(res, 201, { Id: id, Warnings: [] });
-      if (url.endsWith('/start')) return void res.writeHead(204).end();
-      if (url.includes('/attach')) return void res.writeHead(200, { 'content-type': 'application/vnd.docker.raw-stream' }).write(logFrame(1, 'hi\n'));
-      if (url.startsWith(`/v4.0.0/libpod/containers/${id}/wait?`)) return json(res, 200, 5); // Podman answers the exit code alone
-      if (req.method === 'GET' && url.startsWith(`/containers/${id}/json`)) return json(res, 200, { Id: id, State: { Status: 'exited', Running: false, ExitCode: 5 } });
-      if (req.method === 'DELETE') return void res.writeHead(204).end();
-      json(res, 404, { message: 'no such thing' });
-    }, 'Podman Engine');
-    const ex = new ContainerExecutor({ dockerHost: await fake.listen(), logger, logDrainIdleMs: 100 });
-    const result = await ex.run(runSpec, { onLine: () => undefined });
-    assert.ok(result.status === 'FAILED', `got ${result.status}`);
-    assert.deepEqual(result.reason, reasons.nonZeroExit(5));
-    const waits = fake.urls.filter((u) => u.includes('/wait'));
-    assert.deepEqual(waits, [`/v4.0.0/libpod/containers/${id}/wait?condition=stopped&condition=exited&interval=250ms`]);
+    // Podman answers the exit code alone (`0\n`, which dockerode hands over as raw bytes: 0 is no JSON it keeps).
+    for (const [code, expected] of [
+      [0, 'COMPLETED'],
+      [5, 'FAILED'],
+    ] as const) {
+      await fake?.close();
+      // Only wait can tell the exit: the output stays open and the inspections still say running.
+      fake = new FakeRuntime((req, res) => {
+        const url = req.url ?? '';
+        if (url.startsWith('/containers/create')) return json(res, 201, { Id: id, Warnings: [] });
+        if (url.endsWith('/start')) return void res.writeHead(204).end();
+        if (url.includes('/attach')) return void res.writeHead(200, { 'content-type': 'application/vnd.docker.raw-stream' }).write(logFrame(1, 'hi\n'));
+        if (url.startsWith(`/v4.0.0/libpod/containers/${id}/wait?`)) return void res.writeHead(200, { 'content-type': 'text/plain; charset=us-ascii' }).end(`${code}\n`);
+        if (req.method === 'GET' && url.startsWith(`/containers/${id}/json`)) return json(res, 200, { Id: id, State: { Status: 'running', Running: true } });
+        if (req.method === 'DELETE') return void res.writeHead(204).end();
+        json(res, 404, { message: 'no such thing' });
+      }, 'Podman Engine');
+      const ex = new ContainerExecutor({ dockerHost: await fake.listen(), logger, logDrainIdleMs: 100 });
+      const result = await ex.run(runSpec, { onLine: () => undefined });
+      assert.equal(result.status, expected, JSON.stringify(result));
+      if (result.status === 'FAILED') assert.deepEqual(result.reason, reasons.nonZeroExit(5));
+      const waits = fake.urls.filter((u) => u.includes('/wait'));
+      assert.deepEqual(waits, [`/v4.0.0/libpod/containers/${id}/wait?condition=stopped&condition=exited&interval=250ms`]);
+    }
   });
 
   it('leaves a non-zero exit to wait and the inspection after it', async () => {

@@ -100,6 +100,17 @@ export interface WaitAnswer {
  */
 const PODMAN_WAIT_INTERVAL = '250ms';
 
+/**
+ * The exit code in Podman's answer to its own wait: the number alone, which
+ * dockerode parses as JSON, except 0 (falsy, so it hands over the raw body,
+ * `0\n`).
+ */
+function exitCodeOf(answer: unknown): number | undefined {
+  if (typeof answer === 'number') return answer;
+  const text = Buffer.isBuffer(answer) ? answer.toString('utf8') : typeof answer === 'string' ? answer : undefined;
+  return text !== undefined && /^\s*-?\d+\s*$/.test(text) ? Number(text) : undefined;
+}
+
 /** dockerode with a time limit on each short call; a timeout counts as the runtime being unavailable. */
 export class RuntimeClient {
   readonly docker: Docker;
@@ -172,8 +183,7 @@ export class RuntimeClient {
         (err: unknown, data: unknown) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(data)),
       );
     });
-    // Podman answers the exit code alone, as a JSON number.
-    return { StatusCode: code };
+    return { StatusCode: exitCodeOf(code) };
   }
 
   /** True when the runtime answers its ping endpoint. */
