@@ -16,6 +16,14 @@ export type { LogAnchor, TimeMode } from './log-lines';
 /** Lines kept in memory while tailing; older ones stay readable through the pages once the job ends. */
 const LIVE_LIMIT = 20_000;
 
+/**
+ * The live log's box is as tall as it will get from the start, not as tall as its
+ * lines: grown a line at a time, it moved what is under it (the attempts and their
+ * links) a line down four times a second, and a click pressed on a link was
+ * released beside it and went nowhere.
+ */
+const LIVE_BOX = { height: '60vh' } as const;
+
 
 /**
  * A finished log as one continuous scroll over every line, virtualized: only
@@ -261,7 +269,7 @@ function LiveLog({
         className="log-box log-scroll"
         ref={box}
         tabIndex={0}
-        style={boxHeight(virtualizer, lines.length)}
+        style={LIVE_BOX}
         aria-label="Live log"
         onScroll={(e) => {
           const el = e.currentTarget;

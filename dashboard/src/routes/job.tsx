@@ -96,7 +96,8 @@ export function JobPage() {
       {w && !w.log_retention ? (
         <p className="note">{w.kind === 'HEARTBEAT' ? 'HTTP checks keep no logs.' : 'This workflow does not keep logs (log retention is off).'}</p>
       ) : null}
-      <AttemptsSection attempts={attempts.data?.attempts ?? []} shown={past?.attempt} />
+      {/* Under the log, once the workflow says what goes there: a log that came after would push its links from under the pointer. */}
+      {workflow.isPending ? null : <AttemptsSection attempts={attempts.data?.attempts ?? []} shown={past?.attempt} />}
     </div>
   );
 }

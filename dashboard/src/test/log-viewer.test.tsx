@@ -333,6 +333,22 @@ describe('LogViewer', () => {
     expect(screen.getByRole('status').textContent).toContain('Attempt 2 started: its log starts at line 0');
   });
 
+  it('keeps the live box one height while lines arrive, so that what is under it stays where it was', async () => {
+    const { source, tail } = fakeSource(() => logPage([]));
+    view(source, { live: true, terminal: false });
+    const live = screen.getByLabelText('Live log');
+    const height = live.style.height;
+    expect(height).not.toBe('');
+    for (let n = 0; n < 30; n += 5) {
+      await act(async () => {
+        for (let i = n; i < n + 5; i++) tail().onLog(logEntry(i, `line ${i}`));
+        await new Promise((r) => requestAnimationFrame(r));
+      });
+      expect(within(live).getByText(`line ${n + 4}`)).toBeTruthy();
+      expect(live.style.height).toBe(height);
+    }
+  });
+
   it("shows the api's reason when the live log is refused", () => {
     const { source, tail } = fakeSource(() => logPage([]));
     view(source, { live: true, terminal: false });

@@ -3,12 +3,12 @@ import { render } from '@testing-library/react';
 import type { ReactElement } from 'react';
 import { MemoryRouter } from 'react-router';
 
-/** Renders with what pages expect around them: a router and a query client that never retries. */
-export function renderWithProviders(ui: ReactElement) {
+/** Renders with what pages expect around them: a router (at `at`, `/` unless told) and a query client that never retries. */
+export function renderWithProviders(ui: ReactElement, { at = '/' }: { at?: string } = {}) {
   const client = new QueryClient({ defaultOptions: { queries: { retry: false, gcTime: Infinity } } });
   return render(
     <QueryClientProvider client={client}>
-      <MemoryRouter>{ui}</MemoryRouter>
+      <MemoryRouter initialEntries={[at]}>{ui}</MemoryRouter>
     </QueryClientProvider>,
   );
 }
