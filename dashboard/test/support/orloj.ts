@@ -128,8 +128,9 @@ export async function saveScreenshot(page: Page, name: string): Promise<void> {
 /**
  * A page at 1440×900 in light mode, in a context of its own on `base`, whose
  * problems — a request to another host, a console error (but the 401 of the
- * signed-out session check, and while `down()` says the server is away on
- * purpose, its refused requests), an uncaught page error — are pushed onto
+ * signed-out session check, a request the host's network change aborted, and
+ * while `down()` says the server is away on purpose, its refused requests), an
+ * uncaught page error — are pushed onto
  * `problems` for the suite to fail on.
  */
 export async function watchedPage(browser: Browser, base: string, wait: number, problems: string[], down: () => boolean = () => false): Promise<Page> {
@@ -142,6 +143,10 @@ export async function watchedPage(browser: Browser, base: string, wait: number, 
   const page = await context.newPage();
   page.on('console', (msg) => {
     if (down() && /ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_EMPTY_RESPONSE|Failed to load resource|EventSource/.test(msg.text())) return;
+    // Chromium aborts the requests in flight when the host's network interfaces change: another
+    // lane's compose suite adding or removing a bridge network (tier system-deploy). The page
+    // asks again, as it would for a user whose network changed; what it then shows is tested.
+    if (/net::ERR_NETWORK_CHANGED/.test(msg.text())) return;
     if (msg.type() === 'error' && !(/status of 401/.test(msg.text()) && msg.location().url.endsWith('/api/auth/validate'))) {
       problems.push(`console error: ${msg.text()} (${msg.location().url})`);
     }
