@@ -19,6 +19,16 @@ const DEPTH_WINDOW_MS = 5_000;
 const STUCK_AFTER_MS = 60_000;
 
 /**
+ * How often (real time) the room asks the store which of a large set of
+ * waiting jobs are still QUEUED. The starts this replica applies tell it at
+ * once (QueueRoom.started); the store's answer covers the starts other
+ * replicas apply, and the jobs that left the queue otherwise.
+ */
+const STILL_QUEUED_EVERY_MS = 1_000;
+/** Up to this many jobs waiting, the room asks the store at every pass: one seek each, nothing to save. */
+const STILL_QUEUED_ALWAYS = 64;
+
+/**
  * The runners' room: how many more jobs the hand-out may give them now
  * (docs/adr/0014-work-conserving-fair-hand-out.md).
  *
@@ -33,11 +43,17 @@ const STUCK_AFTER_MS = 60_000;
  * the queue), and a job that waits longer than STUCK_AFTER_MS stops holding
  * room. Jobs handed out by others (a previous leader, retries) are not
  * counted: at worst the queue is a little deeper for a while.
+ *
+ * A start applied by this replica frees room at once (started()); the store
+ * is asked about the rest at every pass while few wait, and at most once a
+ * second while many do (the runners behind: thousands waiting, each pass's
+ * read of all of them was the leader's largest cost).
  */
-class QueueRoom {
+export class QueueRoom {
   /** Jobs this leader handed out, not yet seen started: id → when (real time: the runners' work takes real time whatever the scheduler's clock). */
   private readonly waiting = new Map<string, number>();
   private readonly started: { at: number; n: number }[] = [];
+  private askedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     /** Of the ids given, those still QUEUED. */
@@ -49,14 +65,17 @@ class QueueRoom {
   /** The room at this pass. */
   async room(): Promise<number> {
     const at = this.now();
-    const queued = this.waiting.size === 0 ? new Set<string>() : await this.stillQueued([...this.waiting.keys()]);
-    let n = 0;
-    for (const [id, since] of this.waiting) {
-      if (queued.has(id) && at - since < STUCK_AFTER_MS) continue;
-      this.waiting.delete(id);
-      if (!queued.has(id)) n += 1;
+    if (this.waiting.size > 0 && (this.waiting.size <= STILL_QUEUED_ALWAYS || at - this.askedAt >= STILL_QUEUED_EVERY_MS)) {
+      this.askedAt = at;
+      const queued = await this.stillQueued([...this.waiting.keys()]);
+      let n = 0;
+      for (const [id, since] of this.waiting) {
+        if (queued.has(id) && at - since < STUCK_AFTER_MS) continue;
+        this.waiting.delete(id);
+        if (!queued.has(id)) n += 1;
+      }
+      this.record(at, n);
     }
-    if (n > 0) this.started.push({ at, n });
     while (this.started.length > 0 && at - this.started[0]!.at > DEPTH_WINDOW_MS) this.started.shift();
     const depth = Math.max(this.floor, this.started.reduce((sum, s) => sum + s.n, 0));
     return depth - this.waiting.size;
@@ -66,6 +85,20 @@ class QueueRoom {
   handedOut(ids: readonly string[]): void {
     const at = this.now();
     for (const id of ids) this.waiting.set(id, at);
+  }
+
+  /** These jobs left the queue (their start or result was applied here). */
+  left(ids: readonly string[]): void {
+    let n = 0;
+    for (const id of ids) if (this.waiting.delete(id)) n += 1;
+    this.record(this.now(), n);
+  }
+
+  private record(at: number, n: number): void {
+    if (n === 0) return;
+    const last = this.started.at(-1);
+    if (last?.at === at) last.n += n;
+    else this.started.push({ at, n });
   }
 }
 
@@ -106,14 +139,19 @@ export class HandOut {
    */
   async fairRound(now: number, window: number, due: readonly Workflow[]): Promise<FairRound> {
     const { store, config } = this.c;
-    const room = Math.max(0, Math.min(await this.room.room(), config.maxQueued - (await store.jobQueue.countQueued(config.maxQueued))));
+    const soft = await this.room.room();
+    // The hard bound is counted only when the runners have room at all.
+    const room = soft > 0 ? Math.max(0, Math.min(soft, config.maxQueued - (await store.jobQueue.countQueued(config.maxQueued)))) : 0;
     // No user gets more than the room: its first `room` pending jobs are all the round can choose (and one more tells that more wait).
     const { jobs: pending, more } = room > 0 ? await store.jobQueue.dispatchable(now, window, room) : { jobs: [], more: false };
     const candidates: Candidate<Job | Workflow>[] = [
       ...pending.map((j) => ({ userId: j.userId, manual: j.trigger === 'MANUAL', since: j.scheduledAt, item: j })),
       ...due.map((w) => ({ userId: w.userId, manual: false, since: w.nextDueAt ?? now, item: w })),
     ];
-    const active = room > 0 ? await store.jobQueue.activeCountsByUser(candidates.map((c) => c.userId)) : new Map<string, number>();
+    // What each user holds already ranks users against each other, and against the cap: with one user and no cap it changes nothing (and costs a count of their active jobs).
+    const users = new Set(candidates.map((c) => c.userId));
+    const ranksUsers = users.size > 1 || config.maxActivePerUser !== undefined;
+    const active = room > 0 && ranksUsers ? await store.jobQueue.activeCountsByUser([...users]) : new Map<string, number>();
     const chosen = new Set(fairPick(candidates, active, room, config.maxActivePerUser).map((c) => c.item));
     this.handedOut(await this.dispatch(now, pending.filter((j) => chosen.has(j))));
     return {
@@ -126,6 +164,11 @@ export class HandOut {
   /** The due slots' jobs the leader made QUEUED at this round's choice (DueSlots): like the round's own, they hold room until started. */
   handedOut(ids: readonly string[]): void {
     this.room.handedOut(ids);
+  }
+
+  /** These jobs' start or result was applied on this replica (JobEvents): they no longer wait for a runner. */
+  leftQueue(ids: readonly string[]): void {
+    this.room.left(ids);
   }
 
   /** Hands out these PENDING jobs (the fair round chose them). Returns the ids it moved to QUEUED. */

@@ -111,6 +111,8 @@ export class JobEvents {
     const now = this.c.clock.now();
     const fresh = await this.c.store.transaction((tx) => applyBatched(tx, plans, now));
     // A job left the queue or a runner's slot: the leader (if it is this replica) hands out more now.
+    // Every job that leaves the queue has a start (alone, or written with its result).
+    this.handOut.leftQueue(plans.filter((p, i) => fresh[i] && p.kind === 'start').map((p) => p.jobId));
     if (plans.some((p) => p.kind !== 'renew')) this.c.roomFreed();
     // As when applied alone: a failure here redelivers the event, which then changes nothing and checks again.
     // In the event's own context: its job.stop carries the request id the event carried.
