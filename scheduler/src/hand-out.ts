@@ -21,7 +21,7 @@ const STUCK_AFTER_MS = 60_000;
 /**
  * How often (real time) the room asks the store which of a large set of
  * waiting jobs are still QUEUED. The starts this replica applies tell it at
- * once (QueueRoom.started); the store's answer covers the starts other
+ * once (QueueRoom.left); the store's answer covers the starts other
  * replicas apply, and the jobs that left the queue otherwise.
  */
 const STILL_QUEUED_EVERY_MS = 1_000;
@@ -44,7 +44,7 @@ const STILL_QUEUED_ALWAYS = 64;
  * room. Jobs handed out by others (a previous leader, retries) are not
  * counted: at worst the queue is a little deeper for a while.
  *
- * A start applied by this replica frees room at once (started()); the store
+ * A start applied by this replica frees room at once (left()); the store
  * is asked about the rest at every pass while few wait, and at most once a
  * second while many do (the runners behind: thousands waiting, each pass's
  * read of all of them was the leader's largest cost).
