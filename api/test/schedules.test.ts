@@ -3,7 +3,7 @@
  * (issue 25, ADR 0015), on both engines.
  */
 import assert from 'node:assert/strict';
-import { newJob, type Job } from '@orloj/common/domain';
+import { jitterOffsetMs, newJob, type Job } from '@orloj/common/domain';
 import { describeApi, key, workflowBody } from './support/harness.js';
 
 const fields = (res: { json: { errors?: { field: string; message: string }[] } }) => (res.json.errors ?? []).map((e) => e.field).sort();
@@ -58,6 +58,22 @@ describeApi('workflow schedules', (h) => {
     assert.equal((await put({ cron: null })).status, 204);
     w = (await c.get(`/workflows/${id}`)).json;
     assert.deepEqual([w.cron, w.timezone, w.interval], [null, 'Asia/Kolkata', 5]);
+  });
+
+  it('fixes the jitter offset to the millisecond on create, keeps it through a PUT that keeps jitter_seconds, and takes a new one when it changes', async () => {
+    const c = await h().user();
+    const id = (await c.post('/workflows', workflowBody({ cron: '* * * * *', jitter_seconds: 59 }), { headers: key() })).json.id as string;
+    const offset = async () => (await h().db.store.workflows.findById(id))!.jitterOffsetMs;
+    assert.equal(await offset(), jitterOffsetMs(id, 59));
+    // An older workflow's whole-second offset (migration 0029) stays through an unrelated PUT.
+    await h().db.store.db.updateTable('workflows').set({ jitter_offset_ms: 17_000 }).where('id', '=', id).execute();
+    const put = (extra: Record<string, unknown>) => c.put(`/workflows/${id}`, { name: 'n', payload: workflowBody().payload, interval: 5, max_consecutive_job_failures_allowed: 3, ...extra }, { headers: key() });
+    assert.equal((await put({ jitter_seconds: 59 })).status, 204);
+    assert.equal(await offset(), 17_000, 'the same jitter_seconds: the slots stay put');
+    assert.equal((await put({ jitter_seconds: 120 })).status, 204);
+    assert.equal(await offset(), jitterOffsetMs(id, 120));
+    assert.equal((await put({ jitter_seconds: 0 })).status, 204);
+    assert.equal(await offset(), 0);
   });
 
   it('takes the run policy on create and PUT (kept when absent), shows it on the resource and the list, and answers 400 naming a bad one', async () => {

@@ -5,7 +5,7 @@
 // afterwards. No HTTP: it reports port 0.
 import { sql } from 'kysely';
 import { newId } from '@orloj/common/core';
-import { contractInterval, scheduleOf } from '@orloj/common/domain';
+import { contractInterval, jitterOffsetMs, scheduleOf } from '@orloj/common/domain';
 import { loadConfig } from '@orloj/common/config';
 import { openDatabase, Store } from '@orloj/common/store';
 import { serveParent } from '../lib/child.js';
@@ -96,8 +96,9 @@ serveParent(
             const zone = cron?.zones[i % cron.zones.length];
             const builtAt = cron ? parkedAt - 1 : parkedAt + Math.floor((i * arg.spreadMs) / arg.count) - intervalMs;
             const interval = cron ? cronInterval.get(zone!)! : arg.intervalMinutes;
+            const offset = cron ? jitterOffsetMs(id, cron.jitterSeconds) : 0;
             const due = cron
-              ? scheduleOf({ id, buildCompletedAt: builtAt, intervalMinutes: interval, cron: cron.expression, timeZone: zone!, jitterSeconds: cron.jitterSeconds, firstRun: 'at_first_slot' })!.firstSlotAfter(builtAt)
+              ? scheduleOf({ buildCompletedAt: builtAt, intervalMinutes: interval, cron: cron.expression, timeZone: zone!, jitterOffsetMs: offset, firstRun: 'at_first_slot' })!.firstSlotAfter(builtAt)
               : builtAt + intervalMs;
             const name = `Heartbeat ${i}`;
             rows.push({
@@ -118,7 +119,7 @@ serveParent(
               terminated_at: null,
               build_completed_at: builtAt,
               next_due_at: due,
-              ...(cron ? { cron: cron.expression, timezone: zone!, jitter_seconds: cron.jitterSeconds } : {}),
+              ...(cron ? { cron: cron.expression, timezone: zone!, jitter_seconds: cron.jitterSeconds, jitter_offset_ms: offset } : {}),
             });
           }
           await tx.db.insertInto('workflows').values(rows).execute();
@@ -175,7 +176,7 @@ serveParent(
     /** The steady-state verdict from the tables alone (the rule: slotCoverage in lib/window-analysis.ts). */
     async analyzeWindow(arg: { windowStart: number; windowEnd: number; stopAt: number }) {
       const { windowStart: ws, windowEnd: we } = arg;
-      const workflows = await db.selectFrom('workflows').select(['id', 'build_completed_at', 'interval_minutes', 'cron', 'timezone', 'jitter_seconds', 'first_run']).execute();
+      const workflows = await db.selectFrom('workflows').select(['id', 'build_completed_at', 'interval_minutes', 'cron', 'timezone', 'jitter_offset_ms', 'first_run']).execute();
       const jobs = await db
         .selectFrom('jobs')
         .select(['workflow_id', 'slot_at', 'status', 'created_at', 'queued_at', 'started_at', 'completed_at', 'updated_at'])
@@ -184,7 +185,7 @@ serveParent(
         .execute();
       // Each workflow's own slots, as the scheduler computes them (interval or cron, jitter).
       const coverage = slotCoverage(workflows, jobs, arg, (w, from, to) =>
-        scheduleOf({ id: w.id, buildCompletedAt: w.build_completed_at, intervalMinutes: w.interval_minutes, cron: w.cron, timeZone: w.timezone, jitterSeconds: w.jitter_seconds, firstRun: w.first_run })?.slotsIn(from, to, Number.MAX_SAFE_INTEGER) ?? [],
+        scheduleOf({ buildCompletedAt: w.build_completed_at, intervalMinutes: w.interval_minutes, cron: w.cron, timeZone: w.timezone, jitterOffsetMs: w.jitter_offset_ms, firstRun: w.first_run })?.slotsIn(from, to, Number.MAX_SAFE_INTEGER) ?? [],
       );
       const completed = await db
         .selectFrom('jobs')

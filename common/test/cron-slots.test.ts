@@ -103,6 +103,19 @@ describe('cron slots in a time zone', () => {
       );
     });
 
+    it('next(t) from the minutes it keeps answers as a fresh walk does, for a herd asking about instants in the same minutes', () => {
+      fc.assert(
+        fc.property(fc.constantFrom(...expressions), fc.constantFrom(...zones), anyInstant, fc.array(fc.integer({ min: -120_000, max: 120_000 }), { minLength: 1, maxLength: 30 }), (expr, zone, t, offsets) => {
+          const kept = new CronSlots(expr, zone);
+          for (const offset of offsets) {
+            // upcoming() walks without the kept minutes
+            assert.equal(kept.next(t + offset), new CronSlots(expr, zone).upcoming(t + offset, 1)[0], iso(t + offset));
+          }
+        }),
+        { numRuns: 200 },
+      );
+    });
+
     it('slots strictly increase, and each one is a local time the expression names or the instant the clock jumps past one', () => {
       fc.assert(
         fc.property(fc.constantFrom(...expressions), fc.constantFrom(...zones), anyInstant, (expr, zone, t) => {

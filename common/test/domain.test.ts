@@ -103,6 +103,7 @@ describe('newWorkflow', () => {
         cron: null,
         timeZone: 'UTC',
         jitterSeconds: 0,
+        jitterOffsetMs: 0,
         pausedAt: null,
         overlapPolicy: 'run_after',
         catchUpPolicy: 'latest',

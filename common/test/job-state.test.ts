@@ -40,7 +40,7 @@ describeEachEngine('job transitions in the store', (db) => {
     await store.workflows.insert({
       id: workflowId, userId, name: 'w', payload: '{}', kind: 'HEARTBEAT', buildStatus: 'COMPLETED', intervalMinutes: 1,
       consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3, logRetention: false, generation: 0, createdAt: 0,
-      updatedAt: 0, terminatedAt: null, buildCompletedAt: 0, nextDueAt: null, buildToken: 0, skippedSlots: 0, lastSlotSkippedAt: null, cron: null, timeZone: 'UTC', jitterSeconds: 0, pausedAt: null,
+      updatedAt: 0, terminatedAt: null, buildCompletedAt: 0, nextDueAt: null, buildToken: 0, skippedSlots: 0, lastSlotSkippedAt: null, cron: null, timeZone: 'UTC', jitterSeconds: 0, jitterOffsetMs: 0, pausedAt: null,
         buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false, ...DEFAULT_RUN_POLICY,
     });
   });
@@ -158,7 +158,7 @@ describeEachEngine('batched job writes in the store', (db) => {
       await db().store.workflows.insert({
         id, userId, name: 'w', payload: '{}', kind: 'HEARTBEAT', buildStatus: 'COMPLETED', intervalMinutes: 1,
         consecutiveJobFailuresCount: 0, maxConsecutiveJobFailuresAllowed: 3, logRetention: false, generation: 0, createdAt: 0,
-        updatedAt: 0, terminatedAt: null, buildCompletedAt: 0, nextDueAt: 1, buildToken: 0, skippedSlots: 0, lastSlotSkippedAt: null, cron: null, timeZone: 'UTC', jitterSeconds: 0, pausedAt: null,
+        updatedAt: 0, terminatedAt: null, buildCompletedAt: 0, nextDueAt: 1, buildToken: 0, skippedSlots: 0, lastSlotSkippedAt: null, cron: null, timeZone: 'UTC', jitterSeconds: 0, jitterOffsetMs: 0, pausedAt: null,
         buildError: null, alertAfterFailures: 1, recoverAfterSuccesses: 1, alertDown: false, ...DEFAULT_RUN_POLICY,
       });
     }

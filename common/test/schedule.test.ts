@@ -5,6 +5,7 @@
  * accounts for every slot it does not run.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { catchUpSkips, CATCH_UP_GRACE_MS, contractInterval, jitterOffsetMs, scheduleOf, type ScheduleFields } from '@orloj/common/domain';
 
@@ -15,7 +16,7 @@ const iso = (t: number) => new Date(t).toISOString().replace('.000Z', 'Z');
 const ID = '0190a0b0-0000-7000-8000-000000000001';
 
 function fields(over: Partial<ScheduleFields>): ScheduleFields {
-  return { id: ID, buildCompletedAt: at('2026-01-01T00:00:00Z'), intervalMinutes: 1, cron: null, timeZone: 'UTC', jitterSeconds: 0, firstRun: 'at_first_slot', ...over };
+  return { buildCompletedAt: at('2026-01-01T00:00:00Z'), intervalMinutes: 1, cron: null, timeZone: 'UTC', jitterOffsetMs: 0, firstRun: 'at_first_slot', ...over };
 }
 const cron = (expression: string, timeZone: string, built: string) => scheduleOf(fields({ cron: expression, timeZone, buildCompletedAt: at(built) }))!;
 
@@ -38,8 +39,8 @@ describe('workflow schedules', () => {
   describe('run policy (run-policy.ts)', () => {
     it('first run `now` adds one slot at the build, before the schedule\'s own, unmoved by the jitter', () => {
       const built = at('2026-01-01T00:00:00Z');
-      const s = scheduleOf(fields({ intervalMinutes: 5, jitterSeconds: 600, firstRun: 'now' }))!;
-      const own = scheduleOf(fields({ intervalMinutes: 5, jitterSeconds: 600 }))!;
+      const s = scheduleOf(fields({ intervalMinutes: 5, jitterOffsetMs: jitterOffsetMs(ID, 600), firstRun: 'now' }))!;
+      const own = scheduleOf(fields({ intervalMinutes: 5, jitterOffsetMs: jitterOffsetMs(ID, 600) }))!;
       const first = own.firstSlotAfter(built);
       assert.equal(s.firstSlotAfter(built - 1), built);
       assert.equal(s.firstSlotAfter(built), first);
@@ -115,11 +116,11 @@ describe('workflow schedules', () => {
   });
 
   describe('jitter', () => {
-    it('is a whole number of seconds in [0, jitter_seconds], the same for the same id', () => {
+    it('is a number of milliseconds in [0, jitter_seconds × 1000], the same for the same id', () => {
       fc.assert(
         fc.property(fc.uuid(), fc.integer({ min: 0, max: 3600 }), (id, jitter) => {
           const offset = jitterOffsetMs(id, jitter);
-          assert.ok(offset >= 0 && offset <= jitter * 1000 && offset % 1000 === 0);
+          assert.ok(Number.isInteger(offset) && offset >= 0 && offset <= jitter * 1000);
           assert.equal(jitterOffsetMs(id, jitter), offset);
         }),
       );
@@ -127,9 +128,21 @@ describe('workflow schedules', () => {
       assert.ok(spread.size > 40, 'workflows spread over the window');
     });
 
+    it('spreads a herd to the millisecond, not in bursts on whole seconds', () => {
+      // 6,000 workflows on one cron time with up to 59 s of jitter (the scheduling benchmark's herd):
+      // whole seconds put 100 in each of 60 instants; to the millisecond no instant holds more than a few.
+      const perInstant = new Map<number, number>();
+      for (const id of Array.from({ length: 6_000 }, () => randomUUID())) {
+        const offset = jitterOffsetMs(id, 59);
+        perInstant.set(offset, (perInstant.get(offset) ?? 0) + 1);
+      }
+      assert.ok(perInstant.size > 5_000, `${perInstant.size} distinct instants`);
+      assert.ok(Math.max(...perInstant.values()) <= 6, `at most ${Math.max(...perInstant.values())} at one instant`);
+    });
+
     it('moves every slot by the offset', () => {
       const plain = scheduleOf(fields({ cron: '0 * * * *' }))!;
-      const jittered = scheduleOf(fields({ cron: '0 * * * *', jitterSeconds: 600 }))!;
+      const jittered = scheduleOf(fields({ cron: '0 * * * *', jitterOffsetMs: jitterOffsetMs(ID, 600) }))!;
       const offset = jitterOffsetMs(ID, 600);
       const t = at('2026-02-01T10:30:00Z');
       assert.equal(jittered.firstSlotAfter(t + offset), plain.firstSlotAfter(t) + offset);
@@ -145,8 +158,7 @@ describe('workflow schedules', () => {
       cron: fc.oneof(fc.constant(null), fc.constantFrom(...expressions)),
       timeZone: fc.constantFrom(...zones),
       intervalMinutes: fc.integer({ min: 1, max: 1440 }),
-      jitterSeconds: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3600 })),
-      id: fc.uuid(),
+      jitterOffsetMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3_600_000 })),
       firstRun: fc.constantFrom('at_first_slot' as const, 'now' as const),
       catchUpPolicy: fc.constantFrom('latest' as const, 'none' as const),
       // around the transitions of 2026 in both hemispheres

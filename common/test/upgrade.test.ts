@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { Migrator, sql, type Kysely } from 'kysely';
 import { newId } from '@orloj/common/core';
-import type { JobStatus } from '@orloj/common/domain';
+import { jitterOffsetMs, type JobStatus } from '@orloj/common/domain';
+import { fnv1a32 } from '../src/domain/jitter.js';
 import { DatabaseTooNewError, openDatabase, ROLLUP_BUCKET_COLUMNS, Store } from '@orloj/common/store';
 import { MIGRATION_NAMES, migrationProvider } from '../src/store/migrations/index.js';
 import { insertJob, insertUser, workflowFixture } from './support/fixtures.js';
@@ -145,6 +146,27 @@ for (const engine of ENGINES) {
       const { db } = handle;
       const rank = async (id: string) => Number((await db.selectFrom('workflows').select('attention').where('id', '=', id).executeTakeFirstOrThrow()).attention);
       assert.deepEqual([await rank(flows.healthy.id), await rank(flows.paused.id), await rank(flows.terminated.id)], [3, 4, 5]);
+    });
+
+    it('0029 stores the whole-second jitter offsets workflows had, so no slot moves on the upgrade', async function () {
+      const { migrator, store, userId } = await builtWorkflowAt(this, '0028-queued-jobs');
+      const built = { buildStatus: 'COMPLETED' as const, buildCompletedAt: 0 };
+      // As an older orloj wrote them: jitter_seconds only (an offset of 0 is not written).
+      const jittered = [1, 40, 3600].map((jitterSeconds) => workflowFixture(userId, { ...built, jitterSeconds, jitterOffsetMs: 0 }));
+      const plain = workflowFixture(userId, built);
+      for (const w of [...jittered, plain]) await store.workflows.insert(w);
+
+      assert.equal((await migrator.migrateToLatest()).error, undefined);
+      const stored = new Map((await store.workflows.findByIds([...jittered, plain].map((w) => w.id))).map((w) => [w.id, w.jitterOffsetMs]));
+      for (const w of jittered) {
+        // What every build before 0029 derived at each pass: whole seconds in [0, jitter_seconds].
+        assert.equal(stored.get(w.id), (fnv1a32(w.id) % (w.jitterSeconds + 1)) * 1000, `jitter ${w.jitterSeconds} s`);
+      }
+      assert.equal(stored.get(plain.id), 0);
+      // A workflow created after it takes an offset to the millisecond.
+      const fresh = workflowFixture(userId, { ...built, jitterSeconds: 59 });
+      await store.workflows.insert(fresh);
+      assert.equal((await store.workflows.findByIds([fresh.id]))[0]!.jitterOffsetMs, jitterOffsetMs(fresh.id, 59));
     });
 
     it('0015 marks the state changes among older notifications, WEB_RECOVERED ones becoming WEB_SUCCESS', async function () {

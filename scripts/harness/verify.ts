@@ -119,12 +119,11 @@ export function verify(input: {
 /** The schedule of a workflow row, built at `builtAt`. */
 function scheduleOfRow(w: WorkflowRow, builtAt: number): Schedule {
   return scheduleOf({
-    id: w.id,
     buildCompletedAt: builtAt,
     intervalMinutes: w.interval_minutes,
     cron: w.cron,
     timeZone: w.timezone,
-    jitterSeconds: w.jitter_seconds,
+    jitterOffsetMs: w.jitter_offset_ms,
     firstRun: w.first_run,
   })!;
 }

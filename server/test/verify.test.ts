@@ -5,7 +5,7 @@
  * (docs/chaos.md), and the misses it may explain, which it must not report.
  */
 import assert from 'node:assert/strict';
-import { scheduleOf } from '@orloj/common/domain';
+import { jitterOffsetMs, scheduleOf } from '@orloj/common/domain';
 import { verify, type JobRow, type LeaderSample, type WorkflowRow } from '../../scripts/harness/verify.js';
 import { iso } from '../../scripts/harness/time.js';
 
@@ -44,6 +44,7 @@ const workflow = (id: string): WorkflowRow => ({
   cron: null,
   timezone: 'UTC',
   jitter_seconds: 0,
+  jitter_offset_ms: 0,
   paused_at: null,
   overlap_policy: 'run_after',
   catch_up_policy: 'latest',
@@ -190,13 +191,13 @@ describe('verify: the judge of chaos and restart runs', () => {
     /** `*\/7` in Kolkata (+5:30): UTC minutes 30, 37, 44, 51, 58, then 05 after a 7-minute and a 4-minute gap (56 → 00 local) — not build + k × interval. */
     const cronWorkflow = (over: Partial<WorkflowRow> = {}): WorkflowRow => ({ ...workflow('c1'), cron: '*/7 * * * *', timezone: 'Asia/Kolkata', interval_minutes: 7, ...over });
     const slotsOf = (w: WorkflowRow, until: number) =>
-      scheduleOf({ id: w.id, buildCompletedAt: BUILT, intervalMinutes: w.interval_minutes, cron: w.cron, timeZone: w.timezone, jitterSeconds: w.jitter_seconds, firstRun: w.first_run })!.slotsIn(BUILT - 1, until, 1000);
+      scheduleOf({ buildCompletedAt: BUILT, intervalMinutes: w.interval_minutes, cron: w.cron, timeZone: w.timezone, jitterOffsetMs: w.jitter_offset_ms, firstRun: w.first_run })!.slotsIn(BUILT - 1, until, 1000);
     const END = BUILT + 90 * MINUTE;
     const judge = (w: WorkflowRow, jobs: JobRow[], leader = samples(undefined, 90)) =>
       verify({ workflows: [w], jobs, killEnd: END, tickMs: TICK, samples: leader, maxAttempts: 3 });
 
     it('checks a cron workflow against its own slots in its zone, with the jitter and the first run', () => {
-      for (const over of [{}, { jitter_seconds: 40 }, { first_run: 'now' as const }]) {
+      for (const over of [{}, { jitter_seconds: 40, jitter_offset_ms: jitterOffsetMs('c1', 40) }, { first_run: 'now' as const }]) {
         const w = cronWorkflow(over);
         const slots = slotsOf(w, END);
         assert.ok(slots.some((s, i) => i > 0 && s - slots[i - 1]! === 4 * MINUTE), 'the uneven gap is there');

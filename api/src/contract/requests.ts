@@ -80,7 +80,7 @@ const scheduleFields = {
     type: 'integer',
     minimum: 0,
     maximum: JITTER_MAX_SECONDS,
-    description: 'Every slot moves later by the same offset in [0, jitter_seconds] seconds, derived from the workflow id; default 0.',
+    description: 'Every slot moves later by the same offset in [0, jitter_seconds] seconds (to the millisecond), derived from the workflow id when jitter_seconds is set and kept while it stays the same; default 0.',
   },
   // The run policy (ADR 0020); on PUT each is kept when absent.
   overlap_policy: {

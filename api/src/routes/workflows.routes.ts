@@ -7,6 +7,7 @@ import {
   BUILD_STATUSES,
   containerLimitErrors,
   newWorkflow,
+  jitterOffsetMs as jitterOffsetMsOf,
   scheduleOf,
   parsePayload,
   WORKFLOW_KINDS,
@@ -283,6 +284,8 @@ async function handleUpdate(deps: ApiDeps, ctx: Context): Promise<void> {
       current.buildStatus === 'FAILED' ||
       current.buildStatus === 'CANCELED' ||
       (current.kind === 'CONTAINER' && newImage !== imageOf(current));
+    // A jitter kept keeps its offset (and the slots); a new one takes a new offset.
+    const jitterOffsetMs = schedule.jitterSeconds === current.jitterSeconds ? current.jitterOffsetMs : jitterOffsetMsOf(id, schedule.jitterSeconds);
     await tx.workflows.update(
       userId,
       id,
@@ -294,13 +297,14 @@ async function handleUpdate(deps: ApiDeps, ctx: Context): Promise<void> {
         logRetention: current.kind === 'CONTAINER' ? (body.log_retention ?? current.logRetention) : false,
         rebuild,
         // the schedule stays anchored to the build; a new interval or cron takes effect from the next slot
-        nextDueAt: scheduleOf({ ...current, ...schedule })?.firstSlotAfter(now) ?? null,
+        nextDueAt: scheduleOf({ ...current, ...schedule, jitterOffsetMs })?.firstSlotAfter(now) ?? null,
         // issue 26: the alert policy, kept when the body leaves it out
         alertAfterFailures: body.alert_after_failures,
         recoverAfterSuccesses: body.recover_after_successes,
         cron: schedule.cron,
         timeZone: schedule.timeZone,
         jitterSeconds: schedule.jitterSeconds,
+        jitterOffsetMs,
         overlapPolicy: schedule.overlapPolicy,
         catchUpPolicy: schedule.catchUpPolicy,
         firstRun: schedule.firstRun,

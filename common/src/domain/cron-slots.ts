@@ -22,6 +22,8 @@ import { Cron } from 'croner';
 export const CRON_NICKNAMES = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'] as const;
 
 const MINUTE = 60_000;
+/** How many minutes' answers a CronSlots keeps (next). */
+const BY_MINUTE_MAX = 4_096;
 const DAY = 24 * 60 * MINUTE;
 /** How far ahead an expression must match at least once (a leap day's 29 February included). */
 const MATCH_HORIZON_MS = 8 * 366 * DAY;
@@ -73,6 +75,8 @@ function floatingCron(expression: string): Cron {
 export class CronSlots {
   private readonly cron: Cron;
   private readonly zone: ZoneOffsets | undefined;
+  /** next()'s answer for the start of each recent minute, by minute. */
+  private readonly byMinute = new Map<number, number>();
 
   constructor(
     readonly expression: string,
@@ -87,6 +91,20 @@ export class CronSlots {
 
   /** The first slot strictly after the instant `after` (epoch ms), by the daylight-saving rule above. */
   next(after: number): number {
+    // A herd of workflows on one expression and zone asks about instants that differ only by
+    // their jitter, within the same few minutes: the answer for the start of `after`'s minute
+    // is kept, and is the answer for `after` too unless a slot lies in between.
+    const minute = Math.floor(after / MINUTE) * MINUTE;
+    let slot = this.byMinute.get(minute);
+    if (slot === undefined) {
+      if (this.byMinute.size >= BY_MINUTE_MAX) this.byMinute.clear();
+      this.byMinute.set(minute, (slot = this.compute(minute)));
+    }
+    return slot > after ? slot : this.compute(after);
+  }
+
+  /** next() without its memory: walks that visit each minute once would only fill it. */
+  private compute(after: number): number {
     if (!this.zone) return this.nextFloating(after);
     const zone = this.zone;
     // A local time's first instant is never before `after` unless the local time is too;
@@ -103,7 +121,7 @@ export class CronSlots {
   /** The `count` slots after `after`, in order. */
   upcoming(after: number, count: number): number[] {
     const out: number[] = [];
-    for (let t = after; out.length < count; ) out.push((t = this.next(t)));
+    for (let t = after; out.length < count; ) out.push((t = this.compute(t)));
     return out;
   }
 
@@ -114,9 +132,9 @@ export class CronSlots {
    */
   longestGapMinutes(after: number, runs = 2_000): number {
     let longest = 0;
-    let t = this.next(after);
+    let t = this.compute(after);
     for (let i = 0; i < runs && t - after < 366 * DAY; i++) {
-      const next = this.next(t);
+      const next = this.compute(t);
       longest = Math.max(longest, next - t);
       t = next;
     }

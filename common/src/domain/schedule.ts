@@ -1,4 +1,5 @@
 import { CronSlots } from './cron-slots.js';
+export { jitterOffsetMs } from './jitter.js';
 import { firstSlotAfter, mostRecentSlot } from './due-slots.js';
 import { INTERVAL_MAX, INTERVAL_MIN, type Workflow } from './workflow.js';
 
@@ -30,7 +31,7 @@ export interface Schedule {
 }
 
 /** What of a workflow its schedule depends on. */
-export type ScheduleFields = Pick<Workflow, 'id' | 'buildCompletedAt' | 'intervalMinutes' | 'cron' | 'timeZone' | 'jitterSeconds' | 'firstRun'>;
+export type ScheduleFields = Pick<Workflow, 'buildCompletedAt' | 'intervalMinutes' | 'cron' | 'timeZone' | 'jitterOffsetMs' | 'firstRun'>;
 
 export const JITTER_MAX_SECONDS = 3600;
 /** Past this many slots, countIn of a cron schedule extrapolates instead of walking every slot. */
@@ -40,25 +41,9 @@ export const COUNT_EXACT_UP_TO = 10_000;
 export function scheduleOf(w: ScheduleFields): Schedule | undefined {
   if (w.buildCompletedAt === null) return undefined;
   const base = w.cron === null ? intervalBase(w.buildCompletedAt, w.intervalMinutes * 60_000) : cronBase(w.buildCompletedAt, cronSlotsOf(w.cron, w.timeZone));
-  const jittered = withOffset(base, jitterOffsetMs(w.id, w.jitterSeconds));
+  const jittered = withOffset(base, w.jitterOffsetMs);
   // First run `now` (run-policy.ts): one more slot, at the build itself, not moved by the jitter.
   return complete(w.firstRun === 'now' ? withSlotAt(jittered, w.buildCompletedAt) : jittered);
-}
-
-/**
- * The workflow's jitter: a whole number of seconds in [0, jitterSeconds],
- * from a hash of its id, so every scheduler and every restart picks the same
- * one and the slots stay put.
- */
-export function jitterOffsetMs(workflowId: string, jitterSeconds: number): number {
-  if (jitterSeconds <= 0) return 0;
-  // FNV-1a, 32 bits
-  let h = 0x811c9dc5;
-  for (let i = 0; i < workflowId.length; i++) {
-    h ^= workflowId.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return (h % (jitterSeconds + 1)) * 1000;
 }
 
 /** The unshifted slots: mostRecentSlot, firstSlotAfter and a walk between two instants. */

@@ -1,4 +1,5 @@
 import { newId } from '../core/ids.js';
+import { jitterOffsetMs } from './jitter.js';
 import { DEFAULT_RUN_POLICY, type RunPolicy } from './run-policy.js';
 
 export const WORKFLOW_KINDS = ['HEARTBEAT', 'CONTAINER'] as const;
@@ -47,8 +48,10 @@ export interface Workflow extends RunPolicy {
   cron: string | null;
   /** IANA time zone of `cron`; 'UTC' by default. */
   timeZone: string;
-  /** Slots move later by a fixed offset in [0, jitterSeconds] seconds, from the id (schedule.ts). */
+  /** Slots move later by a fixed offset in [0, jitterSeconds] seconds: jitterOffsetMs. */
   jitterSeconds: number;
+  /** The offset every slot moves by, in ms, fixed when jitterSeconds is chosen (jitter.ts). */
+  jitterOffsetMs: number;
   /** When its owner paused it (no automatic slots until resumed), or null. */
   pausedAt: number | null;
   // ---- issue 26: build errors, alert policy ----
@@ -92,8 +95,9 @@ export interface NewWorkflow {
 
 /** A new workflow, its build QUEUED, no failures counted, not yet scheduled. */
 export function newWorkflow(w: NewWorkflow, now: number): Workflow {
+  const id = newId();
   return {
-    id: newId(),
+    id,
     userId: w.userId,
     name: w.name,
     payload: w.payload,
@@ -119,6 +123,7 @@ export function newWorkflow(w: NewWorkflow, now: number): Workflow {
     cron: w.cron ?? null,
     timeZone: w.timeZone ?? 'UTC',
     jitterSeconds: w.jitterSeconds ?? 0,
+    jitterOffsetMs: jitterOffsetMs(id, w.jitterSeconds ?? 0),
     pausedAt: null,
     overlapPolicy: w.runPolicy?.overlapPolicy ?? DEFAULT_RUN_POLICY.overlapPolicy,
     catchUpPolicy: w.runPolicy?.catchUpPolicy ?? DEFAULT_RUN_POLICY.catchUpPolicy,

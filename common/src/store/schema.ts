@@ -60,6 +60,8 @@ export interface WorkflowsTable {
   cron: Generated<string | null>;
   timezone: Generated<string>;
   jitter_seconds: Generated<number>;
+  /** Migration 0029: the offset its slots move by, in ms (domain/jitter.ts). */
+  jitter_offset_ms: Generated<number>;
   paused_at: Generated<number | null>;
   /** Migration 0021: the run policy (domain/run-policy.ts). */
   overlap_policy: Generated<OverlapPolicy>;

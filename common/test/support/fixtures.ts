@@ -1,5 +1,5 @@
 import { newId } from '@orloj/common/core';
-import { newJob, newWorkflow, reasons, type Job, type JobStatus, type Workflow } from '@orloj/common/domain';
+import { jitterOffsetMs, newJob, newWorkflow, reasons, type Job, type JobStatus, type Workflow } from '@orloj/common/domain';
 import type { Store } from '@orloj/common/store';
 
 /**
@@ -10,10 +10,10 @@ import type { Store } from '@orloj/common/store';
 
 /** A workflow record with neutral defaults (an unbuilt HEARTBEAT one, created at 0); tests override what they care about. */
 export function workflowFixture(userId: string, overrides: Partial<Workflow> = {}): Workflow {
-  return {
-    ...newWorkflow({ userId, name: 'w', kind: 'HEARTBEAT', payload: JSON.stringify({ endpoint: 'https://example.com' }), intervalMinutes: 1, maxConsecutiveJobFailuresAllowed: 3 }, 0),
-    ...overrides,
-  };
+  const w = newWorkflow({ userId, name: 'w', kind: 'HEARTBEAT', payload: JSON.stringify({ endpoint: 'https://example.com' }), intervalMinutes: 1, maxConsecutiveJobFailuresAllowed: 3 }, 0);
+  const id = overrides.id ?? w.id;
+  // A jitter takes its offset, as a created workflow does, unless the test sets one.
+  return { ...w, jitterOffsetMs: jitterOffsetMs(id, overrides.jitterSeconds ?? 0), ...overrides };
 }
 
 /** A user (notifications ALL, created at 0); its id. */

@@ -26,6 +26,7 @@ import * as m0024 from './0024-attention-paused.js';
 import * as m0025 from './0025-pending-jobs-by-user.js';
 import * as m0026 from './0026-rollup-histogram-columns.js';
 import * as m0028 from './0028-queued-jobs.js';
+import * as m0029 from './0029-jitter-offset-ms.js';
 
 interface DialectMigration {
   up(db: Kysely<any>, d: DialectHelpers): Promise<void>;
@@ -59,6 +60,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0025-pending-jobs-by-user': m0025,
   '0026-rollup-histogram-columns': m0026,
   '0028-queued-jobs': m0028,
+  '0029-jitter-offset-ms': m0029,
 };
 
 /** The names of the migrations this build knows, in application order. */

@@ -99,5 +99,5 @@ export const WORKFLOW_COLUMNS = [
   'updated_at', 'terminated_at', 'build_completed_at', 'next_due_at', 'build_token', 'skipped_slots',
   'last_slot_skipped_at', 'build_error_code', 'build_error_message', 'alert_after_failures', 'recover_after_successes', 'alert_down',
   'cron', 'timezone', 'jitter_seconds', 'paused_at', 'overlap_policy', 'catch_up_policy',
-  'first_run',
+  'first_run', 'jitter_offset_ms',
 ] as const satisfies readonly (keyof WorkflowsTable)[];

@@ -50,6 +50,8 @@ export interface WorkflowUpdate {
   cron?: string | null;
   timeZone?: string;
   jitterSeconds?: number;
+  /** With jitterSeconds when it changes: the new offset (jitterOffsetMs). */
+  jitterOffsetMs?: number;
   /** The run policy (run-policy.ts); each left as it is when absent. */
   overlapPolicy?: OverlapPolicy;
   catchUpPolicy?: CatchUpPolicy;
@@ -95,6 +97,7 @@ export function toWorkflow(r: Selectable<WorkflowsTable>): Workflow {
     cron: r.cron,
     timeZone: r.timezone,
     jitterSeconds: r.jitter_seconds,
+    jitterOffsetMs: r.jitter_offset_ms,
     pausedAt: r.paused_at === null ? null : Number(r.paused_at),
     overlapPolicy: r.overlap_policy,
     catchUpPolicy: r.catch_up_policy,
@@ -144,6 +147,7 @@ export class WorkflowsRepo {
         ...(w.cron !== null ? { cron: w.cron } : {}),
         ...(w.timeZone !== 'UTC' ? { timezone: w.timeZone } : {}),
         ...(w.jitterSeconds !== 0 ? { jitter_seconds: w.jitterSeconds } : {}),
+        ...(w.jitterOffsetMs !== 0 ? { jitter_offset_ms: w.jitterOffsetMs } : {}),
         ...(w.pausedAt !== null ? { paused_at: w.pausedAt } : {}),
         // The run policy's columns (0021) likewise.
         ...(w.overlapPolicy !== DEFAULT_RUN_POLICY.overlapPolicy ? { overlap_policy: w.overlapPolicy } : {}),
@@ -271,6 +275,7 @@ export class WorkflowsRepo {
         ...(u.cron !== undefined ? { cron: u.cron } : {}),
         ...(u.timeZone !== undefined ? { timezone: u.timeZone } : {}),
         ...(u.jitterSeconds !== undefined ? { jitter_seconds: u.jitterSeconds } : {}),
+        ...(u.jitterOffsetMs !== undefined ? { jitter_offset_ms: u.jitterOffsetMs } : {}),
         ...(u.overlapPolicy !== undefined ? { overlap_policy: u.overlapPolicy } : {}),
         ...(u.catchUpPolicy !== undefined ? { catch_up_policy: u.catchUpPolicy } : {}),
         ...(u.firstRun !== undefined ? { first_run: u.firstRun } : {}),
