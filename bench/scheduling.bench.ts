@@ -10,7 +10,7 @@ import { meterCpu, meterMachineCpu, meterOwnCpu, pidsNamed, type CpuMeter } from
 import { DISTRIBUTED_ROLES, startDistributedOrloj, type DistributedOrloj, type DistributedRole } from './lib/distributed.js';
 import { startEmbeddedOrloj, usageBetween, type EmbeddedOrloj } from './lib/embedded.js';
 import { createBenchDatabase } from './lib/orloj.js';
-import { startScheduleDb, type ScheduleDb } from './lib/schedule-db.js';
+import { startScheduleDb, type DueOrder, type ScheduleDb } from './lib/schedule-db.js';
 import {
   BURST_INTERVAL_MINUTES,
   CRON_SEED,
@@ -46,6 +46,12 @@ function sizesFrom(value: string, name: string): number[] {
     });
 }
 
+function dueOrderOf(value: string | undefined): DueOrder {
+  const order = value?.trim() || 'random';
+  if (order !== 'random' && order !== 'ids') throw new Error(`BENCH_SCHED_ORDER must be random or ids (got "${order}")`);
+  return order;
+}
+
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
   const sizes = sizesFrom(env.BENCH_SCHED_SIZES?.trim() || '10000,100000', 'BENCH_SCHED_SIZES');
   const dist = env.BENCH_SCHED_DISTRIBUTED?.trim();
@@ -66,6 +72,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     amqpUrl: env.BENCH_AMQP_URL?.trim() || DEFAULT_AMQP,
     historyJobs: envInt('BENCH_SCHED_HISTORY', 0, 0),
     reads: envInt('BENCH_SCHED_READS', 50, 0),
+    dueOrder: dueOrderOf(env.BENCH_SCHED_ORDER),
   };
 }
 
@@ -134,7 +141,7 @@ export async function steady(ctx: SuiteContext, s: Settings, n: number, schedule
       ? `${fmt(n)} workflows, every minute`
       : `${fmt(n)} cron workflows, \`${CRON_SEED.expression}\` in ${CRON_SEED.zones.length} zones, jitter ≤ ${CRON_SEED.jitterSeconds} s`;
   const label = `${base}${variant ? `, ${variant.label}` : ''}`;
-  const seed = { count: n, intervalMinutes: 1, spreadMs: 60_000, ...(schedule === 'cron' ? { cron: CRON_SEED } : {}) };
+  const seed = { count: n, intervalMinutes: 1, spreadMs: 60_000, dueOrder: s.dueOrder, ...(schedule === 'cron' ? { cron: CRON_SEED } : {}) };
   try {
     return await withSetup(ctx, s, label, seed, variant?.env ?? {}, async ({ orloj, tool, target, seededMs, startupMs }) => {
       // Cron slots are instants of the clock: built just before a minute starts, the window holds whole minutes of them, as the interval run's does.
@@ -185,7 +192,7 @@ async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number, hist
   let orloj: DistributedOrloj | undefined;
   try {
     tool = await startScheduleDb(db.url);
-    const seeded = await tool.seedHeartbeats({ count: n, intervalMinutes: 1, spreadMs: 60_000, endpoint: `${target.url}/health`, passwordHash: await benchPasswordHash() });
+    const seeded = await tool.seedHeartbeats({ count: n, intervalMinutes: 1, spreadMs: 60_000, dueOrder: s.dueOrder, endpoint: `${target.url}/health`, passwordHash: await benchPasswordHash() });
     ctx.log(`${label}: ${fmt(n)} workflows seeded in ${fmt(seeded.ms)} ms (${await tool.engine()})`);
     const history = historyJobs ? await tool.seedHistory({ jobs: historyJobs, days: 365 }) : undefined;
     if (history) ctx.log(`${label}: history generated in ${fmt(history.ms)} ms ${JSON.stringify(history)}`);

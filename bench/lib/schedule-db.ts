@@ -39,6 +39,9 @@ export interface JobRow {
   updated_at: number;
 }
 
+/** BENCH_SCHED_ORDER: see ScheduleDb.seedHeartbeats. */
+export type DueOrder = 'random' | 'ids';
+
 export interface ScheduleDb {
   readonly pid: number;
   engine(): Promise<string>;
@@ -49,6 +52,13 @@ export interface ScheduleDb {
     spreadMs: number;
     endpoint: string;
     cron?: { expression: string; zones: readonly string[]; jitterSeconds: number };
+    /**
+     * Interval workflows' places in the spread: `random` (a fixed shuffle: the order
+     * in which they fall due has nothing to do with the order of their ids, as for
+     * workflows a user created over days) or `ids` (due in the order they were
+     * created, ids ascending: every index keyed by workflow is then walked in order).
+     */
+    dueOrder?: DueOrder;
     /** The seeded user's stored password hash (default: one nobody can sign in with). */
     passwordHash?: string;
   }): Promise<{ ms: number; email: string }>;

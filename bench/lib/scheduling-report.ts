@@ -5,7 +5,7 @@
 import type { ReadTiming } from './api-reads.js';
 import { DISTRIBUTED_ROLES, type DistributedRole } from './distributed.js';
 import type { UsageBetween } from './embedded.js';
-import type { Phases, SlotAnalysis, WindowAnalysis } from './schedule-db.js';
+import type { DueOrder, Phases, SlotAnalysis, WindowAnalysis } from './schedule-db.js';
 import { fmt, mib, ms, type Lag } from './stats.js';
 import type { SuiteReport } from './suite.js';
 import { codeVersion } from './versions.js';
@@ -51,6 +51,8 @@ export interface Settings {
   historyJobs: number;
   /** api calls of each kind timed after a distributed run's window (BENCH_SCHED_READS). */
   reads: number;
+  /** In which order interval workflows fall due (BENCH_SCHED_ORDER; ScheduleDb.seedHeartbeats). */
+  dueOrder: DueOrder;
 }
 
 /** What the steady run's workflows are scheduled by. */
@@ -149,9 +151,9 @@ function settingsOf(s: Settings): Array<[label: string, value: string]> {
   return [
     ['Code', codeVersion()],
     ['orloj', `all roles in one child process (TypeScript sources via tsx), \`NODE_ENV=production\`, \`BUS_URL=memory:\`, SQLite in a temp file, \`SCHEDULER_TICK=${s.tick ?? '1s (default)'}\`, \`RUNNER_CONCURRENCY=${s.concurrency}\`, \`RUNNER_ALLOW_TARGETS=127.0.0.0/8\`, \`LOG_LEVEL=warn\`, \`MAX_ACTIVE_JOBS_PER_USER\` and \`MAX_WORKFLOWS_PER_USER\` out of the way (one user owns every workflow), real clock, other settings default`],
-    ['Steady state', `N = ${s.sizes.map((n) => fmt(n)).join(' and ')}; ${s.durationS} s measured after ${s.warmupS} s of schedule, orloj stopped ${s.tailS} s after the window`],
+    ['Steady state', `N = ${s.sizes.map((n) => fmt(n)).join(' and ')}; ${s.durationS} s measured after ${s.warmupS} s of schedule, orloj stopped ${s.tailS} s after the window; interval workflows due ${s.dueOrder === 'ids' ? 'in the order of their ids (BENCH_SCHED_ORDER=ids)' : 'in an order unrelated to their ids (a fixed shuffle)'}`],
     ['Burst', s.burst > 0 ? `${fmt(s.burst)} workflows, one slot instant, at most ${s.burstTimeoutS} s` : 'skipped (BENCH_SCHED_BURST=0)'],
-    ['Overrides', 'BENCH_SCHED_SIZES (comma-separated N), BENCH_SCHED_DURATION, BENCH_SCHED_WARMUP, BENCH_SCHED_TAIL (s), BENCH_SCHED_BURST (N, 0 skips), BENCH_SCHED_BURST_TIMEOUT (s), BENCH_SCHED_CONCURRENCY, BENCH_SCHED_TICK (SCHEDULER_TICK), BENCH_SCHED_DISTRIBUTED (sizes also run with the roles in separate processes on PostgreSQL + RabbitMQ; default: every size; 0: none), BENCH_SCHED_CRON (sizes of BENCH_SCHED_SIZES also run as cron workflows; default: every size; 0: none), BENCH_SCHED_HISTORY (jobs: each distributed size runs again, right after, over a year of that much generated history, both rows with RETENTION_JOBS and RETENTION_NOTIFICATIONS 400d; default 0, off), BENCH_SCHED_KEEP_HISTORY (1: the filled schema is kept for EXPLAIN), BENCH_SCHED_READS (api calls of each kind timed after a distributed window, default 50), BENCH_AMQP_URL, BENCH_DATABASE_URL, BENCH_CPU_PROF (adds orloj-embedded-<run>-<pid>.cpuprofile: the orloj process during each measured window; the role processes write a profile of their whole life), BENCH_ROLE_NODE_OPTIONS (NODE_OPTIONS of the role processes, e.g. `--require ./bench/tools/count-pg-statements.cjs` to count their SQL statements)'],
+    ['Overrides', 'BENCH_SCHED_SIZES (comma-separated N), BENCH_SCHED_DURATION, BENCH_SCHED_WARMUP, BENCH_SCHED_TAIL (s), BENCH_SCHED_BURST (N, 0 skips), BENCH_SCHED_BURST_TIMEOUT (s), BENCH_SCHED_CONCURRENCY, BENCH_SCHED_TICK (SCHEDULER_TICK), BENCH_SCHED_DISTRIBUTED (sizes also run with the roles in separate processes on PostgreSQL + RabbitMQ; default: every size; 0: none), BENCH_SCHED_CRON (sizes of BENCH_SCHED_SIZES also run as cron workflows; default: every size; 0: none), BENCH_SCHED_HISTORY (jobs: each distributed size runs again, right after, over a year of that much generated history, both rows with RETENTION_JOBS and RETENTION_NOTIFICATIONS 400d; default 0, off), BENCH_SCHED_KEEP_HISTORY (1: the filled schema is kept for EXPLAIN), BENCH_SCHED_READS (api calls of each kind timed after a distributed window, default 50), BENCH_SCHED_ORDER (`random`, the default: interval workflows fall due in an order unrelated to their ids, as workflows created over days do, and as cron workflows spread by their jitter do; `ids`: in the order of their ids, as before 2026-12-04, which walks every index keyed by workflow in order and made the interval rows cheaper per job), BENCH_AMQP_URL, BENCH_DATABASE_URL, BENCH_CPU_PROF (adds orloj-embedded-<run>-<pid>.cpuprofile: the orloj process during each measured window; the role processes write a profile of their whole life), BENCH_ROLE_NODE_OPTIONS (NODE_OPTIONS of the role processes, e.g. `--require ./bench/tools/count-pg-statements.cjs` to count their SQL statements)'],
   ];
 }
 

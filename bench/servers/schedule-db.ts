@@ -13,7 +13,7 @@ import { engineVersion, recountWorkflows } from '../lib/seed.js';
 import { lagSummary } from '../lib/stats.js';
 import { phases, slotCoverage } from '../lib/window-analysis.js';
 import { seedHistory } from '../lib/seed-history.js';
-import type { JobTimes } from '../lib/schedule-db.js';
+import type { DueOrder, JobTimes } from '../lib/schedule-db.js';
 
 const config = loadConfig(process.env);
 const database = openDatabase(config.databaseUrl);
@@ -60,14 +60,15 @@ serveParent(
     /**
      * A user and `count` built HEARTBEAT workflows on the endpoint, interval
      * `intervalMinutes`, their first slots spread evenly over `spreadMs` (0:
-     * all at one instant) and parked a day ahead until shiftSchedule().
+     * all at one instant) in `dueOrder` (default random) and parked a day
+     * ahead until shiftSchedule().
      * With `cron`, each runs on that expression instead, in the zones in turn,
      * spread by the jitter (interval and spread then do not apply): built 1 ms
      * before the parked minute and due at its own first slot after it, as the
      * scheduler sets it after a build, so shiftSchedule() moves each to its own
      * first slot in the first minute, not all of them at once.
      */
-    async seedHeartbeats(arg: { count: number; intervalMinutes: number; spreadMs: number; endpoint: string; cron?: CronSeed; passwordHash?: string }) {
+    async seedHeartbeats(arg: { count: number; intervalMinutes: number; spreadMs: number; endpoint: string; cron?: CronSeed; dueOrder?: DueOrder; passwordHash?: string }) {
       const started = performance.now();
       const now = Date.now();
       const { cron } = arg;
@@ -80,6 +81,7 @@ serveParent(
       seededAt = now;
       // What `interval` holds for a cron workflow (its longest gap), once per zone: it walks a year of slots.
       const cronInterval = new Map(cron?.zones.map((zone) => [zone, contractInterval(cron.expression, zone, 0, now)]));
+      const place = arg.dueOrder === 'ids' ? (i: number) => i : shuffled(arg.count);
       await store.transaction(async (tx) => {
         await tx.users.insert({
           id: userId,
@@ -94,7 +96,7 @@ serveParent(
           for (let i = start; i < Math.min(arg.count, start + BATCH); i++) {
             const id = newId();
             const zone = cron?.zones[i % cron.zones.length];
-            const builtAt = cron ? parkedAt - 1 : parkedAt + Math.floor((i * arg.spreadMs) / arg.count) - intervalMs;
+            const builtAt = cron ? parkedAt - 1 : parkedAt + Math.floor((place(i) * arg.spreadMs) / arg.count) - intervalMs;
             const interval = cron ? cronInterval.get(zone!)! : arg.intervalMinutes;
             const offset = cron ? jitterOffsetMs(id, cron.jitterSeconds) : 0;
             const due = cron
@@ -245,3 +247,22 @@ serveParent(
   },
   () => database.close(),
 );
+
+/** A fixed permutation of [0, n) (Fisher–Yates over mulberry32 from a constant seed): the same order at every run. */
+function shuffled(n: number): (i: number) => number {
+  const order = Array.from({ length: n }, (_, i) => i);
+  let state = 0x2545f491;
+  const random = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  return (i) => order[i]!;
+}
+
