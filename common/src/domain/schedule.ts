@@ -1,7 +1,9 @@
 import { CronSlots } from './cron-slots.js';
-export { jitterOffsetMs } from './jitter.js';
 import { firstSlotAfter, mostRecentSlot } from './due-slots.js';
 import { INTERVAL_MAX, INTERVAL_MIN, type Workflow } from './workflow.js';
+
+/** A workflow's offset, fixed when its jitter is chosen; a schedule reads it (ScheduleFields). */
+export { jitterOffsetMs } from './jitter.js';
 
 /**
  * A workflow's automatic slots, whatever they come from (ADR 0015): every
