@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { openDatabase, type DatabaseHandle } from '../src/store/database.js';
-import { WRITER_CHECKPOINT_PAGES, type CheckpointMessage, type CheckpointResult } from '../src/store/sqlite-checkpoint.js';
+import { logCheckpointTrouble, WRITER_CHECKPOINT_PAGES, type CheckpointMessage, type CheckpointResult } from '../src/store/sqlite-checkpoint.js';
+import { recordingLogger } from './support/logger.js';
+import type { Worker } from 'node:worker_threads';
 import { tempDir, within } from './support/index.js';
 
 /** Resolves with the checkpointer's first result for which `ok` holds. */
@@ -60,6 +62,42 @@ describe('SQLite WAL checkpoints on their own thread (docs/adr/0025)', () => {
     assert.ok(walPages < 2 * round, `the WAL holds ${Math.round(walPages)} pages`);
     const { rows } = await sql<{ n: number }>`select count(*) as n from scratch`.execute(database.db);
     assert.equal(Number(rows[0]!.n), 3 * round);
+  });
+
+  it('tells its listeners when the thread stops, and a log hears a failing thread once a minute with the count since', async () => {
+    // The thread starts once the WAL passes START_AT_BYTES; its first result says it runs.
+    await Promise.all([checkpoint(database, () => true, 'the first round'), write(400)]);
+    const heard: CheckpointMessage[] = [];
+    const stopHearing = database.checkpointer!.onMessage((m) => heard.push(m));
+    const { logger, lines } = recordingLogger();
+    const now = 0;
+    logCheckpointTrouble(database.checkpointer!, logger, () => now);
+    // A thread that goes away (terminated from outside: what a crash of the thread looks like to the parent).
+    const stopped = new Promise<void>((resolve) => database.checkpointer!.onMessage((m) => 'error' in m && resolve()));
+    await (database.checkpointer as unknown as { worker: Worker }).worker.terminate();
+    await stopped;
+    stopHearing();
+    assert.deepEqual(heard.filter((m) => 'error' in m), [{ error: 'the checkpoint thread stopped (exit code 1)' }]);
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.level, 40);
+    assert.deepEqual([lines[0]!.err, lines[0]!.failures, lines[0]!.fallback_pages], ['the checkpoint thread stopped (exit code 1)', 1, WRITER_CHECKPOINT_PAGES]);
+  });
+
+  it('logs a thread failing at every round once per interval, with how many failed since', () => {
+    const listeners: ((m: CheckpointMessage) => void)[] = [];
+    const { logger, lines } = recordingLogger();
+    let now = 1_000;
+    logCheckpointTrouble({ onMessage: (l) => (listeners.push(l), () => undefined) }, logger, () => now, 60_000);
+    const fail = () => listeners.forEach((l) => l({ error: 'database is locked' }));
+    fail();
+    for (let i = 0; i < 239; i++) {
+      now += 250;
+      fail();
+      listeners.forEach((l) => l({ result: { busy: 0, log: 10, checkpointed: 10 } }));
+    }
+    now += 250;
+    fail();
+    assert.deepEqual(lines.map((l) => l.failures), [1, 240], 'the first, then one line after a minute counting the 240 since');
   });
 
   it('is not there for an in-memory database, which has no WAL', async () => {

@@ -106,9 +106,10 @@ interface Boot {
  * `opened` hears of the handle first, so a failed migration still closes it.
  */
 async function openStore(config: ResolvedConfig, logger: Logger, health: Health, opened: (database: DatabaseHandle) => void): Promise<Store> {
-  const { openDatabase, Store } = await import('@orloj/common/store');
+  const { logCheckpointTrouble, openDatabase, Store } = await import('@orloj/common/store');
   const database = openDatabase(config.databaseUrl, { poolSize: config.dbPoolSize, tls: config.databaseTls, readWorkers: config.sqliteReadWorkers });
   opened(database);
+  if (database.checkpointer) logCheckpointTrouble(database.checkpointer, logger);
   const applied = await database.migrate();
   if (applied.length) logger.info({ migrations: applied }, 'database migrated');
   const store = Store.fromHandle(database);

@@ -17,6 +17,7 @@ export { DELETED_WORKFLOW_NAME, TOP_WORKFLOWS, type WorkflowTotals, type UserTot
 export { isConnectionError } from '../core/connection-errors.js';
 export * from './health.js';
 export { backupSqlite, type SqliteBackupResult } from './sqlite-backup.js';
+export { logCheckpointTrouble } from './sqlite-checkpoint.js';
 export type { EndedJobPosition } from './repos/retention.repo.js';
 export { MIGRATION_NAMES } from './migrations/index.js';
 export { INCIDENT_RESOLUTIONS, type Incident, type IncidentListFilter, type IncidentResolution } from './repos/incidents.repo.js';

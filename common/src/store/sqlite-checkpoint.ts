@@ -47,6 +47,7 @@ export class SqliteCheckpointer {
   private worker: Worker | undefined;
   private readonly waiting: NodeJS.Timeout;
   private readonly listeners = new Set<(message: CheckpointMessage) => void>();
+  private closing = false;
 
   constructor(private readonly file: string) {
     this.waiting = setInterval(() => {
@@ -60,12 +61,21 @@ export class SqliteCheckpointer {
     const worker = sqliteThread('sqlite-checkpoint-worker', this.file);
     // It never keeps the process alive: closing the database, or exiting, ends it.
     worker.unref();
-    worker.on('message', (message: CheckpointMessage) => {
-      for (const listener of this.listeners) listener(message);
+    worker.on('message', (message: CheckpointMessage) => this.emit(message));
+    // A thread that fails leaves the checkpoints to the writer (WRITER_CHECKPOINT_PAGES); its listeners hear why.
+    let failed = false;
+    worker.on('error', (err) => {
+      failed = true;
+      this.emit({ error: `the checkpoint thread failed: ${err.message}` });
     });
-    // A thread that fails leaves the checkpoints to the writer (WRITER_CHECKPOINT_PAGES): nothing to do here.
-    worker.on('error', () => undefined);
+    worker.on('exit', (code) => {
+      if (!failed && !this.closing) this.emit({ error: `the checkpoint thread stopped (exit code ${code})` });
+    });
     this.worker = worker;
+  }
+
+  private emit(message: CheckpointMessage): void {
+    for (const listener of this.listeners) listener(message);
   }
 
   /** Calls `listener` with each message of the thread; returns the function that stops it. */
@@ -75,6 +85,7 @@ export class SqliteCheckpointer {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     clearInterval(this.waiting);
     this.listeners.clear();
     await this.worker?.terminate();
@@ -88,3 +99,37 @@ function walSize(file: string): number {
     return 0; // not there yet
   }
 }
+
+/** How often, at most, a checkpoint thread that keeps failing is logged again. */
+export const CHECKPOINT_TROUBLE_LOG_EVERY_MS = 60_000;
+
+/**
+ * Logs the checkpoint thread's failures (a checkpoint that failed, the thread
+ * gone): at the first, then at most once per `everyMs` with how many came
+ * since, so a thread that fails at every round (4 a second) is one line a
+ * minute. The writer's own checkpoint keeps the WAL bounded meanwhile, at a
+ * cost to the event loop the operator should know of. Returns the function
+ * that stops it.
+ */
+export function logCheckpointTrouble(
+  checkpointer: Pick<SqliteCheckpointer, 'onMessage'>,
+  logger: { warn(fields: object, message: string): void },
+  now: () => number = Date.now,
+  everyMs = CHECKPOINT_TROUBLE_LOG_EVERY_MS,
+): () => void {
+  let loggedAt: number | undefined;
+  let since = 0;
+  return checkpointer.onMessage((message) => {
+    if (!('error' in message)) return;
+    since += 1;
+    const at = now();
+    if (loggedAt !== undefined && at - loggedAt < everyMs) return;
+    logger.warn(
+      { err: message.error, failures: since, fallback_pages: WRITER_CHECKPOINT_PAGES },
+      'SQLite WAL checkpoint failed; the writer checkpoints in its commits past fallback_pages until the thread succeeds again',
+    );
+    loggedAt = at;
+    since = 0;
+  });
+}
+
