@@ -50,7 +50,7 @@ serveParent(
      * runner's timestamp of its first line (all attempts), read once at the end.
      */
     async storedLines(arg: { jobId: string; full?: boolean }) {
-      reader ??= openDatabase(process.env.DATABASE_URL ?? '', { poolSize: 1 });
+      reader ??= openDatabase(process.env.DATABASE_URL ?? '', { poolSize: 1, upkeep: false });
       const counted = sql<number | string | null>`(select sum(lines) from job_log_counts where job_id = ${arg.jobId})`;
       const { rows } = arg.full
         ? await sql<{ stored: number | string; counted: number | string | null; first: number | string | null }>`select

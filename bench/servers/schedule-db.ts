@@ -16,7 +16,7 @@ import { seedHistory } from '../lib/seed-history.js';
 import type { DueOrder, JobTimes } from '../lib/schedule-db.js';
 
 const config = loadConfig(process.env);
-const database = openDatabase(config.databaseUrl);
+const database = openDatabase(config.databaseUrl, { upkeep: false });
 await database.migrate();
 const store = Store.fromHandle(database);
 const { db } = store;

@@ -267,11 +267,12 @@ describeEachEngine('store', (db) => {
 });
 
 describe('store on SQLite: planner statistics', () => {
-  it('analyzes grown tables at open, so the job queue is searched by id, not by status', async () => {
+  it('analyzes grown tables at open, so the job queue is searched by id, not by status; a handle without upkeep does not', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orloj-stats-'));
     try {
       const url = `sqlite:${path.join(dir, 'orloj.db')}`;
-      const first = openDatabase(url);
+      // As `orloj migrate` opens it: no upkeep of its own beyond the analysis after migrating.
+      const first = openDatabase(url, { upkeep: false });
       await first.migrate();
       // 2,000 workflows with a queued job each: before analysis "status = ?" looks as selective as an id.
       await sql`insert into users (id, email, password_hash, notification_preference, created_at, updated_at) values ('u', 'stats@example.com', 'x', 'ALL', 1, 1)`.execute(first.db);
@@ -282,10 +283,22 @@ describe('store on SQLite: planner statistics', () => {
         select 'j' || substr(id, 2), id, 'u', 0, 'AUTOMATIC', 'QUEUED', created_at, created_at, 1, created_at, created_at from workflows`.execute(first.db);
       await first.close();
 
+      // A process beside the server (orloj accounts, migrate --check) leaves the statistics and
+      // checkpoints to it: its PRAGMA optimize would take the write lock on a timer of its own.
+      const tool = openDatabase(url, { upkeep: false });
+      try {
+        assert.equal(tool.checkpointer, undefined);
+        const stats = await sql<{ idx: string }>`select idx from sqlite_stat1 where tbl = 'jobs'`.execute(tool.db);
+        assert.ok(!stats.rows.some((r) => r.idx === 'jobs_status_idx'), 'jobs analyzed by a handle without upkeep');
+      } finally {
+        await tool.close();
+      }
+
       const second = openDatabase(url);
       try {
         const stats = await sql<{ idx: string }>`select idx from sqlite_stat1 where tbl = 'jobs'`.execute(second.db);
         assert.ok(stats.rows.some((r) => r.idx === 'jobs_status_idx'), 'jobs analyzed at open');
+        assert.ok(second.checkpointer, 'the server handle checkpoints');
         const plan = await sql<{ detail: string }>`explain query plan
           update jobs set dispatched_at = 1 where status = 'QUEUED' and ((id = 'j1' and attempts = 1) or (id = 'j2' and attempts = 1))`.execute(second.db);
         const steps = plan.rows.map((r) => r.detail).join('; ');

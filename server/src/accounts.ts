@@ -35,7 +35,7 @@ export async function addUser(email: string, passwordFile: string, env: Env = pr
   const config = loadConfig(env);
   const user = await newAccount({ email, password }, Date.now());
   const { openDatabase, Store } = await import('@orloj/common/store');
-  const database = openDatabase(config.databaseUrl, { tls: config.databaseTls });
+  const database = openDatabase(config.databaseUrl, { tls: config.databaseTls, upkeep: false });
   try {
     await database.migrate();
     await Store.fromHandle(database).transaction((tx) => insertAccount(tx, user));

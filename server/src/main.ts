@@ -343,7 +343,7 @@ export async function startOrloj(options: { roles: Role[]; env?: Env; clock?: Cl
 export async function migrationStatus(env: Env = process.env): Promise<MigrationStatus> {
   const { openDatabase } = await import('@orloj/common/store');
   const config = loadConfig(env);
-  const database = openDatabase(config.databaseUrl, { tls: config.databaseTls });
+  const database = openDatabase(config.databaseUrl, { tls: config.databaseTls, upkeep: false });
   try {
     return await database.migrationStatus();
   } finally {
@@ -355,7 +355,7 @@ export async function migrationStatus(env: Env = process.env): Promise<Migration
 export async function migrate(env: Env = process.env): Promise<string[]> {
   const { openDatabase } = await import('@orloj/common/store');
   const config = loadConfig(env);
-  const database = openDatabase(config.databaseUrl, { tls: config.databaseTls });
+  const database = openDatabase(config.databaseUrl, { tls: config.databaseTls, upkeep: false });
   try {
     return await database.migrate();
   } finally {

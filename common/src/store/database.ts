@@ -81,6 +81,15 @@ export interface DatabaseOptions {
    * login. Instead of, never beside, the URL's sslmode/sslrootcert/sslcert/sslkey.
    */
   tls?: TlsFiles | undefined;
+  /**
+   * SQLite: whether this handle keeps the file in shape — planner statistics
+   * refreshed every minute and WAL checkpoints on a thread of its own. True
+   * (the default) for the server that owns the database; false for a
+   * process opened beside it (`orloj accounts`, `orloj migrate --check`, a
+   * benchmark's reader), whose `PRAGMA optimize` would take the write lock
+   * from under the server's writer on a timer of its own.
+   */
+  upkeep?: boolean;
 }
 
 /**
@@ -89,7 +98,7 @@ export interface DatabaseOptions {
  *  - `postgres://…` / `postgresql://…`
  */
 export function openDatabase(url: string, options: DatabaseOptions = {}): DatabaseHandle {
-  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options.readWorkers ?? 1);
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options.readWorkers ?? 1, options.upkeep ?? true);
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return openPostgres(url, options);
   throw new Error(`DATABASE_URL must start with sqlite: or postgres:// (got "${url.split(':')[0]}:")`);
 }
@@ -152,7 +161,7 @@ async function migrationStatus(db: Kysely<Database>, dialect: DialectHelpers, sc
   };
 }
 
-function openSqlite(file: string, readWorkers: number): DatabaseHandle {
+function openSqlite(file: string, readWorkers: number, upkeep: boolean): DatabaseHandle {
   if (file !== ':memory:') {
     // SQLite would create the file 0644 (and its -wal and -shm like it): they hold secrets.
     makePrivateDir(path.dirname(path.resolve(file)));
@@ -169,10 +178,11 @@ function openSqlite(file: string, readWorkers: number): DatabaseHandle {
   sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   registerFunctions(sqlite);
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(new SqliteDialect({ database: withStatementCache(sqlite) })) });
-  const stopOptimizing = keepPlannerStatistics(sqlite);
+  sqlite.pragma(`analysis_limit = ${ANALYSIS_LIMIT_ROWS}`);
+  const stopOptimizing = upkeep ? keepPlannerStatistics(sqlite) : () => undefined;
   // An in-memory database is private to its connection: reads go through Kysely there, and it has no WAL.
   const reader = file === ':memory:' ? undefined : new SqliteReader(file, readWorkers);
-  const checkpointer = file === ':memory:' ? undefined : new SqliteCheckpointer(file);
+  const checkpointer = file === ':memory:' || !upkeep ? undefined : new SqliteCheckpointer(file);
   return handle(
     db,
     sqliteHelpers,
@@ -261,6 +271,8 @@ class SqliteReader implements RowReader {
 
 /** How often SQLite re-checks its planner statistics (cheap when nothing changed). */
 const OPTIMIZE_EVERY_MS = 60_000;
+/** Rows each ANALYZE samples (`analysis_limit`): `orloj migrate`'s analysis is bounded like the server's. */
+const ANALYSIS_LIMIT_ROWS = 1000;
 /** `PRAGMA optimize` mask: analyze every table that needs it, not only those this connection queried. */
 const OPTIMIZE_ALL_TABLES = 0x10002;
 
@@ -276,7 +288,6 @@ const OPTIMIZE_ALL_TABLES = 0x10002;
  * Returns the function that stops it (at close).
  */
 function keepPlannerStatistics(sqlite: SQLite.Database): () => void {
-  sqlite.pragma('analysis_limit = 1000');
   optimize(sqlite, OPTIMIZE_ALL_TABLES);
   const timer = setInterval(() => optimize(sqlite), OPTIMIZE_EVERY_MS);
   timer.unref();
