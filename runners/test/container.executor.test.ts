@@ -262,6 +262,31 @@ describe('ContainerExecutor with a scripted runtime', () => {
     }
   });
 
+  it('never starts a container it could not attach to: its output would be lost', async () => {
+    for (const [attach, reason] of [
+      // The runtime refused the attach.
+      [(res: http.ServerResponse) => json(res, 500, { message: 'attach failed' }), reasons.containerStartFailed()],
+      // The runtime did not answer within the API timeout (a loaded Podman, seen in a stress run).
+      [(res: http.ServerResponse) => void res.on('close', () => undefined), reasons.runtimeUnavailable()],
+    ] as const) {
+      await fake?.close();
+      fake = new FakeRuntime((req, res) => {
+        const url = req.url ?? '';
+        if (url.startsWith('/containers/create')) return json(res, 201, { Id: id, Warnings: [] });
+        if (url.includes('/attach')) return attach(res);
+        if (url.endsWith('/_ping')) return void res.writeHead(200).end('OK');
+        if (req.method === 'DELETE') return void res.writeHead(204).end();
+        json(res, 404, { message: 'no such thing' });
+      });
+      const ex = new ContainerExecutor({ dockerHost: await fake.listen(), logger, apiTimeoutMs: 300 });
+      const result = await ex.run(runSpec, { onLine: () => undefined });
+      assert.ok(result.status === 'FAILED', `got ${result.status}`);
+      assert.deepEqual(result.reason, reason);
+      assert.ok(!fake.requests.some((r) => r.endsWith('/start')), 'the container was started');
+      assert.ok(fake.requests.includes(`DELETE /containers/${id}`), 'the container was not removed');
+    }
+  });
+
   it('leaves a non-zero exit to wait and the inspection after it', async () => {
     fake = exitingRuntime(exited(3), { StatusCode: 3 });
     const ex = new ContainerExecutor({ dockerHost: await fake.listen(), logger });

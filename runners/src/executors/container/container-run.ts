@@ -9,7 +9,8 @@
  * most of a short job's time. Only a clean exit (0) is taken from that early
  * inspection; `wait`, which runs beside it, decides everything else: a
  * non-zero exit (an outside `rm -f` kills before it removes), output that
- * ends early, breaks off, or was never attached.
+ * ends early or breaks off. A container that cannot be attached is never
+ * started (SYSTEM failure when the runtime does not answer).
  *
  * An exit code only counts when the runtime still has the container to
  * report it: one removed behind our back is a SYSTEM failure, never
@@ -109,8 +110,12 @@ export class ContainerRun {
 
   private async steps(): Promise<RunOutcome> {
     if (this.hooks.signal?.aborted) return CANCELED;
-    // Attached before the start, so no output can pass unseen.
-    this.stream = await this.attach();
+    // Attached before the start, so no output can pass unseen. A container
+    // whose output cannot be read is never started: its lines would be lost
+    // without a trace and the run reported COMPLETED all the same.
+    const attached = await this.attach();
+    if ('failed' in attached) return attached.failed;
+    this.stream = attached.stream;
     const failed = await this.start();
     if (failed) return failed;
     const output = new OutputReader(this.stream, {
@@ -138,14 +143,21 @@ export class ContainerRun {
     return this.outcome(exit);
   }
 
-  private async attach(): Promise<LogStream | undefined> {
+  /** The container's output stream, or the outcome when it cannot be attached. */
+  private async attach(): Promise<{ stream: LogStream } | { failed: RunOutcome }> {
     try {
-      return (await this.ctx.client.call('container attach', () =>
+      const stream = (await this.ctx.client.call('container attach', () =>
         this.container.attach({ stream: true, stdout: true, stderr: true, logs: false }),
       )) as LogStream;
+      return { stream };
     } catch (err) {
-      this.log.error({ err }, 'could not attach to the container output; its lines will be missing');
-      return undefined;
+      if (this.watchdog.stopCause === 'cancel') return { failed: CANCELED };
+      if (isUnavailable(err)) {
+        this.log.error({ err }, 'container runtime unavailable while attaching to a container; not started');
+        return { failed: { status: 'FAILED', reason: reasons.runtimeUnavailable() } };
+      }
+      this.log.warn({ err }, 'could not attach to the container output; not started');
+      return { failed: { status: 'FAILED', reason: reasons.containerStartFailed() } };
     }
   }
 

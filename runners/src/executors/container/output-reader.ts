@@ -60,7 +60,7 @@ export class OutputReader {
   private markEnded: (clean: boolean) => void = () => undefined;
 
   constructor(
-    private readonly stream: LogStream | undefined,
+    private readonly stream: LogStream,
     private readonly options: OutputReaderOptions,
   ) {
     this.ended = new Promise<boolean>((resolve) => (this.markEnded = resolve));
@@ -70,7 +70,6 @@ export class OutputReader {
 
   private async read(): Promise<void> {
     const { stream, options } = this;
-    if (!stream) return this.markEnded(false);
     try {
       this.armIdle();
       for await (const chunk of stream) {
