@@ -2,6 +2,7 @@ export * from './schema.js';
 export * from './dialect.js';
 export * from './database.js';
 export * from './store.js';
+export { CompiledReads, type RowReader } from './compiled-read.js';
 export type { User } from './repos/users.repo.js';
 export type { ActiveSession, Session } from './repos/sessions.repo.js';
 export type { IdempotencyClaim } from './repos/idempotency.repo.js';

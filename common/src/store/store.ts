@@ -77,7 +77,7 @@ export class Store {
     this.workflows = new WorkflowsRepo(db, dialect, runner);
     this.idempotency = new IdempotencyRepo(db, runner);
     this.jobs = new JobsRepo(db, runner, dialect);
-    this.jobQueue = new JobQueueRepo(db, dialect);
+    this.jobQueue = new JobQueueRepo(db, dialect, runner);
     this.jobMoves = new JobMovesRepo(db, runner, dialect);
     this.leases = new LeasesRepo(db);
     this.logQueries = new LogQueriesRepo(dialect, runner);

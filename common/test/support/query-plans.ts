@@ -1,11 +1,12 @@
 import { CompiledQuery, createQueryId, type Kysely, type KyselyPlugin, type PluginTransformQueryArgs, type PluginTransformResultArgs, type QueryResult, type RootOperationNode, type UnknownRow } from 'kysely';
-import { Store, type Database } from '@orloj/common/store';
+import { CompiledReads, Store, type Database, type RowReader } from '@orloj/common/store';
 
 /** Records every statement a store runs, for EXPLAIN afterwards. */
 class Statements implements KyselyPlugin {
-  readonly nodes: RootOperationNode[] = [];
+  /** Kysely's query nodes, or a compiled read as it ran. */
+  readonly nodes: ({ node: RootOperationNode } | { compiled: CompiledQuery })[] = [];
   transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
-    this.nodes.push(args.node);
+    this.nodes.push({ node: args.node });
     return args.node;
   }
   transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
@@ -13,13 +14,26 @@ class Statements implements KyselyPlugin {
   }
 }
 
-/** A store over `store`'s database that records the statements it runs: `statements()` compiles them. */
+/**
+ * A store over `store`'s database that records the statements it runs, in
+ * order: those Kysely builds (compiled when `statements()` is called) and the
+ * compiled reads (through a reader that records them; they are compiled once,
+ * on the untraced database, so their slots are never recorded).
+ */
 export function tracedStore(store: Store): { store: Store; statements: () => CompiledQuery[] } {
   const recorded = new Statements();
   const executor = store.db.getExecutor();
+  const reader: RowReader = {
+    async rows(sql, parameters) {
+      const query = CompiledQuery.raw(sql, [...parameters]);
+      recorded.nodes.push({ compiled: query });
+      return (await store.db.executeQuery<Record<string, unknown>>(query)).rows.map((row) => Object.values(row));
+    },
+    close: () => Promise.resolve(),
+  };
   return {
-    store: new Store(store.db.withPlugin(recorded), store.dialect),
-    statements: () => recorded.nodes.map((node) => executor.compileQuery(node, createQueryId())),
+    store: new Store(store.db.withPlugin(recorded), store.dialect, new CompiledReads(store.db, reader)),
+    statements: () => recorded.nodes.map((r) => ('compiled' in r ? r.compiled : executor.compileQuery(r.node, createQueryId()))),
   };
 }
 

@@ -10,6 +10,7 @@ import type { Database, JobsTable } from '../schema.js';
 import type { Job } from '../../domain/job.js';
 import { ALLOWED_FROM } from '../../domain/job-state.js';
 import type { DialectHelpers } from '../dialect.js';
+import { slot, type ReadRunner } from '../compiled-read.js';
 
 /** A user's reads of PENDING jobs stop at this many times what the user may give (duplicates of a workflow among them). */
 const READ_FACTOR = 4;
@@ -36,15 +37,22 @@ export class JobQueueRepo {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: DialectHelpers,
+    private readonly runner: ReadRunner,
   ) {}
 
-  /** QUEUED jobs (handed out, not started), counted up to `upTo`. */
+  /**
+   * QUEUED jobs (handed out, not started), counted up to `upTo`. Asked at
+   * every pass of the hand-out: compiled once (built by Kysely at each pass
+   * it was 3 % of the embedded process's busy time at 200 checks a second).
+   */
   async countQueued(upTo: number): Promise<number> {
-    const row = await this.db
-      .selectFrom((db) => db.selectFrom('jobs').select('id').where('status', '=', 'QUEUED').limit(upTo).as('queued'))
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
+    const read = this.runner.reads.get('jobQueue.countQueued', (db) =>
+      db
+        .selectFrom((q) => q.selectFrom('jobs').select('id').where('status', '=', 'QUEUED').limit(slot<number>('upTo')).as('queued'))
+        .select((eb) => eb.fn.countAll<number>().as('n')),
+    );
+    const [row] = (await this.runner.rows(read, { upTo })) as [n: number | string | bigint][];
+    return Number(row?.[0] ?? 0);
   }
 
   /** Of these jobs, those still QUEUED (handed out, not started). */
