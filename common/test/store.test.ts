@@ -208,6 +208,19 @@ describeEachEngine('store', (db) => {
     });
   });
 
+  describe('jobs', () => {
+    it('finds jobs by their ids in one read, whatever their count, leaving out ids it does not hold', async () => {
+      const w = workflow(userId, { name: 'Found' });
+      await db().store.workflows.insert(w);
+      const a = await insertJob(db().store, w, 'COMPLETED', { at: 1 });
+      const b = await insertJob(db().store, w, 'PENDING', { at: 2 });
+      const found = await db().store.jobs.findByIds([b.id, newId(), a.id, b.id]);
+      assert.deepEqual(found.map((j) => j.id).sort(), [a.id, b.id].sort());
+      assert.deepEqual(found.find((j) => j.id === a.id), await db().store.jobs.findById(a.id));
+      assert.deepEqual(await db().store.jobs.findByIds([]), []);
+    });
+  });
+
   describe('transactions', () => {
     it("runs compiled statements in the transaction: its writes are seen in it and undone with it", async () => {
       const w = workflow(userId, { name: 'Tx' });

@@ -1,5 +1,5 @@
 import { Batcher, retry, retryPolicies, type Within } from '@orloj/common/core';
-import { attemptEndOf, finishAttempt, isOpenAttempt, leaseExpiry, reasons, staleAttemptStop, startAttempt, type AttemptResult, type JobTransition } from '@orloj/common/domain';
+import { attemptEndOf, finishAttempt, isOpenAttempt, leaseExpiry, reasons, staleAttemptStop, startAttempt, type AttemptResult, type Job, type JobTransition } from '@orloj/common/domain';
 import { MESSAGE_TYPES, type BuildFinishedMessage, type JobFinishedRead, type OrlojMessages } from '@orloj/common/messages';
 import type { TypedEnvelope } from '@orloj/common/envelope';
 import { applyJobOutcomes, recordBuildResult, type JobMove, type Store } from '@orloj/common/store';
@@ -115,8 +115,11 @@ export class JobEvents {
     this.handOut.leftQueue(plans.filter((p, i) => fresh[i] && p.kind === 'start').map((p) => p.jobId));
     if (plans.some((p) => p.kind !== 'renew')) this.c.roomFreed();
     // As when applied alone: a failure here redelivers the event, which then changes nothing and checks again.
+    // The jobs of the events that changed nothing in one read (mostly starts whose result was applied first).
+    const staleIds = plans.filter((_, i) => !fresh[i]).map((p) => p.jobId);
+    const jobs = staleIds.length === 0 ? undefined : this.c.store.jobs.findByIds(staleIds).then((found) => new Map(found.map((j) => [j.id, j])));
     // In the event's own context: its job.stop carries the request id the event carried.
-    return Promise.allSettled(plans.map((p, i) => (fresh[i] ? undefined : within(i, () => this.stopIfStale(p.jobId, p.attempt)))));
+    return Promise.allSettled(plans.map((p, i) => (fresh[i] ? undefined : within(i, async () => this.stopIfStale(p.jobId, p.attempt, (await jobs)?.get(p.jobId))))));
   }
 
   /**
@@ -137,7 +140,7 @@ export class JobEvents {
   private async alone(plan: Plan, now: number): Promise<void> {
     if (!plan.batched) return plan.apply(now);
     const [fresh] = await this.c.store.transaction((tx) => applyBatched(tx, [plan], now));
-    if (!fresh) await this.stopIfStale(plan.jobId, plan.attempt);
+    if (!fresh) await this.stopIfStale(plan.jobId, plan.attempt, await this.c.store.jobs.findById(plan.jobId));
   }
 
   /** A SYSTEM failure of the attempt the store expects: another attempt, or the end (HandOut.retryOrFail). */
@@ -155,11 +158,12 @@ export class JobEvents {
   }
 
   /**
-   * A runner reports an attempt the store no longer expects it to run: the job
-   * was canceled, or handed to another runner. Tell that runner to stop.
+   * A runner reports an attempt the store no longer expects it to run (`job`,
+   * read after the event changed nothing): the job was canceled, or handed to
+   * another runner. Tell that runner to stop.
    */
-  private async stopIfStale(jobId: string, attempt: number): Promise<void> {
-    const stop = staleAttemptStop(await this.c.store.jobs.findById(jobId), attempt);
+  private async stopIfStale(jobId: string, attempt: number, job: Job | undefined): Promise<void> {
+    const stop = staleAttemptStop(job, attempt);
     if (stop) return this.handOut.stop(jobId, stop, attempt);
   }
 }

@@ -4,11 +4,11 @@
  * runners' queue job-queue.repo.ts, the row mapping job-rows.ts, the health
  * read-outs job-health.reads.ts. No lifecycle decisions are made here.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { onAttempts, toJob, toRow } from './job-rows.js';
 import { JobHealthReads } from './job-health.reads.js';
 import { slot, type ReadRunner } from '../compiled-read.js';
-import type { Database } from '../schema.js';
+import type { Database, JobsTable } from '../schema.js';
 import type { DialectHelpers } from '../dialect.js';
 import type { Job, JobStatus, JobTrigger, ReasonCode } from '../../domain/job.js';
 import { RECENT_RUNS, type OpenRun, type RunCounts, type RunSummary } from '../../domain/health.js';
@@ -74,6 +74,13 @@ export class JobsRepo {
   async findById(id: string): Promise<Job | undefined> {
     const row = await this.db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
     return row && toJob(row);
+  }
+
+  /** These jobs, those that exist, in no particular order: one statement text for any count. */
+  async findByIds(ids: readonly string[]): Promise<Job[]> {
+    if (ids.length === 0) return [];
+    const { rows } = await sql<Selectable<JobsTable>>`select * from jobs where ${this.dialect.idIn('id', [...new Set(ids)])}`.execute(this.db);
+    return rows.map(toJob);
   }
 
   async findForUser(userId: string, workflowId: string, jobId: string): Promise<Job | undefined> {
