@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Batcher } from '../src/core/batcher.js';
+import { deferred, waitFor } from './support/async.js';
 
 describe('Batcher', () => {
   it('applies what arrives together as one batch, and what arrives while it applies as the next', async () => {
@@ -37,6 +38,27 @@ describe('Batcher', () => {
     assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
     assert.deepEqual(alone.sort(), [1, 2, 3]);
     assert.deepEqual(failures, [3]);
+  });
+
+  it("applies a failed batch's items of one key in the order received, each after the one before it, other keys meanwhile", async () => {
+    const log: string[] = [];
+    const slow = deferred();
+    const batcher = new Batcher<{ key: string; n: number }>({
+      many: () => Promise.reject(new Error('batch')),
+      one: async ({ key, n }) => {
+        log.push(`start ${key}${n}`);
+        // The job's first event is slow: its second must still wait for it.
+        if (key === 'a' && n === 1) await slow.promise;
+        log.push(`end ${key}${n}`);
+      },
+      key: (item) => item.key,
+    });
+    const applied = batcher.apply([{ key: 'a', n: 1 }, { key: 'b', n: 1 }, { key: 'a', n: 2 }]);
+    await waitFor(() => log.includes('end b1'), 'the other key applied while the first key waits');
+    assert.ok(!log.includes('start a2'), `a2 started before a1 ended: ${log.join(', ')}`);
+    slow.resolve();
+    await applied;
+    assert.deepEqual(log.filter((l) => / a\d$/.test(l)), ['start a1', 'end a1', 'start a2', 'end a2']);
   });
 
   it('settles each item by the outcome the batch returns for it', async () => {

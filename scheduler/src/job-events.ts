@@ -56,6 +56,8 @@ export class JobEvents {
     this.batcher = new Batcher<Batched>({
       many: (plans, within) => this.applyMany(plans, within),
       one: (plan) => this.patiently(plan),
+      // A job's start before its result, as received, when its batch failed and they go one by one.
+      key: (plan) => plan.jobId,
       onBatchFailure: (err, events) => this.c.log.warn({ err, events }, 'could not apply a batch of job events; applying them one by one'),
     });
   }
@@ -114,8 +116,8 @@ export class JobEvents {
     // Every job that leaves the queue has a start (alone, or written with its result).
     this.handOut.leftQueue(plans.filter((p, i) => fresh[i] && p.kind === 'start').map((p) => p.jobId));
     if (plans.some((p) => p.kind !== 'renew')) this.c.roomFreed();
-    // The jobs of the events that changed nothing, in one read (none when every event changed something;
-    // at 100,000 workflows, one start in twenty found its job no longer QUEUED).
+    // The jobs of the events that changed nothing (a start or renewal of a job canceled or handed to another
+    // runner, a duplicate), in one read; none when every event changed something.
     const jobs = this.c.store.jobs.findByIds(plans.filter((_, i) => !fresh[i]).map((p) => p.jobId)).then((found) => new Map(found.map((j) => [j.id, j])));
     // As when applied alone: a failure here redelivers the event, which then changes nothing and checks again.
     // In the event's own context: its job.stop carries the request id the event carried.

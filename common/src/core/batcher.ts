@@ -8,7 +8,7 @@ import { AsyncResource } from 'node:async_hooks';
  * transaction serves many messages under load and a lone message goes at
  * once. When a batch fails as a whole, nothing of it was applied (one
  * transaction) and each of its messages is applied on its own, so one bad
- * message costs the others nothing.
+ * message costs the others nothing (those of one `key` in the order received).
  *
  * Async context: a batch is applied outside the context of any one item
  * (its log lines carry no single message's request id); `within(i, fn)` and
@@ -23,6 +23,12 @@ export interface BatcherOptions<T> {
   many(items: readonly T[], within: Within): Promise<readonly PromiseSettledResult<unknown>[] | void>;
   /** Applies one item on its own: after `many` failed for its batch. */
   one(item: T): Promise<void>;
+  /**
+   * Items of one key (a job's events) are applied on their own one after
+   * another, in the order received; items of different keys at once. No key:
+   * every item of a failed batch at once.
+   */
+  key?(item: T): string;
   /** Told when a batch failed and its items go one by one. */
   onBatchFailure?(err: unknown, size: number): void;
 }
@@ -99,7 +105,7 @@ export class Batcher<T> {
       );
     } catch (err) {
       this.options.onBatchFailure?.(err, batch.length);
-      await Promise.all(batch.map((w) => w.context(() => this.options.one(w.item)).then(w.resolve, w.reject)));
+      await this.applyEach(batch);
       return;
     }
     batch.forEach((w, i) => {
@@ -107,5 +113,21 @@ export class Batcher<T> {
       if (outcome?.status === 'rejected') w.reject(outcome.reason);
       else w.resolve();
     });
+  }
+
+  /** Each item on its own: those of one key in turn, the keys at once. Never throws. */
+  private async applyEach(batch: readonly Waiting<T>[]): Promise<void> {
+    const { key } = this.options;
+    const last = new Map<string, Promise<void>>();
+    await Promise.all(
+      batch.map((w) => {
+        const apply = (): Promise<void> => w.context(() => this.options.one(w.item)).then(w.resolve, w.reject);
+        if (!key) return apply();
+        const k = key(w.item);
+        const applied = (last.get(k) ?? Promise.resolve()).then(apply);
+        last.set(k, applied);
+        return applied;
+      }),
+    );
   }
 }

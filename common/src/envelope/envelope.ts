@@ -10,7 +10,7 @@ import { canonicalJson, isPlainObject } from '../core/canonical-json.js';
 import { newId, isRequestId, isUuid, REQUEST_ID_PATTERN } from '../core/ids.js';
 import type { Logger, RequestContext } from '../logging/logger.js';
 import type { OrlojMessages } from '../messages/index.js';
-import { DeadLetterError, deadLetterQueue, DEFAULT_PREFETCH, misuse, type Bus, type ConsumeOptions, type Subscription } from '../bus/bus.js';
+import { DeadLetterError, deadLetterQueue, misuse, type Bus, type ConsumeOptions, type Subscription } from '../bus/bus.js';
 import { BATCH_TYPE, digestOf, readBatch, DIGESTS_TYPE, signedDigests, signedWithProblem, type BatchItem, type BatchMode, type SignedWith } from './batch.js';
 import { PublishBatches } from './publish-batches.js';
 import { verifyingHandler, type EnvelopeHandler, type RefusalMetrics, type VerifyingOptions } from './verifying-handler.js';
@@ -483,8 +483,7 @@ export class SignedBus<M extends MessageTable = OrlojMessages> {
   consume<K extends MessageType<M> = MessageType<M>>(queue: string, handler: EnvelopeHandler<TypedEnvelope<M, K>>, options: SignedConsumeOptions<K> = {}): Promise<Subscription> {
     const { accept, onMalformed, onSignatureCheck, ...consumeOptions } = options;
     // The one widening: the handler gets only envelopes of `accept`ed types whose bodies their decoder in `messages` returned.
-    const concurrency = consumeOptions.prefetch ?? DEFAULT_PREFETCH;
-    const verifying = verifyingHandler({ ...this.verifying(`queue:${queue}`, queue, accept, onMalformed), onSignatureCheck, concurrency }, handler as EnvelopeHandler);
+    const verifying = verifyingHandler({ ...this.verifying(`queue:${queue}`, queue, accept, onMalformed), onSignatureCheck }, handler as EnvelopeHandler);
     return this.bus.consume(queue, verifying, consumeOptions);
   }
 

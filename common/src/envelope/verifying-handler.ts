@@ -37,8 +37,6 @@ export interface VerifyingOptions {
   onSignatureCheck?: ((passed: boolean) => void) | undefined;
   /** Runs the handler inside the envelope's request id, so its log lines carry `reqId`. */
   requestContext?: RequestContext | undefined;
-  /** How many items of a batch envelope the handler gets at once (1 unless set; SignedBus passes the consumer's prefetch). */
-  concurrency?: number | undefined;
 }
 
 /**
@@ -58,7 +56,6 @@ export interface VerifyingOptions {
  */
 export function verifyingHandler(options: VerifyingOptions, handler: EnvelopeHandler): MessageHandler {
   const { verifier, logger, scope, onRefused } = options;
-  const concurrency = options.concurrency ?? 1;
   return async (message, delivery) => {
     const result = verifier.verify(message, { scope, remember: false });
     if (!result.ok) {
@@ -74,35 +71,28 @@ export function verifyingHandler(options: VerifyingOptions, handler: EnvelopeHan
     }
     options.onSignatureCheck?.(true);
     const { envelope } = result;
-    if (envelope.type === BATCH_TYPE) await handleBatch(unpack(envelope), concurrency, (item) => handleItem(item, delivery, options, handler));
+    if (envelope.type === BATCH_TYPE) await handleBatch(unpack(envelope), (item) => handleItem(item, delivery, options, handler));
     else await handleOne(envelope, delivery, options, handler);
     verifier.remember(envelope, scope);
   };
 }
 
 /**
- * A batch's items, at most `concurrency` at once (the consumer's prefetch:
- * a batch gives a handler no more at once than separate messages would). A
- * failed item fails the batch once the rest are done, so the broker
- * redelivers it; the items handled meanwhile are remembered, and the
- * redelivery runs only the others here (another process runs them all:
- * handlers are idempotent, delivery is at least once).
+ * A batch's items, all handed to the handler at once, in order, as the batch
+ * arrives: before anything delivered after it (a runner's job.started in a
+ * batch, then its job.finished alone), as separate messages would have
+ * reached it. The consumer's prefetch bounds the broker messages in hand, a
+ * batch counting once: the handlers of batched queues gather what they get
+ * into transactions of their own (Batcher). A failed item fails the batch
+ * once the rest are done, so the broker redelivers it; the items handled
+ * meanwhile are remembered, and the redelivery runs only the others here
+ * (another process runs them all: handlers are idempotent, delivery is at
+ * least once).
  */
-async function handleBatch(items: readonly Envelope[], concurrency: number, handle: (item: Envelope) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failure: { err: unknown } | undefined;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      try {
-        await handle(item);
-      } catch (err) {
-        failure ??= { err };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
-  if (failure) throw failure.err;
+async function handleBatch(items: readonly Envelope[], handle: (item: Envelope) => Promise<void>): Promise<void> {
+  const outcomes = await Promise.allSettled(items.map(handle));
+  const failed = outcomes.find((o) => o.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 async function handleItem(item: Envelope, delivery: Delivery, options: VerifyingOptions, handler: EnvelopeHandler): Promise<void> {
