@@ -255,6 +255,7 @@ async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number, hist
     await orloj.stop();
     orloj = undefined;
     const analysis = await tool.analyzeWindow({ windowStart, windowEnd, stopAt });
+    if (analysis.completedWithoutRunner) ctx.log(`${label}: ${fmt(analysis.completedWithoutRunner)} jobs completed with no runner recorded (a start applied after its result)`);
     const full: DistributedCpu = { ...cpu, other: machine === undefined ? undefined : Math.max(0, machine - ours) };
     ctx.log(
       `${label}: ${fmt(analysis.completedInWindow / s.durationS, 1)} jobs/s, missed ${fmt(analysis.skipped)} + ${fmt(analysis.noJob)} of ${fmt(analysis.dueSlots)}, lag p50 ${lagText(analysis.lag.p50)} p99 ${lagText(analysis.lag.p99)} ms, CPU ${fmt(distributedTotal(full))} % (${cpuText(full)})`,

@@ -56,6 +56,8 @@ export interface SlotCoverage {
 export interface WindowAnalysis extends SlotCoverage {
   /** Jobs whose completed_at falls in the window. */
   completedInWindow: number;
+  /** COMPLETED jobs of the window's slots with no runner recorded: their start was applied after their result. */
+  completedWithoutRunner?: number;
   allJobs: Record<string, number>;
   /** Every FAILED job in the table, by "CODE: message". */
   failures: Record<string, number>;

@@ -191,15 +191,18 @@ serveParent(
       );
       const completed = await db
         .selectFrom('jobs')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .select((eb) => [
+          eb.fn.count<number>('id').filterWhere((f) => f.and([f('completed_at', '>=', ws), f('completed_at', '<', we)])).as('inWindow'),
+          // A start applied after its result changes nothing: the job ends with no runner recorded.
+          eb.fn.count<number>('id').filterWhere((f) => f.and([f('runner_id', 'is', null), f('slot_at', '>=', ws)])).as('withoutRunner'),
+        ])
         .where('status', '=', 'COMPLETED')
-        .where('completed_at', '>=', ws)
-        .where('completed_at', '<', we)
         .executeTakeFirstOrThrow();
       const totals = await db.selectFrom('jobs').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('status').execute();
       return {
         ...coverage,
-        completedInWindow: Number(completed.n),
+        completedInWindow: Number(completed.inWindow),
+        completedWithoutRunner: Number(completed.withoutRunner),
         allJobs: Object.fromEntries(totals.map((r) => [r.status, Number(r.n)])) as Record<string, number>,
         failures: await failureReasons(),
       };
