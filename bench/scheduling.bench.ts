@@ -52,6 +52,15 @@ function dueOrderOf(value: string | undefined): DueOrder {
   return order;
 }
 
+/**
+ * The runner slots an operator gives a fleet of `workflows` one-minute checks
+ * (docs/operations.md, "Sizing the runners": checks a second × 0.15 s, with room
+ * to spare): twice that, a power of two, at least 64. 100,000 get 512.
+ */
+export function runnerSlotsFor(workflows: number): number {
+  return Math.max(64, 2 ** Math.ceil(Math.log2((workflows / 60) * 0.3)));
+}
+
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings {
   const sizes = sizesFrom(env.BENCH_SCHED_SIZES?.trim() || '10000,100000', 'BENCH_SCHED_SIZES');
   const dist = env.BENCH_SCHED_DISTRIBUTED?.trim();
@@ -66,6 +75,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
     burst: envInt('BENCH_SCHED_BURST', 10_000, 0),
     burstTimeoutS: envInt('BENCH_SCHED_BURST_TIMEOUT', 300, 10),
     concurrency: envInt('BENCH_SCHED_CONCURRENCY', 64, 1),
+    distributedSlots: env.BENCH_SCHED_CONCURRENCY?.trim() ? envInt('BENCH_SCHED_CONCURRENCY', 64, 1) : undefined,
     tick: env.BENCH_SCHED_TICK?.trim() || undefined,
     distributedSizes,
     cronSizes,
@@ -185,7 +195,8 @@ export async function steady(ctx: SuiteContext, s: Settings, n: number, schedule
 
 /** The steady run with api, scheduler, runners, log-ingest and notifier in separate processes on PostgreSQL + RabbitMQ. */
 async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number, historyJobs = 0): Promise<Run> {
-  const label = `${fmt(n)} workflows, every minute, roles in separate processes (PostgreSQL + RabbitMQ)${historyJobs ? `, over a year of history (${fmt(historyJobs)} jobs)` : ''}`;
+  const slots = s.distributedSlots ?? runnerSlotsFor(n);
+  const label = `${fmt(n)} workflows, every minute, roles in separate processes (PostgreSQL + RabbitMQ, ${fmt(slots)} runner slots)${historyJobs ? `, over a year of history (${fmt(historyJobs)} jobs)` : ''}`;
   const db = await createBenchDatabase('postgres');
   const target = await startServer('http-target', {});
   let tool: ScheduleDb | undefined;
@@ -199,7 +210,7 @@ async function steadyDistributed(ctx: SuiteContext, s: Settings, n: number, hist
     ctx.log(`${label}: starting the roles`);
     const started = performance.now();
     orloj = await startDistributedOrloj(db.url, s.amqpUrl, {
-      RUNNER_CONCURRENCY: String(s.concurrency),
+      RUNNER_CONCURRENCY: String(slots),
       RUNNER_ALLOW_TARGETS: '127.0.0.0/8',
       ...(s.tick ? { SCHEDULER_TICK: s.tick } : {}),
       // A year held: the default retention (90 days) would spend the run deleting three quarters of it. Both rows of the pair alike.
