@@ -67,21 +67,22 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): Settings 
   const distributedSizes = dist === '0' ? [] : dist ? sizesFrom(dist, 'BENCH_SCHED_DISTRIBUTED') : sizes;
   const cron = env.BENCH_SCHED_CRON?.trim();
   const cronSizes = cron === '0' ? [] : cron ? sizesFrom(cron, 'BENCH_SCHED_CRON') : sizes;
+  const concurrency = envInt('BENCH_SCHED_CONCURRENCY', 64, 1, env);
   return {
     sizes,
-    durationS: envInt('BENCH_SCHED_DURATION', 180, 10),
-    warmupS: envInt('BENCH_SCHED_WARMUP', 10, 0),
-    tailS: envInt('BENCH_SCHED_TAIL', 10, 1),
-    burst: envInt('BENCH_SCHED_BURST', 10_000, 0),
-    burstTimeoutS: envInt('BENCH_SCHED_BURST_TIMEOUT', 300, 10),
-    concurrency: envInt('BENCH_SCHED_CONCURRENCY', 64, 1),
-    distributedSlots: env.BENCH_SCHED_CONCURRENCY?.trim() ? envInt('BENCH_SCHED_CONCURRENCY', 64, 1) : undefined,
+    durationS: envInt('BENCH_SCHED_DURATION', 180, 10, env),
+    warmupS: envInt('BENCH_SCHED_WARMUP', 10, 0, env),
+    tailS: envInt('BENCH_SCHED_TAIL', 10, 1, env),
+    burst: envInt('BENCH_SCHED_BURST', 10_000, 0, env),
+    burstTimeoutS: envInt('BENCH_SCHED_BURST_TIMEOUT', 300, 10, env),
+    concurrency,
+    distributedSlots: env.BENCH_SCHED_CONCURRENCY?.trim() ? concurrency : undefined,
     tick: env.BENCH_SCHED_TICK?.trim() || undefined,
     distributedSizes,
     cronSizes,
     amqpUrl: env.BENCH_AMQP_URL?.trim() || DEFAULT_AMQP,
-    historyJobs: envInt('BENCH_SCHED_HISTORY', 0, 0),
-    reads: envInt('BENCH_SCHED_READS', 50, 0),
+    historyJobs: envInt('BENCH_SCHED_HISTORY', 0, 0, env),
+    reads: envInt('BENCH_SCHED_READS', 50, 0, env),
     dueOrder: dueOrderOf(env.BENCH_SCHED_ORDER),
   };
 }
